@@ -1,0 +1,60 @@
+# tierdb — see README.md. `make run` and `make test` install what they need.
+SHELL := /bin/bash
+GO ?= go
+BIN := bin/tierdb
+VENV := .venv
+PY := $(VENV)/bin/python
+ARGS ?=
+
+.PHONY: all build run test test-go test-py fuzz deps deps-postgres deps-python bench-baseline clean
+
+all: build
+
+build: $(BIN)
+
+$(BIN): $(shell find cmd internal -name '*.go' -not -name '*_test.go') go.mod go.sum
+	@command -v $(GO) >/dev/null || { echo "Go 1.21+ is required (https://go.dev/dl); it fetches the toolchain go.mod asks for"; exit 1; }
+	$(GO) build -o $(BIN) ./cmd/tierdb
+
+# PostgreSQL comes from Debian's packages; tierdb runs it as an unprivileged user.
+deps-postgres:
+	@if ! ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 && ! command -v pg_config >/dev/null; then \
+		echo "installing PostgreSQL from Debian packages"; \
+		if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+		$$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q postgresql </dev/null; \
+	fi
+
+# Test dependencies live in a private virtualenv (Debian's Python is externally managed).
+deps-python: $(VENV)/.ok
+$(VENV)/.ok: tests/requirements.txt
+	@python3 -m venv --help >/dev/null 2>&1 || { \
+		if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+		$$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q python3-venv </dev/null; }
+	python3 -m venv $(VENV)
+	$(VENV)/bin/pip install -q -r tests/requirements.txt
+	touch $@
+
+deps: deps-postgres deps-python
+
+# The main job: build and run tierdb on its embedded PostgreSQL (./tierdb-data).
+run: deps-postgres build
+	./$(BIN) serve $(ARGS)
+
+test: deps build test-go test-py
+
+test-go:
+	$(GO) vet ./...
+	$(GO) test -race -count=1 ./...
+	$(GO) test -run '^$$' -fuzz FuzzReadMessage -fuzztime 15s ./internal/wire
+
+test-py: deps-python build
+	TIERDB_BIN=$(abspath $(BIN)) $(PY) -m pytest -q tests
+
+fuzz:
+	$(GO) test -run '^$$' -fuzz FuzzReadMessage -fuzztime 60s ./internal/wire
+
+bench-baseline: deps build
+	$(GO) run ./bench/baseline $(ARGS)
+
+clean:
+	rm -rf bin $(VENV)

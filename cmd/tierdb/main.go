@@ -1,0 +1,147 @@
+// Command tierdb is the tierdb server and its tools.
+//
+//	tierdb serve [flags]   run the server (embedded PostgreSQL unless --postgres-url)
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"tierdb/internal/commands"
+	"tierdb/internal/pgmanage"
+	"tierdb/internal/qos"
+	"tierdb/internal/server"
+	"tierdb/internal/storage"
+)
+
+func main() {
+	if len(os.Args) < 2 || os.Args[1] == "-h" || os.Args[1] == "--help" || os.Args[1] == "help" {
+		usage()
+		return
+	}
+	switch os.Args[1] {
+	case "serve":
+		if err := serve(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "tierdb:", err)
+			os.Exit(1)
+		}
+	case "version":
+		fmt.Println("tierdb", commands.Version+"-compatible")
+	default:
+		fmt.Fprintf(os.Stderr, "tierdb: unknown command %q\n\n", os.Args[1])
+		usage()
+		os.Exit(2)
+	}
+}
+
+func usage() {
+	fmt.Fprint(os.Stderr, `tierdb: a MongoDB-compatible document database on PostgreSQL, with performance tiers.
+
+Usage:
+  tierdb serve [flags]    run the server; "tierdb serve -h" lists the flags
+  tierdb version
+`)
+}
+
+type serveFlags struct {
+	listen          string
+	dataDir         string
+	postgresURL     string
+	postgresBin     string
+	backendsPerTier int
+	cursorTimeout   time.Duration
+	logLevel        string
+}
+
+func serve(args []string) error {
+	var f serveFlags
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.StringVar(&f.listen, "listen", "127.0.0.1:27017", "address to accept MongoDB clients on")
+	fs.StringVar(&f.dataDir, "data-dir", "./tierdb-data", "data directory of the embedded PostgreSQL")
+	fs.StringVar(&f.postgresURL, "postgres-url", "", "use this PostgreSQL instead of the embedded one (e.g. postgres://user@host/db)")
+	fs.StringVar(&f.postgresBin, "postgres-bin", "", "directory with the PostgreSQL binaries (default: found with pg_config or under /usr/lib/postgresql)")
+	fs.IntVar(&f.backendsPerTier, "backends-per-tier", 8, "PostgreSQL backends in each tier's pool")
+	fs.DurationVar(&f.cursorTimeout, "cursor-timeout", 10*time.Minute, "close cursors idle for longer than this")
+	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
+		return fmt.Errorf("bad --log-level: %w", err)
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+
+	connString := f.postgresURL
+	if connString == "" {
+		log.Info("starting embedded PostgreSQL", "data_dir", f.dataDir)
+		cluster, err := pgmanage.Start(ctx, pgmanage.Options{
+			DataDir:        f.dataDir,
+			BinDir:         f.postgresBin,
+			Logger:         log,
+			MaxConnections: int(qos.NumTiers)*f.backendsPerTier + 20,
+		})
+		if err != nil {
+			return err
+		}
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+			defer cancel()
+			if err := cluster.Stop(sctx); err != nil {
+				log.Error("stopping PostgreSQL", "err", err)
+			}
+		}()
+		connString = cluster.ConnString()
+	}
+
+	var sizes [qos.NumTiers]int
+	for i := range sizes {
+		sizes[i] = f.backendsPerTier
+	}
+	store, err := storage.Open(ctx, storage.Options{ConnString: connString, BackendsPerTier: sizes, Logger: log})
+	if err != nil {
+		return fmt.Errorf("connecting to PostgreSQL: %w", err)
+	}
+	defer store.Close()
+
+	srv, err := server.Listen(server.Options{Listen: f.listen, Logger: log})
+	if err != nil {
+		return err
+	}
+	h := commands.New(commands.Options{
+		Store:         store,
+		Logger:        log,
+		CursorTimeout: f.cursorTimeout,
+		Argv:          os.Args,
+		Connections:   srv.Connections,
+		CurrentOps:    srv.CurrentOps,
+	})
+	defer h.Close()
+	srv.SetHandlers(h)
+
+	log.Info("tierdb is ready", "listen", srv.Addr().String())
+	// The line above is what scripts and tests wait for; keep it stable.
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve() }()
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down")
+	case err := <-served:
+		if err != nil {
+			return err
+		}
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	srv.Shutdown(sctx)
+	return nil
+}

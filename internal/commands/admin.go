@@ -1,0 +1,239 @@
+package commands
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"os"
+	"runtime"
+	"sort"
+	"sync/atomic"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"tierdb/internal/wire"
+)
+
+// Version is the MongoDB version tierdb reports; drivers and tools gate
+// features on it, so it names the server whose behaviour tierdb follows.
+const (
+	Version        = "6.0.0"
+	MaxWireVersion = 17
+	tierdbVersion  = "0.1.0"
+)
+
+type opCounter int
+
+const (
+	opNone opCounter = iota
+	opInsert
+	opQuery
+	opUpdate
+	opDelete
+	opGetMore
+	opCommand
+	numOpCounters
+)
+
+type opCounters [numOpCounters]atomic.Int64
+
+func (o *opCounters) add(c opCounter) {
+	if c == opNone {
+		c = opCommand
+	}
+	o[c].Add(1)
+}
+
+func (h *Handlers) hello(_ context.Context, req *Request) (bson.D, error) {
+	if req.Session != nil && req.Session.Client == nil {
+		if c, err := getDoc(req.Cmd, "client"); err == nil && c != nil {
+			req.Session.Client = c
+		}
+	}
+	var connID int64
+	if req.Session != nil {
+		connID = req.Session.ID
+	}
+	reply := bson.D{}
+	if helloOK, _ := getBool(req.Cmd, "helloOk", false); helloOK {
+		reply = append(reply, bson.E{Key: "helloOk", Value: true})
+	}
+	primaryKey := "isWritablePrimary"
+	if req.Name != "hello" {
+		primaryKey = "ismaster"
+	}
+	return append(reply,
+		bson.E{Key: primaryKey, Value: true},
+		bson.E{Key: "topologyVersion", Value: bson.D{{Key: "processId", Value: h.processID}, {Key: "counter", Value: int64(0)}}},
+		bson.E{Key: "maxBsonObjectSize", Value: int32(wire.MaxBSONObjectSize)},
+		bson.E{Key: "maxMessageSizeBytes", Value: int32(wire.MaxMessageSize)},
+		bson.E{Key: "maxWriteBatchSize", Value: int32(100000)},
+		bson.E{Key: "localTime", Value: bson.NewDateTimeFromTime(time.Now())},
+		bson.E{Key: "logicalSessionTimeoutMinutes", Value: int32(30)},
+		bson.E{Key: "connectionId", Value: connID},
+		bson.E{Key: "minWireVersion", Value: int32(0)},
+		bson.E{Key: "maxWireVersion", Value: int32(MaxWireVersion)},
+		bson.E{Key: "readOnly", Value: false},
+	), nil
+}
+
+func (h *Handlers) ping(ctx context.Context, _ *Request) (bson.D, error) {
+	return bson.D{}, nil
+}
+
+func (h *Handlers) buildInfo(context.Context, *Request) (bson.D, error) {
+	return bson.D{
+		{Key: "version", Value: Version},
+		{Key: "gitVersion", Value: "tierdb-" + tierdbVersion},
+		{Key: "versionArray", Value: bson.A{int32(6), int32(0), int32(0), int32(0)}},
+		{Key: "tierdbVersion", Value: tierdbVersion},
+		{Key: "bits", Value: int32(64)},
+		{Key: "debug", Value: false},
+		{Key: "maxBsonObjectSize", Value: int32(wire.MaxBSONObjectSize)},
+		{Key: "storageEngines", Value: bson.A{"postgresql"}},
+		{Key: "javascriptEngine", Value: "none"},
+		{Key: "modules", Value: bson.A{}},
+	}, nil
+}
+
+func (h *Handlers) getParameter(_ context.Context, req *Request) (bson.D, error) {
+	params := bson.D{
+		{Key: "featureCompatibilityVersion", Value: bson.D{{Key: "version", Value: "6.0"}}},
+		{Key: "cursorTimeoutMillis", Value: h.opts.CursorTimeout.Milliseconds()},
+		{Key: "maxBSONDepth", Value: int32(100)},
+	}
+	all := req.Cmd[0].Value == "*"
+	if d, ok := req.Cmd[0].Value.(bson.D); ok {
+		all, _ = getBool(d, "allParameters", false)
+	}
+	if all {
+		return params, nil
+	}
+	var out bson.D
+	for _, p := range params {
+		if _, asked := lookup(req.Cmd[1:], p.Key); asked {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+func (h *Handlers) connectionStatus(context.Context, *Request) (bson.D, error) {
+	return bson.D{{Key: "authInfo", Value: bson.D{
+		{Key: "authenticatedUsers", Value: bson.A{}},
+		{Key: "authenticatedUserRoles", Value: bson.A{}},
+	}}}, nil
+}
+
+func (h *Handlers) whatsmyuri(_ context.Context, req *Request) (bson.D, error) {
+	addr := ""
+	if req.Session != nil {
+		addr = req.Session.RemoteAddr
+	}
+	return bson.D{{Key: "you", Value: addr}}, nil
+}
+
+func (h *Handlers) serverStatus(context.Context, *Request) (bson.D, error) {
+	var cur, total int64
+	if h.opts.Connections != nil {
+		cur, total = h.opts.Connections()
+	}
+	uptime := time.Since(h.started)
+	return bson.D{
+		{Key: "host", Value: hostname()},
+		{Key: "version", Value: Version},
+		{Key: "process", Value: "tierdb"},
+		{Key: "pid", Value: int64(os.Getpid())},
+		{Key: "uptime", Value: float64(int64(uptime.Seconds()))},
+		{Key: "uptimeMillis", Value: uptime.Milliseconds()},
+		{Key: "localTime", Value: bson.NewDateTimeFromTime(time.Now())},
+		{Key: "connections", Value: bson.D{
+			{Key: "current", Value: int32(cur)},
+			{Key: "available", Value: int32(1_000_000 - cur)},
+			{Key: "totalCreated", Value: total},
+		}},
+		{Key: "opcounters", Value: bson.D{
+			{Key: "insert", Value: h.ops[opInsert].Load()},
+			{Key: "query", Value: h.ops[opQuery].Load()},
+			{Key: "update", Value: h.ops[opUpdate].Load()},
+			{Key: "delete", Value: h.ops[opDelete].Load()},
+			{Key: "getmore", Value: h.ops[opGetMore].Load()},
+			{Key: "command", Value: h.ops[opCommand].Load()},
+		}},
+		{Key: "metrics", Value: bson.D{{Key: "cursor", Value: bson.D{
+			{Key: "open", Value: bson.D{{Key: "total", Value: int64(h.cursors.len())}}},
+			{Key: "timedOut", Value: h.cursors.timedOut.Load()},
+		}}}},
+	}, nil
+}
+
+func hostname() string {
+	h, _ := os.Hostname()
+	return h
+}
+
+func (h *Handlers) hostInfo(context.Context, *Request) (bson.D, error) {
+	var memMB int64
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		var kb int64
+		for _, line := range strings.Split(string(b), "\n") {
+			if n, _ := fmt.Sscanf(line, "MemTotal: %d kB", &kb); n == 1 {
+				memMB = kb / 1024
+			}
+		}
+	}
+	return bson.D{
+		{Key: "system", Value: bson.D{
+			{Key: "currentTime", Value: bson.NewDateTimeFromTime(time.Now())},
+			{Key: "hostname", Value: hostname()},
+			{Key: "cpuAddrSize", Value: int32(64)},
+			{Key: "memSizeMB", Value: memMB},
+			{Key: "numCores", Value: int32(runtime.NumCPU())},
+			{Key: "cpuArch", Value: runtime.GOARCH},
+		}},
+		{Key: "os", Value: bson.D{{Key: "type", Value: runtime.GOOS}, {Key: "name", Value: runtime.GOOS}}},
+		{Key: "extra", Value: bson.D{}},
+	}, nil
+}
+
+func (h *Handlers) getCmdLineOpts(context.Context, *Request) (bson.D, error) {
+	argv := bson.A{}
+	for _, a := range h.opts.Argv {
+		argv = append(argv, a)
+	}
+	return bson.D{{Key: "argv", Value: argv}, {Key: "parsed", Value: bson.D{}}}, nil
+}
+
+// getLog answers with empty logs: tierdb logs to stderr and keeps no ring buffer.
+func (h *Handlers) getLog(_ context.Context, req *Request) (bson.D, error) {
+	if req.Cmd[0].Value == "*" {
+		return bson.D{{Key: "names", Value: bson.A{"global", "startupWarnings"}}}, nil
+	}
+	return bson.D{{Key: "totalLinesWritten", Value: int32(0)}, {Key: "log", Value: bson.A{}}}, nil
+}
+
+func (h *Handlers) currentOp(context.Context, *Request) (bson.D, error) {
+	inprog := bson.A{}
+	if h.opts.CurrentOps != nil {
+		inprog = h.opts.CurrentOps()
+	}
+	return bson.D{{Key: "inprog", Value: inprog}}, nil
+}
+
+func (h *Handlers) listCommands(context.Context, *Request) (bson.D, error) {
+	names := make([]string, 0, len(h.table))
+	for n := range h.table {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	cmds := bson.D{}
+	for _, n := range names {
+		cmds = append(cmds, bson.E{Key: n, Value: bson.D{{Key: "help", Value: h.table[n].help}}})
+	}
+	return bson.D{{Key: "commands", Value: cmds}}, nil
+}
+
+func (h *Handlers) freeMonitoring(context.Context, *Request) (bson.D, error) {
+	return bson.D{{Key: "state", Value: "disabled"}}, nil
+}

@@ -1,0 +1,160 @@
+package commands
+
+import (
+	"math"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"tierdb/internal/mongoerr"
+)
+
+// Small typed accessors over a command document. Each returns a MongoDB
+// error naming the field when the type is wrong, so handlers stay short.
+
+func lookup(d bson.D, key string) (any, bool) {
+	for _, e := range d {
+		if e.Key == key {
+			return e.Value, true
+		}
+	}
+	return nil, false
+}
+
+func typeErr(key, want string, v any) error {
+	return mongoerr.Newf(mongoerr.TypeMismatch, "BSON field '%s' is the wrong type '%s', expected type '%s'", key, typeName(v), want)
+}
+
+// getString returns a string field; def when absent.
+func getString(d bson.D, key, def string) (string, error) {
+	v, ok := lookup(d, key)
+	if !ok || v == nil {
+		return def, nil
+	}
+	s, ok := v.(string)
+	if !ok {
+		return "", typeErr(key, "string", v)
+	}
+	return s, nil
+}
+
+// getDoc returns an embedded document; nil when absent.
+func getDoc(d bson.D, key string) (bson.D, error) {
+	v, ok := lookup(d, key)
+	if !ok || v == nil {
+		return nil, nil
+	}
+	doc, ok := v.(bson.D)
+	if !ok {
+		return nil, typeErr(key, "object", v)
+	}
+	return doc, nil
+}
+
+// getArray returns an array field; nil when absent.
+func getArray(d bson.D, key string) (bson.A, error) {
+	v, ok := lookup(d, key)
+	if !ok || v == nil {
+		return nil, nil
+	}
+	a, ok := v.(bson.A)
+	if !ok {
+		return nil, typeErr(key, "array", v)
+	}
+	return a, nil
+}
+
+// getBool accepts booleans and numbers (non-zero is true), as MongoDB does.
+func getBool(d bson.D, key string, def bool) (bool, error) {
+	v, ok := lookup(d, key)
+	if !ok || v == nil {
+		return def, nil
+	}
+	switch b := v.(type) {
+	case bool:
+		return b, nil
+	case int32:
+		return b != 0, nil
+	case int64:
+		return b != 0, nil
+	case float64:
+		return b != 0, nil
+	}
+	return false, typeErr(key, "bool", v)
+}
+
+// getInt accepts any whole number that fits an int64.
+func getInt(d bson.D, key string, def int64) (int64, error) {
+	v, ok := lookup(d, key)
+	if !ok || v == nil {
+		return def, nil
+	}
+	n, ok := asInt(v)
+	if !ok {
+		return 0, typeErr(key, "long", v)
+	}
+	return n, nil
+}
+
+func asInt(v any) (int64, bool) {
+	switch n := v.(type) {
+	case int32:
+		return int64(n), true
+	case int64:
+		return n, true
+	case float64:
+		if n != math.Trunc(n) || math.IsInf(n, 0) || math.IsNaN(n) || math.Abs(n) > 1<<63 {
+			return 0, false
+		}
+		return int64(n), true
+	}
+	return 0, false
+}
+
+// typeName is MongoDB's alias for a value's BSON type.
+func typeName(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case float64:
+		return "double"
+	case string:
+		return "string"
+	case bson.D:
+		return "object"
+	case bson.A:
+		return "array"
+	case bson.Binary:
+		return "binData"
+	case bson.Undefined:
+		return "undefined"
+	case bson.ObjectID:
+		return "objectId"
+	case bool:
+		return "bool"
+	case bson.DateTime:
+		return "date"
+	case bson.Regex:
+		return "regex"
+	case bson.DBPointer:
+		return "dbPointer"
+	case bson.JavaScript:
+		return "javascript"
+	case bson.Symbol:
+		return "symbol"
+	case bson.CodeWithScope:
+		return "javascriptWithScope"
+	case int32:
+		return "int"
+	case bson.Timestamp:
+		return "timestamp"
+	case int64:
+		return "long"
+	case bson.Decimal128:
+		return "decimal"
+	case bson.MinKey:
+		return "minKey"
+	case bson.MaxKey:
+		return "maxKey"
+	}
+	return "unknown"
+}

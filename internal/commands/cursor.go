@@ -1,0 +1,115 @@
+package commands
+
+import (
+	"context"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+)
+
+// batchSource produces the documents of a cursor a batch at a time.
+type batchSource interface {
+	// next returns up to n documents (n <= 0: as many as fit in one reply) and
+	// whether the source has nothing more.
+	next(ctx context.Context, n int) (batch []bson.Raw, done bool, err error)
+}
+
+// cursor is an open server-side cursor. It pins no PostgreSQL backend: a
+// scan cursor only remembers where it stopped (keyset pagination).
+type cursor struct {
+	id       int64
+	ns       string
+	mu       sync.Mutex // one getMore at a time
+	src      batchSource
+	lastUsed atomic.Int64 // unix nanoseconds
+}
+
+type cursorRegistry struct {
+	timeout  time.Duration
+	mu       sync.Mutex
+	m        map[int64]*cursor
+	timedOut atomic.Int64
+	stop     chan struct{}
+	stopOnce sync.Once
+}
+
+func newCursorRegistry(timeout time.Duration) *cursorRegistry {
+	r := &cursorRegistry{timeout: timeout, m: map[int64]*cursor{}, stop: make(chan struct{})}
+	go r.reap()
+	return r
+}
+
+func (r *cursorRegistry) close() { r.stopOnce.Do(func() { close(r.stop) }) }
+
+// reap closes cursors idle for longer than the timeout.
+func (r *cursorRegistry) reap() {
+	period := min(r.timeout/4, time.Minute)
+	t := time.NewTicker(max(period, 10*time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-r.stop:
+			return
+		case now := <-t.C:
+			limit := now.Add(-r.timeout).UnixNano()
+			r.mu.Lock()
+			for id, c := range r.m {
+				if c.lastUsed.Load() < limit {
+					delete(r.m, id)
+					r.timedOut.Add(1)
+				}
+			}
+			r.mu.Unlock()
+		}
+	}
+}
+
+func (r *cursorRegistry) add(ns string, src batchSource) *cursor {
+	c := &cursor{ns: ns, src: src}
+	c.lastUsed.Store(time.Now().UnixNano())
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for {
+		// Positive, never 0 (which means "no cursor"), hard to guess.
+		c.id = rand.Int64N(1<<62) + 1
+		if _, taken := r.m[c.id]; !taken {
+			r.m[c.id] = c
+			return c
+		}
+	}
+}
+
+func (r *cursorRegistry) get(id int64) *cursor {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.m[id]
+}
+
+func (r *cursorRegistry) remove(id int64) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, ok := r.m[id]
+	delete(r.m, id)
+	return ok
+}
+
+func (r *cursorRegistry) killNamespace(ns string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for id, c := range r.m {
+		if c.ns == ns {
+			delete(r.m, id)
+		}
+	}
+}
+
+func (r *cursorRegistry) len() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.m)
+}
+
+func nowNanos() int64 { return time.Now().UnixNano() }

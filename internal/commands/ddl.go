@@ -1,0 +1,362 @@
+package commands
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"tierdb/internal/mongoerr"
+	"tierdb/internal/query"
+	"tierdb/internal/storage"
+)
+
+func (h *Handlers) listDatabases(ctx context.Context, req *Request) (bson.D, error) {
+	filterDoc, err := getDoc(req.Cmd, "filter")
+	if err != nil {
+		return nil, err
+	}
+	filter, err := query.ParseFilter(filterDoc)
+	if err != nil {
+		return nil, err
+	}
+	nameOnly, err := getBool(req.Cmd, "nameOnly", false)
+	if err != nil {
+		return nil, err
+	}
+	dbs, err := h.store.ListDatabases(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := bson.A{}
+	var total int64
+	for _, d := range dbs {
+		info := bson.D{{Key: "name", Value: d.Name}}
+		if !nameOnly {
+			info = append(info, bson.E{Key: "sizeOnDisk", Value: d.SizeOnDisk}, bson.E{Key: "empty", Value: false})
+		}
+		if !filter.Match(info) {
+			continue
+		}
+		total += d.SizeOnDisk
+		out = append(out, info)
+	}
+	if nameOnly {
+		return bson.D{{Key: "databases", Value: out}}, nil
+	}
+	return bson.D{{Key: "databases", Value: out}, {Key: "totalSize", Value: total}, {Key: "totalSizeMb", Value: total >> 20}}, nil
+}
+
+func (h *Handlers) listCollections(ctx context.Context, req *Request) (bson.D, error) {
+	filterDoc, err := getDoc(req.Cmd, "filter")
+	if err != nil {
+		return nil, err
+	}
+	filter, err := query.ParseFilter(filterDoc)
+	if err != nil {
+		return nil, err
+	}
+	nameOnly, err := getBool(req.Cmd, "nameOnly", false)
+	if err != nil {
+		return nil, err
+	}
+	cols, err := h.store.ListCollections(ctx, req.DB)
+	if err != nil {
+		return nil, err
+	}
+	batch := bson.A{}
+	for _, c := range cols {
+		info := bson.D{{Key: "name", Value: c.Name}, {Key: "type", Value: "collection"}}
+		if !nameOnly {
+			info = append(info,
+				bson.E{Key: "options", Value: bson.D{}},
+				bson.E{Key: "info", Value: bson.D{{Key: "readOnly", Value: false}, {Key: "uuid", Value: uuidValue(c.UUID)}}},
+				bson.E{Key: "idIndex", Value: bson.D{{Key: "v", Value: int32(2)}, {Key: "key", Value: bson.D{{Key: "_id", Value: int32(1)}}}, {Key: "name", Value: "_id_"}}},
+			)
+		}
+		if filter.Match(info) {
+			batch = append(batch, info)
+		}
+	}
+	return cursorReply(0, req.DB+".$cmd.listCollections", batch, true), nil
+}
+
+// uuidValue renders a catalog UUID as BSON binary subtype 4, as MongoDB does.
+func uuidValue(s string) any {
+	hex := strings.ReplaceAll(s, "-", "")
+	var b [16]byte
+	if len(hex) != 32 {
+		return s
+	}
+	for i := 0; i < 16; i++ {
+		if _, err := fmt.Sscanf(hex[2*i:2*i+2], "%02x", &b[i]); err != nil {
+			return s
+		}
+	}
+	return bson.Binary{Subtype: 4, Data: b[:]}
+}
+
+func (h *Handlers) create(ctx context.Context, req *Request) (bson.D, error) {
+	name, err := collectionName(req)
+	if err != nil {
+		return nil, err
+	}
+	for _, opt := range []string{"capped", "timeseries", "clusteredIndex", "viewOn", "validator"} {
+		if v, ok := lookup(req.Cmd, opt); ok && v != false && v != nil {
+			return nil, mongoerr.Newf(mongoerr.NotImplemented, "create option '%s' is not supported by tierdb", opt)
+		}
+	}
+	if strings.HasPrefix(name, "system.") {
+		return nil, mongoerr.Newf(mongoerr.InvalidNamespace, "Invalid collection name: %s", name)
+	}
+	return bson.D{}, h.store.CreateCollection(ctx, req.DB, name)
+}
+
+func (h *Handlers) drop(ctx context.Context, req *Request) (bson.D, error) {
+	name, err := collectionName(req)
+	if err != nil {
+		return nil, err
+	}
+	err = h.store.DropCollection(ctx, req.DB, name)
+	if storage.IsCode(err, storage.ErrNamespaceNotFound) {
+		// MongoDB 7 answers ok for a missing collection; drivers rely on it.
+		return bson.D{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	h.cursors.killNamespace(req.DB + "." + name)
+	return bson.D{{Key: "ns", Value: req.DB + "." + name}, {Key: "nIndexesWas", Value: int32(1)}}, nil
+}
+
+func (h *Handlers) dropDatabase(ctx context.Context, req *Request) (bson.D, error) {
+	if err := h.store.DropDatabase(ctx, req.DB); err != nil {
+		return nil, err
+	}
+	return bson.D{{Key: "dropped", Value: req.DB}}, nil
+}
+
+func (h *Handlers) createIndexes(ctx context.Context, req *Request) (bson.D, error) {
+	name, err := collectionName(req)
+	if err != nil {
+		return nil, err
+	}
+	specs, err := getArray(req.Cmd, "indexes")
+	if err != nil {
+		return nil, err
+	}
+	if len(specs) == 0 {
+		return nil, mongoerr.New(mongoerr.BadValue, "Must specify at least one index to create")
+	}
+	var indexes []storage.Index
+	for _, s := range specs {
+		doc, ok := s.(bson.D)
+		if !ok {
+			return nil, mongoerr.New(mongoerr.TypeMismatch, "each index specification must be an object")
+		}
+		ix, err := parseIndexSpec(doc)
+		if err != nil {
+			return nil, err
+		}
+		indexes = append(indexes, ix)
+	}
+	before, after, err := h.store.CreateIndexes(ctx, req.DB, name, indexes)
+	if err != nil {
+		return nil, err
+	}
+	reply := bson.D{
+		{Key: "numIndexesBefore", Value: int32(before)},
+		{Key: "numIndexesAfter", Value: int32(after)},
+		{Key: "createdCollectionAutomatically", Value: false},
+	}
+	if before == after {
+		reply = append(reply, bson.E{Key: "note", Value: "all indexes already exist"})
+	}
+	return reply, nil
+}
+
+// parseIndexSpec validates {key: {...}, name, unique, ...}.
+func parseIndexSpec(doc bson.D) (storage.Index, error) {
+	var ix storage.Index
+	key, err := getDoc(doc, "key")
+	if err != nil {
+		return ix, err
+	}
+	if len(key) == 0 {
+		return ix, mongoerr.New(mongoerr.CannotCreateIndex, "Index keys cannot be empty.")
+	}
+	if len(key) > 32 {
+		return ix, mongoerr.New(mongoerr.CannotCreateIndex, "Index key pattern has more than 32 fields")
+	}
+	var parts []string
+	for _, k := range key {
+		if k.Key == "" || strings.HasPrefix(k.Key, "$") {
+			return ix, mongoerr.Newf(mongoerr.CannotCreateIndex, "Index key contains an illegal field name: '%s'", k.Key)
+		}
+		var desc bool
+		switch v := k.Value.(type) {
+		case string:
+			return ix, mongoerr.Newf(mongoerr.CannotCreateIndex, "index type '%s' is not supported by tierdb (only ascending/descending btree indexes)", v)
+		default:
+			n, ok := asNumber(v)
+			if !ok || n == 0 {
+				return ix, mongoerr.Newf(mongoerr.CannotCreateIndex, "Values in the index key pattern can only be non-zero numbers or strings, got %s for '%s'", typeName(v), k.Key)
+			}
+			desc = n < 0
+			dir := "1"
+			if desc {
+				dir = "-1"
+			}
+			parts = append(parts, k.Key+"_"+dir)
+		}
+		for _, prev := range ix.Keys {
+			if prev.Field == k.Key {
+				return ix, mongoerr.Newf(mongoerr.CannotCreateIndex, "duplicate field in index key pattern: %s", k.Key)
+			}
+		}
+		ix.Keys = append(ix.Keys, storage.IndexKey{Field: k.Key, Desc: desc})
+	}
+	if ix.Name, err = getString(doc, "name", strings.Join(parts, "_")); err != nil {
+		return ix, err
+	}
+	if ix.Name == "" {
+		return ix, mongoerr.New(mongoerr.CannotCreateIndex, "index name cannot be empty")
+	}
+	if ix.Unique, err = getBool(doc, "unique", false); err != nil {
+		return ix, err
+	}
+	for _, e := range doc {
+		switch e.Key {
+		case "key", "name", "unique", "v", "background", "ns":
+		case "sparse", "partialFilterExpression", "expireAfterSeconds", "collation", "hidden", "weights", "2dsphereIndexVersion":
+			if e.Value != false {
+				return ix, mongoerr.Newf(mongoerr.InvalidIndexSpecificationOpt, "index option '%s' is not supported by tierdb", e.Key)
+			}
+		default:
+			return ix, mongoerr.Newf(mongoerr.InvalidIndexSpecificationOpt, "The field '%s' is not valid for an index specification.", e.Key)
+		}
+	}
+	if ix.Name == "_id_" && !(len(ix.Keys) == 1 && ix.Keys[0].Field == "_id") {
+		return ix, mongoerr.New(mongoerr.BadValue, "The index name '_id_' is reserved for the _id index")
+	}
+	if len(ix.Keys) == 1 && ix.Keys[0].Field == "_id" {
+		ix.Unique = true // the _id index exists already and is unique
+		ix.Keys[0].Desc = false
+		ix.Name = "_id_"
+	}
+	return ix, nil
+}
+
+func asNumber(v any) (float64, bool) {
+	switch n := v.(type) {
+	case int32:
+		return float64(n), true
+	case int64:
+		return float64(n), true
+	case float64:
+		return n, true
+	case bson.Decimal128:
+		f, err := decimalToFloat(n)
+		return f, err == nil
+	}
+	return 0, false
+}
+
+func decimalToFloat(d bson.Decimal128) (float64, error) {
+	var f float64
+	_, err := fmt.Sscan(d.String(), &f)
+	return f, err
+}
+
+func (h *Handlers) listIndexes(ctx context.Context, req *Request) (bson.D, error) {
+	name, err := collectionName(req)
+	if err != nil {
+		return nil, err
+	}
+	col, err := h.store.Collection(ctx, req.DB, name)
+	if err != nil {
+		return nil, err
+	}
+	batch := bson.A{}
+	for _, ix := range col.Indexes {
+		key := bson.D{}
+		for _, k := range ix.Keys {
+			dir := int32(1)
+			if k.Desc {
+				dir = -1
+			}
+			key = append(key, bson.E{Key: k.Field, Value: dir})
+		}
+		spec := bson.D{{Key: "v", Value: int32(2)}, {Key: "key", Value: key}, {Key: "name", Value: ix.Name}}
+		if ix.Unique && ix.Name != "_id_" {
+			spec = append(spec, bson.E{Key: "unique", Value: true})
+		}
+		batch = append(batch, spec)
+	}
+	return cursorReply(0, col.Namespace(), batch, true), nil
+}
+
+func (h *Handlers) dropIndexes(ctx context.Context, req *Request) (bson.D, error) {
+	name, err := collectionName(req)
+	if err != nil {
+		return nil, err
+	}
+	v, _ := lookup(req.Cmd, "index")
+	var names []string
+	switch x := v.(type) {
+	case string:
+		names = []string{x}
+	case bson.A:
+		for _, n := range x {
+			s, ok := n.(string)
+			if !ok {
+				return nil, mongoerr.New(mongoerr.TypeMismatch, "index names must be strings")
+			}
+			names = append(names, s)
+		}
+	case bson.D:
+		col, err := h.store.Collection(ctx, req.DB, name)
+		if err != nil {
+			return nil, err
+		}
+		spec, err := parseIndexSpec(bson.D{{Key: "key", Value: x}})
+		if err != nil {
+			return nil, err
+		}
+		for _, ix := range col.Indexes {
+			if ix.SameKeys(&spec) {
+				names = []string{ix.Name}
+			}
+		}
+		if names == nil {
+			return nil, mongoerr.Newf(mongoerr.IndexNotFound, "can't find index with key: %v", x)
+		}
+	default:
+		return nil, mongoerr.New(mongoerr.TypeMismatch, "dropIndexes 'index' must be a string, an array of strings or a key pattern")
+	}
+	var before int
+	for _, n := range names {
+		b, err := h.store.DropIndex(ctx, req.DB, name, n)
+		if err != nil {
+			return nil, err
+		}
+		if before == 0 {
+			before = b
+		}
+	}
+	return bson.D{{Key: "nIndexesWas", Value: int32(before)}}, nil
+}
+
+// cursorReply is the {cursor: {id, ns, firstBatch|nextBatch}} reply.
+func cursorReply(id int64, ns string, batch bson.A, first bool) bson.D {
+	key := "nextBatch"
+	if first {
+		key = "firstBatch"
+	}
+	return bson.D{{Key: "cursor", Value: bson.D{
+		{Key: "id", Value: id},
+		{Key: "ns", Value: ns},
+		{Key: key, Value: batch},
+	}}}
+}

@@ -1,0 +1,8 @@
+// Package commands is the command table: one entry per MongoDB command name,
+// each a small handler, all wrapped once (in Dispatch) with metrics, admission
+// hooks and the mapping of every error to a MongoDB code (errors.go).
+//
+// Handlers parse their arguments, call storage, query and update, and build the
+// reply document. They must never write to the network, never build SQL (that
+// is storage's and query's job) and never put internal error text in a reply.
+package commands

@@ -1,0 +1,74 @@
+package commands
+
+import (
+	"context"
+	"errors"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"tierdb/internal/mongoerr"
+	"tierdb/internal/storage"
+)
+
+// Map turns any error into the MongoDB error a client sees. It is the only
+// place that knows both storage's codes and MongoDB's. internal reports
+// whether the error was unexpected, so the caller logs its full text.
+func Map(err error) (e *mongoerr.Error, internal bool) {
+	if me, ok := mongoerr.As(err); ok {
+		return me, false
+	}
+	var se *storage.Error
+	if errors.As(err, &se) {
+		switch se.Code {
+		case storage.ErrNamespaceNotFound:
+			return &mongoerr.Error{Code: mongoerr.NamespaceNotFound, Msg: se.Msg, Cause: err}, false
+		case storage.ErrNamespaceExists:
+			return &mongoerr.Error{Code: mongoerr.NamespaceExists, Msg: se.Msg, Cause: err}, false
+		case storage.ErrDuplicateKey:
+			return &mongoerr.Error{Code: mongoerr.DuplicateKey, Msg: se.Msg, Cause: err}, false
+		case storage.ErrIndexNotFound:
+			return &mongoerr.Error{Code: mongoerr.IndexNotFound, Msg: se.Msg, Cause: err}, false
+		case storage.ErrIndexConflict:
+			return &mongoerr.Error{Code: mongoerr.IndexOptionsConflict, Msg: se.Msg, Cause: err}, false
+		case storage.ErrIndexNameConflict:
+			return &mongoerr.Error{Code: mongoerr.IndexKeySpecsConflict, Msg: se.Msg, Cause: err}, false
+		case storage.ErrIllegal:
+			return &mongoerr.Error{Code: mongoerr.InvalidOptions, Msg: se.Msg, Cause: err}, false
+		case storage.ErrUnavailable:
+			return &mongoerr.Error{Code: mongoerr.HostUnreachable, Msg: "storage backend unavailable, retry later", Cause: err}, true
+		case storage.ErrDeadline:
+			return &mongoerr.Error{Code: mongoerr.MaxTimeMSExpired, Msg: "operation exceeded time limit", Cause: err}, false
+		case storage.ErrCanceled:
+			return &mongoerr.Error{Code: mongoerr.ClientDisconnect, Msg: "operation was interrupted", Cause: err}, false
+		}
+		return &mongoerr.Error{Code: mongoerr.InternalError, Msg: "internal error", Cause: err}, true
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return &mongoerr.Error{Code: mongoerr.MaxTimeMSExpired, Msg: "operation exceeded time limit", Cause: err}, false
+	}
+	if errors.Is(err, context.Canceled) {
+		return &mongoerr.Error{Code: mongoerr.ClientDisconnect, Msg: "operation was interrupted", Cause: err}, false
+	}
+	return &mongoerr.Error{Code: mongoerr.InternalError, Msg: "internal error", Cause: err}, true
+}
+
+// errorReply is the {ok: 0, errmsg, code, codeName} document.
+func errorReply(e *mongoerr.Error) bson.D {
+	return bson.D{
+		{Key: "ok", Value: 0.0},
+		{Key: "errmsg", Value: e.Msg},
+		{Key: "code", Value: int32(e.Code)},
+		{Key: "codeName", Value: e.Code.Name()},
+	}
+}
+
+// writeError is one entry of a writeErrors array.
+func writeError(index int, err error) bson.D {
+	e, _ := Map(err)
+	we := bson.D{{Key: "index", Value: int32(index)}, {Key: "code", Value: int32(e.Code)}, {Key: "errmsg", Value: e.Msg}}
+	var se *storage.Error
+	if errors.As(err, &se) && se.Dup != nil {
+		we = append(we, bson.E{Key: "keyPattern", Value: se.Dup.KeyPattern}, bson.E{Key: "keyValue", Value: se.Dup.KeyValue})
+	}
+	return we
+}

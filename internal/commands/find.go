@@ -1,0 +1,279 @@
+package commands
+
+import (
+	"context"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"tierdb/internal/mongoerr"
+	"tierdb/internal/storage"
+)
+
+func (h *Handlers) find(ctx context.Context, req *Request) (bson.D, error) {
+	name, err := collectionName(req)
+	if err != nil {
+		return nil, err
+	}
+	var filter, sortDoc, proj bson.D
+	if filter, err = getDoc(req.Cmd, "filter"); err != nil {
+		return nil, err
+	}
+	if sortDoc, err = getDoc(req.Cmd, "sort"); err != nil {
+		return nil, err
+	}
+	if proj, err = getDoc(req.Cmd, "projection"); err != nil {
+		return nil, err
+	}
+	skip, err := getInt(req.Cmd, "skip", 0)
+	if err != nil {
+		return nil, err
+	}
+	limit, err := getInt(req.Cmd, "limit", 0)
+	if err != nil {
+		return nil, err
+	}
+	singleBatch, err := getBool(req.Cmd, "singleBatch", false)
+	if err != nil {
+		return nil, err
+	}
+	if limit < 0 {
+		// The legacy negative limit means "one batch of at most -limit".
+		limit, singleBatch = -limit, true
+	}
+	batchSize, err := getBatchSize(req.Cmd, defaultFirstBatch)
+	if err != nil {
+		return nil, err
+	}
+	rs, err := parseReadSpec(filter, sortDoc, proj, skip, limit)
+	if err != nil {
+		return nil, err
+	}
+	ns := req.DB + "." + name
+	col, err := h.store.Collection(ctx, req.DB, name)
+	if storage.IsCode(err, storage.ErrNamespaceNotFound) {
+		return cursorReply(0, ns, bson.A{}, true), nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	src, err := h.newSource(ctx, col, rs)
+	if err != nil {
+		return nil, err
+	}
+	return h.firstBatch(ctx, ns, src, batchSize, singleBatch)
+}
+
+// firstBatch runs the first batch of a new cursor and registers the cursor
+// when more may follow.
+func (h *Handlers) firstBatch(ctx context.Context, ns string, src batchSource, batchSize int, singleBatch bool) (bson.D, error) {
+	var batch []bson.Raw
+	done := false
+	if batchSize != 0 || singleBatch {
+		var err error
+		if batch, done, err = src.next(ctx, batchSize); err != nil {
+			return nil, err
+		}
+	}
+	var id int64
+	if !done && !singleBatch {
+		id = h.cursors.add(ns, src).id
+	}
+	return cursorReply(id, ns, rawArray(batch), true), nil
+}
+
+// getBatchSize reads batchSize: def when absent, 0 allowed, negative refused.
+func getBatchSize(cmd bson.D, def int) (int, error) {
+	n, err := getInt(cmd, "batchSize", int64(def))
+	if err != nil {
+		return 0, err
+	}
+	if n < 0 {
+		return 0, mongoerr.New(mongoerr.BadValue, "batchSize must be non-negative")
+	}
+	return int(min(n, 1<<30)), nil
+}
+
+func rawArray(docs []bson.Raw) bson.A {
+	a := make(bson.A, len(docs))
+	for i, d := range docs {
+		a[i] = d
+	}
+	return a
+}
+
+func (h *Handlers) getMore(ctx context.Context, req *Request) (bson.D, error) {
+	id, ok := req.Cmd[0].Value.(int64)
+	if !ok {
+		return nil, typeErr("getMore", "long", req.Cmd[0].Value)
+	}
+	coll, err := getString(req.Cmd, "collection", "")
+	if err != nil {
+		return nil, err
+	}
+	batchSize, err := getBatchSize(req.Cmd, 0)
+	if err != nil {
+		return nil, err
+	}
+	c := h.cursors.get(id)
+	if c == nil {
+		return nil, mongoerr.Newf(mongoerr.CursorNotFound, "cursor id %d not found", id)
+	}
+	if c.ns != req.DB+"."+coll {
+		return nil, mongoerr.Newf(mongoerr.Unauthorized, "Requested getMore on namespace '%s.%s', but cursor belongs to a different namespace %s", req.DB, coll, c.ns)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	batch, done, err := c.src.next(ctx, batchSize)
+	if err != nil {
+		h.cursors.remove(id)
+		return nil, err
+	}
+	if done {
+		h.cursors.remove(id)
+		id = 0
+	} else {
+		c.lastUsed.Store(nowNanos())
+	}
+	return cursorReply(id, c.ns, rawArray(batch), false), nil
+}
+
+func (h *Handlers) killCursors(_ context.Context, req *Request) (bson.D, error) {
+	ids, err := getArray(req.Cmd, "cursors")
+	if err != nil {
+		return nil, err
+	}
+	killed, notFound := bson.A{}, bson.A{}
+	for _, v := range ids {
+		id, ok := v.(int64)
+		if !ok {
+			return nil, mongoerr.New(mongoerr.TypeMismatch, "cursor ids must be longs")
+		}
+		if h.cursors.remove(id) {
+			killed = append(killed, id)
+		} else {
+			notFound = append(notFound, id)
+		}
+	}
+	return bson.D{
+		{Key: "cursorsKilled", Value: killed},
+		{Key: "cursorsNotFound", Value: notFound},
+		{Key: "cursorsAlive", Value: bson.A{}},
+		{Key: "cursorsUnknown", Value: bson.A{}},
+	}, nil
+}
+
+func (h *Handlers) count(ctx context.Context, req *Request) (bson.D, error) {
+	name, err := collectionName(req)
+	if err != nil {
+		return nil, err
+	}
+	filter, err := getDoc(req.Cmd, "query")
+	if err != nil {
+		return nil, err
+	}
+	skip, err := getInt(req.Cmd, "skip", 0)
+	if err != nil {
+		return nil, err
+	}
+	limit, err := getInt(req.Cmd, "limit", 0)
+	if err != nil {
+		return nil, err
+	}
+	if limit < 0 {
+		limit = -limit
+	}
+	rs, err := parseReadSpec(filter, nil, nil, skip, limit)
+	if err != nil {
+		return nil, err
+	}
+	col, err := h.store.Collection(ctx, req.DB, name)
+	if storage.IsCode(err, storage.ErrNamespaceNotFound) {
+		return bson.D{{Key: "n", Value: int32(0)}}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	n, err := h.countMatches(ctx, col, rs)
+	if err != nil {
+		return nil, err
+	}
+	return bson.D{{Key: "n", Value: countValue(n)}}, nil
+}
+
+// countMatches counts the documents a read spec selects.
+func (h *Handlers) countMatches(ctx context.Context, col *storage.Collection, rs *readSpec) (int64, error) {
+	if rs.empty {
+		n, err := h.store.Count(ctx, col, "", nil)
+		if err != nil {
+			return 0, err
+		}
+		n = max(n-rs.skip, 0)
+		if rs.limit > 0 {
+			n = min(n, rs.limit)
+		}
+		return n, nil
+	}
+	src := &scanSource{store: h.store, col: col, spec: rs, params: rs.scanParams(col)}
+	var n int64
+	for {
+		batch, done, err := src.next(ctx, 0)
+		if err != nil {
+			return 0, err
+		}
+		n += int64(len(batch))
+		if done {
+			return n, nil
+		}
+	}
+}
+
+// countValue is an int32 when it fits, as MongoDB replies.
+func countValue(n int64) any {
+	if n <= 1<<31-1 {
+		return int32(n)
+	}
+	return n
+}
+
+// explain describes how a find would run: PostgreSQL's plan of the prefilter.
+func (h *Handlers) explain(ctx context.Context, req *Request) (bson.D, error) {
+	inner, err := getDoc(req.Cmd, "explain")
+	if err != nil {
+		return nil, err
+	}
+	if len(inner) == 0 || (inner[0].Key != "find" && inner[0].Key != "count") {
+		return nil, mongoerr.New(mongoerr.NotImplemented, "explain supports find and count")
+	}
+	sub := &Request{DB: req.DB, Cmd: inner, Session: req.Session}
+	name, err := collectionName(sub)
+	if err != nil {
+		return nil, err
+	}
+	filterKey := "filter"
+	if inner[0].Key == "count" {
+		filterKey = "query"
+	}
+	filter, err := getDoc(inner, filterKey)
+	if err != nil {
+		return nil, err
+	}
+	rs, err := parseReadSpec(filter, nil, nil, 0, 0)
+	if err != nil {
+		return nil, err
+	}
+	col, err := h.store.Collection(ctx, req.DB, name)
+	if err != nil {
+		return nil, err
+	}
+	plan, err := h.store.Explain(ctx, col, rs.scanParams(col))
+	if err != nil {
+		return nil, err
+	}
+	return bson.D{
+		{Key: "queryPlanner", Value: bson.D{
+			{Key: "namespace", Value: col.Namespace()},
+			{Key: "parsedQuery", Value: filter},
+			{Key: "winningPlan", Value: bson.D{{Key: "stage", Value: "POSTGRESQL"}, {Key: "plan", Value: plan}}},
+		}},
+	}, nil
+}

@@ -1,0 +1,249 @@
+package commands
+
+import (
+	"context"
+	"sort"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"tierdb/internal/mongoerr"
+	"tierdb/internal/query"
+	"tierdb/internal/storage"
+	"tierdb/internal/update"
+)
+
+const (
+	// maxBatchBytes keeps a reply under the 16 MiB document limit with room
+	// for the envelope.
+	maxBatchBytes = 16*1024*1024 - 64*1024
+	// maxSortBytes is MongoDB's in-memory sort limit.
+	maxSortBytes = 100 * 1024 * 1024
+	// defaultFirstBatch is the number of documents in a first batch when the
+	// client names none, as MongoDB does.
+	defaultFirstBatch = 101
+)
+
+// readSpec is what a find (or the read half of count, update, delete) asks for.
+type readSpec struct {
+	filter *query.Filter
+	empty  bool // the filter matches everything
+	sort   query.Sort
+	skip   int64
+	limit  int64 // 0: none
+	proj   *update.Projection
+}
+
+func parseReadSpec(filter, sortDoc, proj bson.D, skip, limit int64) (*readSpec, error) {
+	f, err := query.ParseFilter(filter)
+	if err != nil {
+		return nil, err
+	}
+	s, err := query.ParseSort(sortDoc)
+	if err != nil {
+		return nil, err
+	}
+	rs := &readSpec{filter: f, empty: len(filter) == 0, sort: s, skip: skip, limit: limit}
+	if len(proj) > 0 {
+		if rs.proj, err = update.ParseProjection(proj); err != nil {
+			return nil, err
+		}
+	}
+	if skip < 0 {
+		return nil, mongoerr.New(mongoerr.BadValue, "skip value must be non-negative")
+	}
+	return rs, nil
+}
+
+// scanParams is the storage prefilter for the spec.
+func (rs *readSpec) scanParams(col *storage.Collection) storage.ScanParams {
+	where, args := rs.filter.SQL(col.KeyColumns(), 1)
+	return storage.ScanParams{Where: where, Args: args}
+}
+
+// newSource picks how to produce the results: a keyset scan in _id order when
+// the sort allows it, otherwise everything matching, sorted in memory.
+func (h *Handlers) newSource(ctx context.Context, col *storage.Collection, rs *readSpec) (batchSource, error) {
+	scan := &scanSource{store: h.store, col: col, spec: rs, params: rs.scanParams(col)}
+	if rs.sort.IsEmpty() {
+		return scan, nil
+	}
+	if asc, ok := rs.sort.ByIDOnly(); ok {
+		scan.params.Desc = !asc
+		return scan, nil
+	}
+	return sortAll(ctx, scan, rs)
+}
+
+// scanSource walks the collection in _id order in chunks, rechecking every
+// row against the filter (the SQL prefilter is only a superset).
+type scanSource struct {
+	store  *storage.Store
+	col    *storage.Collection
+	spec   *readSpec
+	params storage.ScanParams
+	// raw disables skip, limit and projection, for callers that post-process.
+	raw     bool
+	skipped int64
+	emitted int64
+	// pending holds fetched rows not yet consumed.
+	pending []storage.Row
+	done    bool
+	// decoded keeps the decoded documents of the last batch, for callers that
+	// need them (sorting, updates). Only filled when keepDecoded is set.
+	keepDecoded bool
+	decoded     []bson.D
+}
+
+func (s *scanSource) next(ctx context.Context, n int) ([]bson.Raw, bool, error) {
+	var out []bson.Raw
+	s.decoded = s.decoded[:0]
+	size := 0
+	for {
+		if !s.raw && s.spec.limit > 0 && s.emitted >= s.spec.limit {
+			s.done = true
+			s.pending = nil
+		}
+		if n > 0 && len(out) >= n {
+			return out, s.done && len(s.pending) == 0, nil
+		}
+		if len(s.pending) == 0 && !s.done {
+			if err := s.fetch(ctx, n-len(out)); err != nil {
+				return nil, false, err
+			}
+		}
+		if len(s.pending) == 0 {
+			return out, true, nil
+		}
+		row := s.pending[0]
+		var doc bson.D
+		if !s.spec.empty || s.keepDecoded || (!s.raw && s.spec.proj != nil) {
+			if err := bson.Unmarshal(row.Doc, &doc); err != nil {
+				return nil, false, mongoerr.New(mongoerr.InternalError, "stored document is corrupt")
+			}
+			if !s.spec.empty && !s.spec.filter.Match(doc) {
+				s.pending = s.pending[1:]
+				continue
+			}
+		}
+		if !s.raw && s.skipped < s.spec.skip {
+			s.skipped++
+			s.pending = s.pending[1:]
+			continue
+		}
+		raw := bson.Raw(row.Doc)
+		if !s.raw && s.spec.proj != nil {
+			b, err := bson.Marshal(s.spec.proj.Apply(doc))
+			if err != nil {
+				return nil, false, err
+			}
+			raw = b
+		}
+		if len(out) > 0 && size+len(raw) > maxBatchBytes {
+			return out, false, nil
+		}
+		s.pending = s.pending[1:]
+		out = append(out, raw)
+		if s.keepDecoded {
+			s.decoded = append(s.decoded, doc)
+		}
+		size += len(raw)
+		s.emitted++
+	}
+}
+
+// fetch reads the next chunk of candidate rows after the last one read.
+func (s *scanSource) fetch(ctx context.Context, want int) error {
+	chunk := 1000
+	if want > 0 && s.spec.empty && s.spec.skip == 0 {
+		// Every row is a result: fetch exactly what the batch needs, plus one
+		// so that a batch that ends the results says so.
+		chunk = want + 1
+	} else if want > 0 {
+		chunk = max(want*2, 128)
+	}
+	if !s.raw && s.spec.limit > 0 && s.spec.empty && s.spec.skip == 0 {
+		chunk = int(min(int64(chunk), s.spec.limit-s.emitted))
+	}
+	p := s.params
+	p.Limit = chunk
+	rows, err := s.store.Scan(ctx, s.col, p)
+	if err != nil {
+		return err
+	}
+	if len(rows) < chunk {
+		s.done = true
+	}
+	if len(rows) > 0 {
+		s.params.After = rows[len(rows)-1].Key
+	}
+	s.pending = rows
+	return nil
+}
+
+// sliceSource serves documents already in memory.
+type sliceSource struct {
+	docs []bson.Raw
+}
+
+func (s *sliceSource) next(_ context.Context, n int) ([]bson.Raw, bool, error) {
+	var out []bson.Raw
+	size := 0
+	for len(s.docs) > 0 && (n <= 0 || len(out) < n) {
+		if len(out) > 0 && size+len(s.docs[0]) > maxBatchBytes {
+			break
+		}
+		size += len(s.docs[0])
+		out = append(out, s.docs[0])
+		s.docs = s.docs[1:]
+	}
+	return out, len(s.docs) == 0, nil
+}
+
+// sortAll reads every match, sorts it, then applies skip, limit, projection.
+func sortAll(ctx context.Context, scan *scanSource, rs *readSpec) (batchSource, error) {
+	scan.raw = true
+	scan.keepDecoded = true
+	type item struct {
+		raw bson.Raw
+		doc bson.D
+	}
+	var items []item
+	total := 0
+	for {
+		batch, done, err := scan.next(ctx, 0)
+		if err != nil {
+			return nil, err
+		}
+		for i, raw := range batch {
+			items = append(items, item{raw, scan.decoded[i]})
+			total += len(raw)
+		}
+		if total > maxSortBytes {
+			return nil, mongoerr.New(mongoerr.QueryExceededMemoryLimit, "Sort exceeded memory limit of 104857600 bytes; add an index or a limit (tierdb cannot spill sorts to disk)")
+		}
+		if done {
+			break
+		}
+	}
+	sort.SliceStable(items, func(i, j int) bool { return rs.sort.Compare(items[i].doc, items[j].doc) < 0 })
+	if rs.skip >= int64(len(items)) {
+		items = nil
+	} else {
+		items = items[rs.skip:]
+	}
+	if rs.limit > 0 && int64(len(items)) > rs.limit {
+		items = items[:rs.limit]
+	}
+	out := make([]bson.Raw, len(items))
+	for i, it := range items {
+		out[i] = it.raw
+		if rs.proj != nil {
+			b, err := bson.Marshal(rs.proj.Apply(it.doc))
+			if err != nil {
+				return nil, err
+			}
+			out[i] = b
+		}
+	}
+	return &sliceSource{docs: out}, nil
+}

@@ -1,0 +1,455 @@
+package commands
+
+import (
+	"context"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"tierdb/internal/mongoerr"
+	"tierdb/internal/query"
+	"tierdb/internal/storage"
+	"tierdb/internal/update"
+)
+
+// maxWriteBatch is maxWriteBatchSize from hello.
+const maxWriteBatch = 100000
+
+// casRetries bounds how often a write re-reads a document that changed under
+// it before giving up with WriteConflict-like failure.
+const casRetries = 100
+
+func writeBatch(req *Request, key string) (bson.A, bool, error) {
+	items, err := getArray(req.Cmd, key)
+	if err != nil {
+		return nil, false, err
+	}
+	if len(items) == 0 || len(items) > maxWriteBatch {
+		return nil, false, mongoerr.Newf(mongoerr.InvalidLength, "Write batch sizes must be between 1 and %d. Got %d operations.", maxWriteBatch, len(items))
+	}
+	ordered, err := getBool(req.Cmd, "ordered", true)
+	if err != nil {
+		return nil, false, err
+	}
+	if wc, err := getDoc(req.Cmd, "writeConcern"); err != nil {
+		return nil, false, err
+	} else if err := checkWriteConcern(wc); err != nil {
+		return nil, false, err
+	}
+	return items, ordered, nil
+}
+
+// checkWriteConcern accepts what a single node can honour. Every acknowledged
+// write is committed with synchronous_commit=on, so w:1, w:"majority" and j:true
+// all mean "durable in PostgreSQL's WAL on this node".
+func checkWriteConcern(wc bson.D) error {
+	w, ok := lookup(wc, "w")
+	if !ok {
+		return nil
+	}
+	switch v := w.(type) {
+	case string:
+		if v != "majority" {
+			return mongoerr.Newf(mongoerr.BadValue, "unrecognized write concern mode: %s (tierdb has no tag sets)", v)
+		}
+	default:
+		n, ok := asInt(v)
+		if !ok || n < 0 {
+			return mongoerr.New(mongoerr.FailedToParse, "w has to be a non-negative number or a string")
+		}
+		if n > 1 {
+			return mongoerr.Newf(mongoerr.BadValue, "cannot use 'w' > 1 on a standalone tierdb (w: %d)", n)
+		}
+	}
+	return nil
+}
+
+// indexedError is a writeError waiting for its reply slot.
+type indexedError struct {
+	index int
+	err   error
+}
+
+func writeErrors(errs []indexedError) bson.A {
+	out := bson.A{}
+	for _, e := range errs {
+		out = append(out, writeError(e.index, e.err))
+	}
+	return out
+}
+
+func writeReply(n int64, errs []indexedError, extra ...bson.E) bson.D {
+	reply := bson.D{{Key: "n", Value: countValue(n)}}
+	reply = append(reply, extra...)
+	if len(errs) > 0 {
+		reply = append(reply, bson.E{Key: "writeErrors", Value: writeErrors(errs)})
+	}
+	return reply
+}
+
+// prepareDoc gives a document its _id, validates it and encodes it.
+func prepareDoc(d bson.D) (storage.Doc, error) {
+	d, id := update.EnsureID(d)
+	if err := update.ValidateForStorage(d); err != nil {
+		return storage.Doc{}, err
+	}
+	raw, err := bson.Marshal(d)
+	if err != nil {
+		return storage.Doc{}, mongoerr.Newf(mongoerr.BadValue, "cannot encode document: %v", err)
+	}
+	return storage.Doc{ID: id, D: d, Raw: raw}, nil
+}
+
+func (h *Handlers) insert(ctx context.Context, req *Request) (bson.D, error) {
+	name, err := collectionName(req)
+	if err != nil {
+		return nil, err
+	}
+	items, ordered, err := writeBatch(req, "documents")
+	if err != nil {
+		return nil, err
+	}
+	var docs []storage.Doc
+	var slots []int // docs[i] is items[slots[i]]
+	var errs []indexedError
+	for i, v := range items {
+		d, ok := v.(bson.D)
+		var doc storage.Doc
+		if !ok {
+			err = mongoerr.New(mongoerr.TypeMismatch, "documents to insert must be objects")
+		} else {
+			doc, err = prepareDoc(d)
+		}
+		if err != nil {
+			errs = append(errs, indexedError{i, err})
+			if ordered {
+				break
+			}
+			continue
+		}
+		docs = append(docs, doc)
+		slots = append(slots, i)
+	}
+	if len(docs) == 0 {
+		return writeReply(0, errs), nil
+	}
+	col, err := h.store.CollectionForWrite(ctx, req.DB, name)
+	if err != nil {
+		return nil, err
+	}
+	n, serrs, err := h.store.Insert(ctx, col, docs, ordered)
+	if err != nil {
+		if n == 0 && len(serrs) == 0 {
+			return nil, err
+		}
+		serrs = append(serrs, storage.WriteError{Index: n + len(serrs), Err: err})
+	}
+	if ordered && len(serrs) > 0 {
+		errs = nil // the batch stopped before any later validation failure
+	}
+	for _, se := range serrs {
+		errs = append(errs, indexedError{slots[se.Index], se.Err})
+	}
+	sortErrors(errs)
+	return writeReply(int64(n), errs), nil
+}
+
+func sortErrors(errs []indexedError) {
+	for i := 1; i < len(errs); i++ {
+		for j := i; j > 0 && errs[j].index < errs[j-1].index; j-- {
+			errs[j], errs[j-1] = errs[j-1], errs[j]
+		}
+	}
+}
+
+// eachMatch calls fn for each document matching rs, in _id order, a batch at
+// a time, until fn says stop.
+func (h *Handlers) eachMatch(ctx context.Context, col *storage.Collection, rs *readSpec, fn func(doc bson.D, raw bson.Raw) (stop bool, err error)) error {
+	src := &scanSource{store: h.store, col: col, spec: rs, params: rs.scanParams(col), raw: true, keepDecoded: true}
+	for {
+		batch, done, err := src.next(ctx, 100)
+		if err != nil {
+			return err
+		}
+		for i, raw := range batch {
+			stop, err := fn(src.decoded[i], raw)
+			if err != nil || stop {
+				return err
+			}
+		}
+		if done {
+			return nil
+		}
+	}
+}
+
+// modify applies change to doc and stores the result if the document did not
+// change since it was read; otherwise it re-reads it, re-checks the filter and
+// tries again. matched is false when the document no longer matches.
+func (h *Handlers) modify(ctx context.Context, col *storage.Collection, filter *query.Filter, doc bson.D, raw bson.Raw,
+	change func(bson.D) (bson.D, bool, error)) (matched, modified bool, newDoc bson.D, err error) {
+	for range casRetries {
+		newDoc, changed, err := change(doc)
+		if err != nil {
+			return true, false, nil, err
+		}
+		if !changed {
+			return true, false, doc, nil
+		}
+		next, err := prepareDoc(newDoc)
+		if err != nil {
+			return true, false, nil, err
+		}
+		key := storage.IDKey(next.ID)
+		ok, err := h.store.Replace(ctx, col, key, raw, next)
+		if err != nil || ok {
+			return true, ok, next.D, err
+		}
+		row, err := h.store.Get(ctx, col, key)
+		if err != nil || row == nil {
+			return false, false, nil, err
+		}
+		raw = row.Doc
+		doc = nil
+		if err := bson.Unmarshal(raw, &doc); err != nil {
+			return false, false, nil, err
+		}
+		if !filter.Match(doc) {
+			return false, false, nil, nil
+		}
+	}
+	return true, false, nil, mongoerr.New(mongoerr.OperationFailed, "too many concurrent changes to one document; retry")
+}
+
+func (h *Handlers) update(ctx context.Context, req *Request) (bson.D, error) {
+	name, err := collectionName(req)
+	if err != nil {
+		return nil, err
+	}
+	items, ordered, err := writeBatch(req, "updates")
+	if err != nil {
+		return nil, err
+	}
+	var n, nModified int64
+	var errs []indexedError
+	upserted := bson.A{}
+	for i, v := range items {
+		stmt, ok := v.(bson.D)
+		if !ok {
+			errs = append(errs, indexedError{i, mongoerr.New(mongoerr.TypeMismatch, "update statements must be objects")})
+		} else {
+			res, err := h.updateStatement(ctx, req.DB, name, stmt)
+			if err != nil {
+				errs = append(errs, indexedError{i, err})
+			} else {
+				n += res.matched
+				nModified += res.modified
+				if res.upsertedID != nil {
+					n++
+					upserted = append(upserted, bson.D{{Key: "index", Value: int32(i)}, {Key: "_id", Value: res.upsertedID}})
+				}
+			}
+		}
+		if ordered && len(errs) > 0 {
+			break
+		}
+	}
+	extra := []bson.E{{Key: "nModified", Value: countValue(nModified)}}
+	if len(upserted) > 0 {
+		extra = append(extra, bson.E{Key: "upserted", Value: upserted})
+	}
+	return writeReply(n, errs, extra...), nil
+}
+
+type updateResult struct {
+	matched, modified int64
+	upsertedID        any
+}
+
+func (h *Handlers) updateStatement(ctx context.Context, db, name string, stmt bson.D) (updateResult, error) {
+	var res updateResult
+	q, err := getDoc(stmt, "q")
+	if err != nil {
+		return res, err
+	}
+	u, ok := lookup(stmt, "u")
+	if !ok {
+		return res, mongoerr.New(mongoerr.FailedToParse, "BSON field 'update.updates.u' is missing but a required field")
+	}
+	multi, err := getBool(stmt, "multi", false)
+	if err != nil {
+		return res, err
+	}
+	upsert, err := getBool(stmt, "upsert", false)
+	if err != nil {
+		return res, err
+	}
+	if _, has := lookup(stmt, "arrayFilters"); has {
+		return res, mongoerr.New(mongoerr.NotImplemented, "arrayFilters are not supported by tierdb")
+	}
+	rs, err := parseReadSpec(q, nil, nil, 0, 0)
+	if err != nil {
+		return res, err
+	}
+	upd, err := update.Parse(u)
+	if err != nil {
+		return res, err
+	}
+	if multi && upd.IsReplacement() {
+		return res, mongoerr.New(mongoerr.FailedToParse, "multi update is not supported for replacement-style update")
+	}
+	col, err := h.store.Collection(ctx, db, name)
+	if storage.IsCode(err, storage.ErrNamespaceNotFound) && !upsert {
+		return res, nil
+	}
+	if err != nil && !storage.IsCode(err, storage.ErrNamespaceNotFound) {
+		return res, err
+	}
+	apply := func(d bson.D) (bson.D, bool, error) { return upd.Apply(d, false) }
+	for range casRetries {
+		if col != nil {
+			err = h.eachMatch(ctx, col, rs, func(doc bson.D, raw bson.Raw) (bool, error) {
+				matched, modified, _, err := h.modify(ctx, col, rs.filter, doc, raw, apply)
+				if matched {
+					res.matched++
+				}
+				if modified {
+					res.modified++
+				}
+				return err != nil || (!multi && matched), err
+			})
+			if err != nil || res.matched > 0 || !upsert {
+				return res, err
+			}
+		}
+		doc, err := update.UpsertDocument(rs.filter.Equalities(), upd)
+		if err != nil {
+			return res, err
+		}
+		id, err := h.insertOne(ctx, db, name, doc)
+		if storage.IsCode(err, storage.ErrDuplicateKey) {
+			// Someone inserted a matching document first: update it instead.
+			if col == nil {
+				if col, err = h.store.Collection(ctx, db, name); err != nil {
+					return res, err
+				}
+			}
+			continue
+		}
+		res.upsertedID = id
+		return res, err
+	}
+	return res, mongoerr.New(mongoerr.OperationFailed, "upsert kept conflicting with concurrent writes; retry")
+}
+
+// insertOne inserts one document, creating the collection if needed, and
+// returns its _id. A duplicate key comes back as an error.
+func (h *Handlers) insertOne(ctx context.Context, db, name string, d bson.D) (any, error) {
+	doc, err := prepareDoc(d)
+	if err != nil {
+		return nil, err
+	}
+	col, err := h.store.CollectionForWrite(ctx, db, name)
+	if err != nil {
+		return nil, err
+	}
+	_, werrs, err := h.store.Insert(ctx, col, []storage.Doc{doc}, true)
+	if err != nil {
+		return nil, err
+	}
+	if len(werrs) > 0 {
+		return nil, werrs[0].Err
+	}
+	return doc.ID, nil
+}
+
+func (h *Handlers) delete(ctx context.Context, req *Request) (bson.D, error) {
+	name, err := collectionName(req)
+	if err != nil {
+		return nil, err
+	}
+	items, ordered, err := writeBatch(req, "deletes")
+	if err != nil {
+		return nil, err
+	}
+	var n int64
+	var errs []indexedError
+	col, err := h.store.Collection(ctx, req.DB, name)
+	if err != nil && !storage.IsCode(err, storage.ErrNamespaceNotFound) {
+		return nil, err
+	}
+	for i, v := range items {
+		stmt, ok := v.(bson.D)
+		var deleted int64
+		if !ok {
+			err = mongoerr.New(mongoerr.TypeMismatch, "delete statements must be objects")
+		} else {
+			deleted, err = h.deleteStatement(ctx, col, stmt)
+		}
+		n += deleted
+		if err != nil {
+			errs = append(errs, indexedError{i, err})
+			if ordered {
+				break
+			}
+		}
+	}
+	return writeReply(n, errs), nil
+}
+
+func (h *Handlers) deleteStatement(ctx context.Context, col *storage.Collection, stmt bson.D) (int64, error) {
+	q, err := getDoc(stmt, "q")
+	if err != nil {
+		return 0, err
+	}
+	if _, ok := lookup(stmt, "q"); !ok {
+		return 0, mongoerr.New(mongoerr.FailedToParse, "BSON field 'delete.deletes.q' is missing but a required field")
+	}
+	limit, err := getInt(stmt, "limit", 0)
+	if err != nil {
+		return 0, err
+	}
+	if limit != 0 && limit != 1 {
+		return 0, mongoerr.Newf(mongoerr.FailedToParse, "The limit field in delete objects must be 0 or 1. Got %d", limit)
+	}
+	rs, err := parseReadSpec(q, nil, nil, 0, 0)
+	if err != nil || col == nil {
+		return 0, err
+	}
+	var n int64
+	if limit == 1 {
+		for range casRetries {
+			var row *storage.Row
+			err := h.eachMatch(ctx, col, rs, func(doc bson.D, raw bson.Raw) (bool, error) {
+				id, _ := lookup(doc, "_id")
+				row = &storage.Row{Key: storage.IDKey(id), Doc: raw}
+				return true, nil
+			})
+			if err != nil || row == nil {
+				return 0, err
+			}
+			if n, err = h.store.Delete(ctx, col, []storage.Row{*row}); err != nil || n == 1 {
+				return n, err
+			}
+		}
+		return 0, mongoerr.New(mongoerr.OperationFailed, "too many concurrent changes; retry")
+	}
+	var rows []storage.Row
+	flush := func() error {
+		d, err := h.store.Delete(ctx, col, rows)
+		n += d
+		rows = rows[:0]
+		return err
+	}
+	err = h.eachMatch(ctx, col, rs, func(doc bson.D, raw bson.Raw) (bool, error) {
+		id, _ := lookup(doc, "_id")
+		rows = append(rows, storage.Row{Key: storage.IDKey(id), Doc: raw})
+		if len(rows) >= 500 {
+			return false, flush()
+		}
+		return false, nil
+	})
+	if err == nil && len(rows) > 0 {
+		err = flush()
+	}
+	return n, err
+}

@@ -1,0 +1,158 @@
+package mongoerr
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Code is a MongoDB server error code.
+type Code int32
+
+// The MongoDB error codes tierdb uses. Numbers and names are MongoDB's
+// (src/mongo/base/error_codes.yml).
+const (
+	InternalError                Code = 1
+	BadValue                     Code = 2
+	NoSuchKey                    Code = 4
+	HostUnreachable              Code = 6
+	FailedToParse                Code = 9
+	Unauthorized                 Code = 13
+	TypeMismatch                 Code = 14
+	AuthenticationFailed         Code = 18
+	IllegalOperation             Code = 20
+	InvalidBSON                  Code = 22
+	NamespaceNotFound            Code = 26
+	IndexNotFound                Code = 27
+	PathNotViable                Code = 28
+	ConflictingUpdateOperators   Code = 40
+	CursorNotFound               Code = 43
+	NamespaceExists              Code = 48
+	MaxTimeMSExpired             Code = 50
+	DollarPrefixedFieldName      Code = 52
+	InvalidIDField               Code = 53
+	CommandNotFound              Code = 59
+	WriteConcernFailed           Code = 64
+	ImmutableField               Code = 66
+	CannotCreateIndex            Code = 67
+	IndexAlreadyExists           Code = 68
+	InvalidOptions               Code = 72
+	InvalidNamespace             Code = 73
+	IndexOptionsConflict         Code = 85
+	IndexKeySpecsConflict        Code = 86
+	NetworkTimeout               Code = 89
+	OperationFailed              Code = 96
+	ExceededTimeLimit            Code = 262
+	QueryExceededMemoryLimit     Code = 292
+	NotWritablePrimary           Code = 10107
+	BSONObjectTooLarge           Code = 10334
+	DuplicateKey                 Code = 11000
+	InterruptedAtShutdown        Code = 11600
+	ClientDisconnect             Code = 279
+	InvalidLength                Code = 16
+	ProtocolError                Code = 17
+	CommandNotSupported          Code = 115
+	NotImplemented               Code = 238
+	InvalidIndexSpecificationOpt Code = 197
+	CannotIndexParallelArrays    Code = 171
+	ShutdownInProgress           Code = 91
+	PrimarySteppedDown           Code = 189
+	UnknownError                 Code = 8
+	InvalidPipelineOperator      Code = 168
+	Location15952                Code = 15952
+	Location15955                Code = 15955
+	Location40234                Code = 40234
+	Location40323                Code = 40323
+)
+
+var names = map[Code]string{
+	InternalError:                "InternalError",
+	BadValue:                     "BadValue",
+	NoSuchKey:                    "NoSuchKey",
+	HostUnreachable:              "HostUnreachable",
+	FailedToParse:                "FailedToParse",
+	Unauthorized:                 "Unauthorized",
+	TypeMismatch:                 "TypeMismatch",
+	AuthenticationFailed:         "AuthenticationFailed",
+	IllegalOperation:             "IllegalOperation",
+	InvalidBSON:                  "InvalidBSON",
+	NamespaceNotFound:            "NamespaceNotFound",
+	IndexNotFound:                "IndexNotFound",
+	PathNotViable:                "PathNotViable",
+	ConflictingUpdateOperators:   "ConflictingUpdateOperators",
+	CursorNotFound:               "CursorNotFound",
+	NamespaceExists:              "NamespaceExists",
+	MaxTimeMSExpired:             "MaxTimeMSExpired",
+	DollarPrefixedFieldName:      "DollarPrefixedFieldName",
+	InvalidIDField:               "InvalidIdField",
+	CommandNotFound:              "CommandNotFound",
+	WriteConcernFailed:           "WriteConcernFailed",
+	ImmutableField:               "ImmutableField",
+	CannotCreateIndex:            "CannotCreateIndex",
+	IndexAlreadyExists:           "IndexAlreadyExists",
+	InvalidOptions:               "InvalidOptions",
+	InvalidNamespace:             "InvalidNamespace",
+	IndexOptionsConflict:         "IndexOptionsConflict",
+	IndexKeySpecsConflict:        "IndexKeySpecsConflict",
+	NetworkTimeout:               "NetworkTimeout",
+	OperationFailed:              "OperationFailed",
+	ExceededTimeLimit:            "ExceededTimeLimit",
+	QueryExceededMemoryLimit:     "QueryExceededMemoryLimitNoDiskUseAllowed",
+	NotWritablePrimary:           "NotWritablePrimary",
+	BSONObjectTooLarge:           "BSONObjectTooLarge",
+	DuplicateKey:                 "DuplicateKey",
+	InterruptedAtShutdown:        "InterruptedAtShutdown",
+	ClientDisconnect:             "ClientDisconnect",
+	InvalidLength:                "InvalidLength",
+	ProtocolError:                "ProtocolError",
+	CommandNotSupported:          "CommandNotSupported",
+	NotImplemented:               "NotImplemented",
+	InvalidIndexSpecificationOpt: "InvalidIndexSpecificationOption",
+	CannotIndexParallelArrays:    "CannotIndexParallelArrays",
+	ShutdownInProgress:           "ShutdownInProgress",
+	PrimarySteppedDown:           "PrimarySteppedDown",
+	UnknownError:                 "UnknownError",
+	InvalidPipelineOperator:      "InvalidPipelineOperator",
+}
+
+// Name is the codeName MongoDB sends beside the code; "Location<N>" for the
+// numbered assertion codes that have no name.
+func (c Code) Name() string {
+	if n, ok := names[c]; ok {
+		return n
+	}
+	return fmt.Sprintf("Location%d", int32(c))
+}
+
+// Error is a failure the client is allowed to see.
+type Error struct {
+	Code Code
+	Msg  string
+	// Cause is the underlying error, for the log only. Never sent to a client.
+	Cause error
+}
+
+func (e *Error) Error() string {
+	if e.Cause != nil {
+		return fmt.Sprintf("%s (%d): %s: %v", e.Code.Name(), e.Code, e.Msg, e.Cause)
+	}
+	return fmt.Sprintf("%s (%d): %s", e.Code.Name(), e.Code, e.Msg)
+}
+
+func (e *Error) Unwrap() error { return e.Cause }
+
+// New returns an error with the given code and client-visible message.
+func New(code Code, msg string) *Error { return &Error{Code: code, Msg: msg} }
+
+// Newf is New with formatting.
+func Newf(code Code, format string, args ...any) *Error {
+	return &Error{Code: code, Msg: fmt.Sprintf(format, args...)}
+}
+
+// As reports whether err is (or wraps) a *Error, and returns it.
+func As(err error) (*Error, bool) {
+	var e *Error
+	if errors.As(err, &e) {
+		return e, true
+	}
+	return nil, false
+}

@@ -1,0 +1,114 @@
+package query
+
+import (
+	"strings"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+)
+
+// Filter is a parsed and validated query filter.
+type Filter struct {
+	// raw is the filter as given; SQL and Equalities read its top level,
+	// which parsing has already validated.
+	raw  bson.D
+	root docExpr
+}
+
+// ParseFilter parses a query filter. Invalid filters fail with BadValue and
+// MongoDB's messages (e.g. "unknown operator: $foo"); operators tierdb does
+// not implement ($where, $expr, $text, geo and bit operators, ...) fail with
+// NotImplemented. An empty filter matches every document.
+func ParseFilter(filter bson.D) (*Filter, error) {
+	root, err := parseDoc(filter)
+	if err != nil {
+		return nil, err
+	}
+	return &Filter{raw: filter, root: root}, nil
+}
+
+// Match reports whether doc matches the filter, with MongoDB's semantics.
+// It is the reference: storage's SQL prefilter only narrows the candidates.
+func (f *Filter) Match(doc bson.D) bool {
+	return f.root.matchDoc(doc)
+}
+
+// Equalities returns the field-value pairs that every matching document must
+// have, as MongoDB uses them to seed the document an upsert inserts: each
+// top-level field given a plain value or {$eq: value}, also inside top-level
+// $and (and a one-clause $or). Dotted paths stay dotted keys; regexes and
+// operator documents are left out; the first pair for a path wins.
+func (f *Filter) Equalities() bson.D {
+	var out bson.D
+	seen := map[string]bool{}
+	collectEqualities(f.raw, &out, seen)
+	return out
+}
+
+func collectEqualities(filter bson.D, out *bson.D, seen map[string]bool) {
+	for _, e := range filter {
+		switch e.Key {
+		case "$and":
+			a, _ := asArray(normalize(e.Value))
+			for _, c := range a {
+				if d, ok := asDoc(normalize(c)); ok {
+					collectEqualities(d, out, seen)
+				}
+			}
+			continue
+		case "$or":
+			a, _ := asArray(normalize(e.Value))
+			if len(a) == 1 {
+				if d, ok := asDoc(normalize(a[0])); ok {
+					collectEqualities(d, out, seen)
+				}
+			}
+			continue
+		}
+		if strings.HasPrefix(e.Key, "$") || seen[e.Key] {
+			continue
+		}
+		v, ok := equalityValue(e.Value)
+		if !ok {
+			continue
+		}
+		seen[e.Key] = true
+		*out = append(*out, bson.E{Key: e.Key, Value: v})
+	}
+}
+
+// equalityValue is the value a filter field's condition pins the field to,
+// if it is a plain equality.
+func equalityValue(cond any) (any, bool) {
+	n := normalize(cond)
+	if _, ok := n.(bson.Regex); ok {
+		return nil, false
+	}
+	ops, isOps := operatorDoc(n)
+	if !isOps {
+		return cond, true
+	}
+	for _, op := range ops {
+		if op.Key == "$eq" {
+			if _, nested := operatorDoc(normalize(op.Value)); nested {
+				return nil, false
+			}
+			return op.Value, true
+		}
+	}
+	return nil, false
+}
+
+// operatorDoc reports whether v is a document of operators ({$gt: 1}) rather
+// than a value to compare with: its first field starts with '$', and it is
+// not a DBRef ({$ref: ..., $id: ...}), which is a plain value.
+func operatorDoc(v any) (bson.D, bool) {
+	d, ok := asDoc(v)
+	if !ok || len(d) == 0 || !strings.HasPrefix(d[0].Key, "$") {
+		return nil, false
+	}
+	switch d[0].Key {
+	case "$ref", "$id", "$db":
+		return nil, false
+	}
+	return d, true
+}

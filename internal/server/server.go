@@ -1,0 +1,322 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"tierdb/internal/commands"
+	"tierdb/internal/wire"
+)
+
+// Options configure a Server.
+type Options struct {
+	// Listen is the TCP address, e.g. 127.0.0.1:27017.
+	Listen   string
+	Handlers *commands.Handlers
+	Logger   *slog.Logger
+}
+
+// Server is the MongoDB-protocol endpoint.
+type Server struct {
+	opts Options
+	log  *slog.Logger
+	ln   net.Listener
+
+	nextID atomic.Int64
+	total  atomic.Int64
+
+	mu    sync.Mutex
+	conns map[int64]*conn
+	wg    sync.WaitGroup
+	done  chan struct{}
+}
+
+// Listen opens the listening socket.
+func Listen(opts Options) (*Server, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	ln, err := net.Listen("tcp", opts.Listen)
+	if err != nil {
+		return nil, err
+	}
+	return &Server{opts: opts, log: opts.Logger, ln: ln, conns: map[int64]*conn{}, done: make(chan struct{})}, nil
+}
+
+// SetHandlers sets the command table (it needs the server for connection counts).
+func (s *Server) SetHandlers(h *commands.Handlers) { s.opts.Handlers = h }
+
+// Addr is the address actually listened on.
+func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+
+// Connections returns the number of open connections and of all accepted so far.
+func (s *Server) Connections() (current, total int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return int64(len(s.conns)), s.total.Load()
+}
+
+// Serve accepts connections until Shutdown.
+func (s *Server) Serve() error {
+	var delay time.Duration
+	for {
+		nc, err := s.ln.Accept()
+		if err != nil {
+			select {
+			case <-s.done:
+				return nil
+			default:
+			}
+			// Out of file descriptors and the like: back off, keep serving.
+			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+			s.log.Warn("accept failed", "err", err, "retry_in", delay)
+			time.Sleep(delay)
+			continue
+		}
+		delay = 0
+		if tc, ok := nc.(*net.TCPConn); ok {
+			_ = tc.SetNoDelay(true)
+			_ = tc.SetKeepAlive(true)
+		}
+		c := &conn{srv: s, nc: nc, sess: &commands.Session{ID: s.nextID.Add(1), RemoteAddr: nc.RemoteAddr().String()}}
+		s.mu.Lock()
+		s.conns[c.sess.ID] = c
+		s.mu.Unlock()
+		s.total.Add(1)
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			c.run()
+			s.mu.Lock()
+			delete(s.conns, c.sess.ID)
+			s.mu.Unlock()
+		}()
+	}
+}
+
+// Shutdown stops accepting, closes every connection and waits for their
+// goroutines, or until ctx ends.
+func (s *Server) Shutdown(ctx context.Context) {
+	close(s.done)
+	_ = s.ln.Close()
+	s.mu.Lock()
+	for _, c := range s.conns {
+		_ = c.nc.Close()
+	}
+	s.mu.Unlock()
+	waited := make(chan struct{})
+	go func() { s.wg.Wait(); close(waited) }()
+	select {
+	case <-waited:
+	case <-ctx.Done():
+	}
+}
+
+// CurrentOps lists the requests in flight, for the currentOp command.
+func (s *Server) CurrentOps() bson.A {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := bson.A{}
+	for _, c := range s.conns {
+		op := c.op.Load()
+		if op == nil {
+			continue
+		}
+		out = append(out, bson.D{
+			{Key: "opid", Value: op.id},
+			{Key: "active", Value: true},
+			{Key: "connectionId", Value: c.sess.ID},
+			{Key: "client", Value: c.sess.RemoteAddr},
+			{Key: "ns", Value: op.ns},
+			{Key: "command", Value: bson.D{{Key: op.name, Value: 1}}},
+			{Key: "microsecs_running", Value: time.Since(op.start).Microseconds()},
+		})
+	}
+	return out
+}
+
+// opInfo describes the request a connection is running.
+type opInfo struct {
+	id    int64
+	name  string
+	ns    string
+	start time.Time
+}
+
+type conn struct {
+	srv  *Server
+	nc   net.Conn
+	sess *commands.Session
+	op   atomic.Pointer[opInfo]
+	opID int64
+}
+
+type readResult struct {
+	msg *wire.Message
+	err error
+}
+
+// run serves one connection until it closes or fails.
+func (c *conn) run() {
+	defer c.nc.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	log := c.srv.log.With("conn", c.sess.ID, "remote", c.sess.RemoteAddr)
+
+	// The reader runs ahead of the handler so that a disconnect is noticed
+	// (and the running request canceled) while a request is being processed.
+	msgs := make(chan readResult)
+	go func() {
+		br := bufio.NewReaderSize(c.nc, 64*1024)
+		for {
+			m, err := wire.ReadMessage(br, wire.MaxMessageSize)
+			select {
+			case msgs <- readResult{m, err}:
+			case <-ctx.Done():
+				return
+			}
+			if err != nil && isFatal(err) {
+				cancel()
+				return
+			}
+		}
+	}()
+	for {
+		var r readResult
+		select {
+		case r = <-msgs:
+		case <-ctx.Done():
+			return
+		}
+		if r.err != nil {
+			if errors.Is(r.err, io.EOF) || errors.Is(r.err, net.ErrClosed) {
+				return
+			}
+			log.Warn("bad message from client", "err", r.err)
+			if isFatal(r.err) {
+				return
+			}
+			// A well-framed message we cannot use: answer it with an error.
+			var fe *wire.FrameError
+			if errors.As(r.err, &fe) && fe.Header != nil && fe.Header.OpCode == wire.OpCodeMsg {
+				reply := bson.D{{Key: "ok", Value: 0.0}, {Key: "errmsg", Value: fe.Msg}, {Key: "code", Value: int32(fe.Code)}, {Key: "codeName", Value: fe.Code.Name()}}
+				if !c.write(log, fe.Header.RequestID, reply, false) {
+					return
+				}
+				continue
+			}
+			return
+		}
+		if !c.handle(ctx, log, r.msg) {
+			return
+		}
+	}
+}
+
+func isFatal(err error) bool {
+	var fe *wire.FrameError
+	if errors.As(err, &fe) {
+		return fe.Fatal
+	}
+	return true // I/O errors
+}
+
+// handle runs one message; false means close the connection.
+func (c *conn) handle(ctx context.Context, log *slog.Logger, m *wire.Message) bool {
+	switch {
+	case m.Msg != nil:
+		cmd, err := m.Msg.Command()
+		var reply bson.D
+		if err != nil {
+			reply = bson.D{{Key: "ok", Value: 0.0}, {Key: "errmsg", Value: err.Error()}, {Key: "code", Value: int32(2)}, {Key: "codeName", Value: "BadValue"}}
+		} else {
+			db, _ := dbField(cmd)
+			reply = c.dispatch(ctx, db, cmd)
+		}
+		if m.Msg.Flags&wire.FlagMoreToCome != 0 {
+			return true // the client asked for no reply
+		}
+		return c.write(log, m.Header.RequestID, reply, false)
+	case m.Query != nil:
+		return c.handleQuery(ctx, log, m)
+	}
+	return false
+}
+
+// handleQuery serves legacy OP_QUERY, which drivers use only for the first
+// handshake (and old tools for commands): "<db>.$cmd" queries are commands.
+func (c *conn) handleQuery(ctx context.Context, log *slog.Logger, m *wire.Message) bool {
+	q := m.Query
+	db, coll, _ := cut(q.FullCollectionName)
+	var cmd bson.D
+	if coll != "$cmd" {
+		return c.write(log, m.Header.RequestID, bson.D{{Key: "$err", Value: "OP_QUERY is only supported for commands; use OP_MSG"}, {Key: "code", Value: int32(5739101)}, {Key: "ok", Value: 0.0}}, true)
+	}
+	if err := bson.Unmarshal(q.Query, &cmd); err != nil {
+		return c.write(log, m.Header.RequestID, bson.D{{Key: "$err", Value: "invalid BSON in query"}, {Key: "code", Value: int32(22)}, {Key: "ok", Value: 0.0}}, true)
+	}
+	if len(cmd) > 0 && (cmd[0].Key == "$query" || cmd[0].Key == "query") {
+		if inner, ok := cmd[0].Value.(bson.D); ok {
+			cmd = inner
+		}
+	}
+	return c.write(log, m.Header.RequestID, c.dispatch(ctx, db, cmd), true)
+}
+
+func (c *conn) dispatch(ctx context.Context, db string, cmd bson.D) bson.D {
+	name := ""
+	if len(cmd) > 0 {
+		name = cmd[0].Key
+	}
+	c.opID++
+	c.op.Store(&opInfo{id: c.opID, name: name, ns: db, start: time.Now()})
+	defer c.op.Store(nil)
+	return c.srv.opts.Handlers.Dispatch(ctx, &commands.Request{DB: db, Cmd: cmd, Session: c.sess})
+}
+
+func (c *conn) write(log *slog.Logger, responseTo int32, reply bson.D, legacy bool) bool {
+	body, err := bson.Marshal(reply)
+	if err != nil || len(body) > wire.MaxBSONObjectSize+16*1024 {
+		log.Error("cannot encode reply", "err", err, "size", len(body))
+		body, _ = bson.Marshal(bson.D{{Key: "ok", Value: 0.0}, {Key: "errmsg", Value: "reply too large or not encodable"}, {Key: "code", Value: int32(10334)}, {Key: "codeName", Value: "BSONObjectTooLarge"}})
+	}
+	id := int32(c.srv.nextID.Add(1))
+	if legacy {
+		err = wire.WriteReply(c.nc, id, responseTo, 0, body)
+	} else {
+		err = wire.WriteMsg(c.nc, id, responseTo, 0, body)
+	}
+	if err != nil {
+		log.Debug("write failed", "err", err)
+		return false
+	}
+	return true
+}
+
+func dbField(cmd bson.D) (string, bool) {
+	for _, e := range cmd {
+		if e.Key == "$db" {
+			s, ok := e.Value.(string)
+			return s, ok
+		}
+	}
+	return "", false
+}
+
+func cut(ns string) (db, coll string, ok bool) {
+	for i := 0; i < len(ns); i++ {
+		if ns[i] == '.' {
+			return ns[:i], ns[i+1:], true
+		}
+	}
+	return ns, "", false
+}

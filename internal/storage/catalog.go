@@ -1,0 +1,323 @@
+package storage
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+	"sync"
+
+	"github.com/jackc/pgx/v5"
+
+	"tierdb/internal/query"
+)
+
+// Schema names. tierdb keeps its catalog apart from the collection tables so a
+// user listing the data schema sees only collections.
+const (
+	catalogSchema = "tierdb"
+	dataSchema    = "tierdb_data"
+	// ddlLockID serialises DDL across every tierdb attached to the database.
+	ddlLockID = 0x7469657264 // "tierd"
+)
+
+// Collection is a cached view of one catalog entry.
+type Collection struct {
+	DB, Name string
+	UUID     string
+	Indexes  []Index // the _id index first
+	tbl      string  // PostgreSQL table name
+	table    string  // quoted, schema-qualified
+	keyCols  []query.KeyColumn
+}
+
+// Namespace is "db.collection".
+func (c *Collection) Namespace() string { return c.DB + "." + c.Name }
+
+// KeyColumns describes the key columns a filter may be pushed down to.
+func (c *Collection) KeyColumns() []query.KeyColumn { return c.keyCols }
+
+// Index is a secondary index (or the implicit _id index).
+type Index struct {
+	Name   string     `json:"name"`
+	Keys   []IndexKey `json:"keys"`
+	Unique bool       `json:"unique,omitempty"`
+	// Column is the key column; "_id" for the _id index.
+	Column string `json:"column"`
+}
+
+// IndexKey is one field of an index key pattern.
+type IndexKey struct {
+	Field string `json:"field"`
+	Desc  bool   `json:"desc,omitempty"`
+}
+
+// SameKeys reports whether two indexes have the same key pattern.
+func (ix *Index) SameKeys(o *Index) bool {
+	if len(ix.Keys) != len(o.Keys) {
+		return false
+	}
+	for i := range ix.Keys {
+		if ix.Keys[i] != o.Keys[i] {
+			return false
+		}
+	}
+	return true
+}
+
+var idIndex = Index{Name: "_id_", Keys: []IndexKey{{Field: "_id"}}, Unique: true, Column: "_id"}
+
+type catalog struct {
+	s  *Store
+	mu sync.RWMutex
+	// cache maps namespace to collection; a missing entry means "ask PostgreSQL".
+	cache map[string]*Collection
+}
+
+func newCatalog(s *Store) *catalog { return &catalog{s: s, cache: map[string]*Collection{}} }
+
+func (c *catalog) bootstrap(ctx context.Context) error {
+	return c.ddl(ctx, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `
+CREATE SCHEMA IF NOT EXISTS `+catalogSchema+`;
+CREATE SCHEMA IF NOT EXISTS `+dataSchema+`;
+CREATE SEQUENCE IF NOT EXISTS `+catalogSchema+`.table_seq;
+CREATE TABLE IF NOT EXISTS `+catalogSchema+`.collections (
+	db       text NOT NULL,
+	name     text NOT NULL,
+	tbl      text NOT NULL UNIQUE,
+	uuid     uuid NOT NULL DEFAULT gen_random_uuid(),
+	indexes  jsonb NOT NULL DEFAULT '[]',
+	next_col int NOT NULL DEFAULT 1,
+	created  timestamptz NOT NULL DEFAULT now(),
+	PRIMARY KEY (db, name)
+)`)
+		return err
+	})
+}
+
+// ddl runs fn in a transaction holding the DDL lock.
+func (c *catalog) ddl(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	tx, err := c.s.pool(ctx).Begin(ctx)
+	if err != nil {
+		return fromPG(ctx, err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after Commit
+	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", int64(ddlLockID)); err != nil {
+		return fromPG(ctx, err)
+	}
+	if err := fn(tx); err != nil {
+		return fromPG(ctx, err)
+	}
+	return fromPG(ctx, tx.Commit(ctx))
+}
+
+func (c *catalog) forget(ns string) {
+	c.mu.Lock()
+	delete(c.cache, ns)
+	c.mu.Unlock()
+}
+
+func (c *catalog) forgetDB(db string) {
+	c.mu.Lock()
+	for ns, col := range c.cache {
+		if col.DB == db {
+			delete(c.cache, ns)
+		}
+	}
+	c.mu.Unlock()
+}
+
+type rowQuerier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// load reads one catalog entry; nil, nil when it does not exist.
+func (c *catalog) load(ctx context.Context, q rowQuerier, db, name string) (*Collection, error) {
+	var tbl, uuid string
+	var raw []byte
+	err := q.QueryRow(ctx, `SELECT tbl, uuid::text, indexes FROM `+catalogSchema+`.collections WHERE db = $1 AND name = $2`, db, name).
+		Scan(&tbl, &uuid, &raw)
+	if err == pgx.ErrNoRows {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fromPG(ctx, err)
+	}
+	var idx []Index
+	if err := json.Unmarshal(raw, &idx); err != nil {
+		return nil, &Error{Code: ErrInternal, Msg: "corrupt catalog entry", Cause: err}
+	}
+	return newCollection(db, name, uuid, tbl, idx), nil
+}
+
+func newCollection(db, name, uuid, tbl string, secondary []Index) *Collection {
+	col := &Collection{DB: db, Name: name, UUID: uuid, tbl: tbl, table: dataSchema + "." + quoteIdent(tbl)}
+	col.Indexes = append([]Index{idIndex}, secondary...)
+	for _, ix := range col.Indexes {
+		kc := query.KeyColumn{Column: quoteIdent(ix.Column), Nullable: ix.Column != "_id"}
+		for _, k := range ix.Keys {
+			kc.Fields = append(kc.Fields, k.Field)
+		}
+		col.keyCols = append(col.keyCols, kc)
+	}
+	return col
+}
+
+// Collection returns the collection, or ErrNamespaceNotFound.
+func (s *Store) Collection(ctx context.Context, db, name string) (*Collection, error) {
+	ns := db + "." + name
+	s.cat.mu.RLock()
+	col := s.cat.cache[ns]
+	s.cat.mu.RUnlock()
+	if col != nil {
+		return col, nil
+	}
+	col, err := s.cat.load(ctx, s.pool(ctx), db, name)
+	if err != nil {
+		return nil, err
+	}
+	if col == nil {
+		return nil, newErr(ErrNamespaceNotFound, "ns does not exist: %s", ns)
+	}
+	s.cat.mu.Lock()
+	s.cat.cache[ns] = col
+	s.cat.mu.Unlock()
+	return col, nil
+}
+
+// CollectionForWrite returns the collection, creating it when missing (as
+// MongoDB does on the first insert or upsert).
+func (s *Store) CollectionForWrite(ctx context.Context, db, name string) (*Collection, error) {
+	col, err := s.Collection(ctx, db, name)
+	if err == nil || !IsCode(err, ErrNamespaceNotFound) {
+		return col, err
+	}
+	if err := s.CreateCollection(ctx, db, name); err != nil && !IsCode(err, ErrNamespaceExists) {
+		return nil, err
+	}
+	return s.Collection(ctx, db, name)
+}
+
+// CreateCollection creates an empty collection; ErrNamespaceExists if it exists.
+func (s *Store) CreateCollection(ctx context.Context, db, name string) error {
+	err := s.cat.ddl(ctx, func(tx pgx.Tx) error {
+		existing, err := s.cat.load(ctx, tx, db, name)
+		if err != nil {
+			return err
+		}
+		if existing != nil {
+			return newErr(ErrNamespaceExists, "Collection %s.%s already exists.", db, name)
+		}
+		var n int64
+		if err := tx.QueryRow(ctx, `SELECT nextval('`+catalogSchema+`.table_seq')`).Scan(&n); err != nil {
+			return err
+		}
+		tbl := tableName(n, db, name)
+		if _, err := tx.Exec(ctx, `CREATE TABLE `+dataSchema+`.`+quoteIdent(tbl)+` (_id bytea PRIMARY KEY, doc bytea NOT NULL)`); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO `+catalogSchema+`.collections (db, name, tbl) VALUES ($1, $2, $3)`, db, name, tbl)
+		return err
+	})
+	s.cat.forget(db + "." + name)
+	return err
+}
+
+// DropCollection drops a collection; ErrNamespaceNotFound if it does not exist.
+func (s *Store) DropCollection(ctx context.Context, db, name string) error {
+	err := s.cat.ddl(ctx, func(tx pgx.Tx) error {
+		var tbl string
+		err := tx.QueryRow(ctx, `DELETE FROM `+catalogSchema+`.collections WHERE db = $1 AND name = $2 RETURNING tbl`, db, name).Scan(&tbl)
+		if err == pgx.ErrNoRows {
+			return newErr(ErrNamespaceNotFound, "ns not found")
+		}
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `DROP TABLE IF EXISTS `+dataSchema+`.`+quoteIdent(tbl))
+		return err
+	})
+	s.cat.forget(db + "." + name)
+	return err
+}
+
+// DropDatabase drops every collection of db. Dropping a missing database is not an error.
+func (s *Store) DropDatabase(ctx context.Context, db string) error {
+	err := s.cat.ddl(ctx, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `DELETE FROM `+catalogSchema+`.collections WHERE db = $1 RETURNING tbl`, db)
+		if err != nil {
+			return err
+		}
+		tbls, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return err
+		}
+		for _, t := range tbls {
+			if _, err := tx.Exec(ctx, `DROP TABLE IF EXISTS `+dataSchema+`.`+quoteIdent(t)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	s.cat.forgetDB(db)
+	return err
+}
+
+// DatabaseInfo describes a database for listDatabases.
+type DatabaseInfo struct {
+	Name       string
+	SizeOnDisk int64
+}
+
+// ListDatabases lists databases that have at least one collection.
+func (s *Store) ListDatabases(ctx context.Context) ([]DatabaseInfo, error) {
+	rows, err := s.pool(ctx).Query(ctx, `
+SELECT db, sum(coalesce(pg_total_relation_size(to_regclass('`+dataSchema+`.' || quote_ident(tbl))), 0))::bigint
+FROM `+catalogSchema+`.collections GROUP BY db ORDER BY db`)
+	if err != nil {
+		return nil, fromPG(ctx, err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (DatabaseInfo, error) {
+		var d DatabaseInfo
+		err := r.Scan(&d.Name, &d.SizeOnDisk)
+		return d, err
+	})
+	return out, fromPG(ctx, err)
+}
+
+// ListCollections lists the collections of db in name order.
+func (s *Store) ListCollections(ctx context.Context, db string) ([]*Collection, error) {
+	rows, err := s.pool(ctx).Query(ctx, `SELECT name, tbl, uuid::text, indexes FROM `+catalogSchema+`.collections WHERE db = $1 ORDER BY name`, db)
+	if err != nil {
+		return nil, fromPG(ctx, err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*Collection, error) {
+		var name, tbl, uuid string
+		var raw []byte
+		if err := r.Scan(&name, &tbl, &uuid, &raw); err != nil {
+			return nil, err
+		}
+		var idx []Index
+		if err := json.Unmarshal(raw, &idx); err != nil {
+			return nil, err
+		}
+		return newCollection(db, name, uuid, tbl, idx), nil
+	})
+	return out, fromPG(ctx, err)
+}
+
+var unsafeIdent = regexp.MustCompile(`[^a-z0-9_]+`)
+
+// tableName makes a readable, unique PostgreSQL table name for a namespace:
+// the sequence number guarantees uniqueness, the rest helps a human.
+func tableName(n int64, db, name string) string {
+	readable := unsafeIdent.ReplaceAllString(strings.ToLower(db+"_"+name), "_")
+	if len(readable) > 40 {
+		readable = readable[:40]
+	}
+	return fmt.Sprintf("c%d_%s", n, readable)
+}
+
+func quoteIdent(s string) string { return pgx.Identifier{s}.Sanitize() }

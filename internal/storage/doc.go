@@ -1,0 +1,17 @@
+// Package storage keeps documents in PostgreSQL.
+//
+// Each collection is one table (_id bytea PRIMARY KEY, doc bytea, k_<n> bytea…):
+// _id holds the order-preserving key of the document's _id (query.AppendKey), doc
+// the exact BSON bytes, and every secondary index one key column with a btree
+// index on it. A catalog table maps MongoDB namespaces to tables and indexes.
+//
+// Requests run on a small, bounded pool of PostgreSQL backends per tier; the
+// tier comes from the request context (qos.TierFrom) and the PIDs of each pool's
+// backends are known, so the OS scheduling of the backend serving a tier can be
+// controlled one by one.
+//
+// storage speaks in its own error codes (Error, ErrorCode), translated from
+// SQLSTATEs in one place (errors.go). It must never decide MongoDB semantics
+// (matching, update operators, wire codes) and never return SQL text in an
+// error message meant for clients.
+package storage

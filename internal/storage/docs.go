@@ -1,0 +1,309 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"go.mongodb.org/mongo-driver/v2/bson"
+)
+
+// Doc is a document to write: its _id, decoded form (for index keys) and raw BSON.
+type Doc struct {
+	ID  any
+	D   bson.D
+	Raw []byte
+}
+
+// WriteError is the failure of one document of a batch.
+type WriteError struct {
+	Index int
+	Err   error
+}
+
+// DuplicateKey details a unique-index violation, as MongoDB reports it.
+type DuplicateKey struct {
+	Index      string
+	KeyPattern bson.D
+	KeyValue   bson.D
+}
+
+// Insert inserts docs. Failures of single documents (duplicate keys) come back
+// as WriteErrors; with ordered, insertion stops at the first one. err is set
+// only when the whole batch failed (PostgreSQL unavailable, ...); inserted then
+// says how many documents were stored before it happened.
+func (s *Store) Insert(ctx context.Context, c *Collection, docs []Doc, ordered bool) (inserted int, werrs []WriteError, err error) {
+	if len(docs) == 0 {
+		return 0, nil, nil
+	}
+	// Fast path: the whole batch in one statement, atomically. Only when it
+	// fails on a unique index do we go document by document to find out which
+	// ones conflict and honour ordered semantics exactly.
+	err = s.insertBatch(ctx, c, docs)
+	if err == nil {
+		return len(docs), nil, nil
+	}
+	if !IsCode(err, ErrDuplicateKey) {
+		return 0, nil, err
+	}
+	for i := range docs {
+		err := s.insertBatch(ctx, c, docs[i:i+1])
+		switch {
+		case err == nil:
+			inserted++
+		case IsCode(err, ErrDuplicateKey):
+			werrs = append(werrs, WriteError{Index: i, Err: c.dupError(err, docs[i].D)})
+			if ordered {
+				return inserted, werrs, nil
+			}
+		default:
+			return inserted, werrs, err
+		}
+	}
+	return inserted, werrs, nil
+}
+
+func (s *Store) insertBatch(ctx context.Context, c *Collection, docs []Doc) error {
+	cols := c.columns()
+	arrays := make([][][]byte, len(cols))
+	for _, d := range docs {
+		for j, v := range c.rowValues(d.ID, d.D, d.Raw) {
+			b, _ := v.([]byte)
+			arrays[j] = append(arrays[j], b)
+		}
+	}
+	args := make([]any, len(cols))
+	casts := make([]string, len(cols))
+	for j := range cols {
+		args[j] = arrays[j]
+		casts[j] = fmt.Sprintf("$%d::bytea[]", j+1)
+	}
+	var sql string
+	if len(docs) == 1 {
+		// A plain VALUES list plans faster than unnest for the common single insert.
+		vals := make([]any, len(cols))
+		ph := make([]string, len(cols))
+		for j := range cols {
+			vals[j] = arrays[j][0]
+			ph[j] = fmt.Sprintf("$%d", j+1)
+		}
+		args = vals
+		sql = `INSERT INTO ` + c.table + ` (` + strings.Join(cols, ", ") + `) VALUES (` + strings.Join(ph, ", ") + `)`
+	} else {
+		sql = `INSERT INTO ` + c.table + ` (` + strings.Join(cols, ", ") + `) SELECT * FROM unnest(` + strings.Join(casts, ", ") + `)`
+	}
+	_, err := s.pool(ctx).Exec(ctx, sql, args...)
+	return s.retryable(ctx, c, fromPGDup(ctx, err))
+}
+
+// retryable drops a cached collection whose table vanished under us (dropped
+// by another tierdb), so the next request reloads it.
+func (s *Store) retryable(_ context.Context, c *Collection, err error) error {
+	if IsCode(err, ErrNamespaceNotFound) {
+		s.cat.forget(c.Namespace())
+	}
+	return err
+}
+
+// fromPGDup is fromPG keeping the violated constraint's name.
+func fromPGDup(ctx context.Context, err error) error {
+	e := fromPG(ctx, err)
+	var pe *pgconn.PgError
+	if IsCode(e, ErrDuplicateKey) && errors.As(err, &pe) {
+		return &Error{Code: ErrDuplicateKey, Msg: pe.ConstraintName, Cause: err}
+	}
+	return e
+}
+
+// dupError builds the client-facing duplicate key error for doc.
+func (c *Collection) dupError(err error, doc bson.D) error {
+	var se *Error
+	constraint := ""
+	if errors.As(err, &se) {
+		constraint = se.Msg
+	}
+	ix := &c.Indexes[0]
+	for i := range c.Indexes {
+		if indexConstraint(c, &c.Indexes[i]) == constraint {
+			ix = &c.Indexes[i]
+		}
+	}
+	var pattern, value bson.D
+	var parts []string
+	for _, k := range ix.Keys {
+		dir := int32(1)
+		if k.Desc {
+			dir = -1
+		}
+		v, _ := walk(doc, k.Field)
+		pattern = append(pattern, bson.E{Key: k.Field, Value: dir})
+		value = append(value, bson.E{Key: k.Field, Value: v})
+		parts = append(parts, k.Field+": "+renderValue(v))
+	}
+	msg := fmt.Sprintf("E11000 duplicate key error collection: %s index: %s dup key: { %s }", c.Namespace(), ix.Name, strings.Join(parts, ", "))
+	return &Error{Code: ErrDuplicateKey, Msg: msg, Cause: err, Dup: &DuplicateKey{Index: ix.Name, KeyPattern: pattern, KeyValue: value}}
+}
+
+func renderValue(v any) string {
+	b, err := bson.MarshalExtJSON(bson.D{{Key: "v", Value: v}}, false, false)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	s := string(b)
+	return strings.TrimSuffix(strings.TrimPrefix(s, `{"v":`), "}")
+}
+
+// indexConstraint is the PostgreSQL name of the unique constraint or index behind ix.
+func indexConstraint(c *Collection, ix *Index) string {
+	if ix.Column == "_id" {
+		return c.tbl + "_pkey"
+	}
+	return pgIndexName(c, ix)
+}
+
+func pgIndexName(c *Collection, ix *Index) string {
+	return c.tbl + "_" + ix.Column
+}
+
+// Row is one stored document: its _id key and raw BSON.
+type Row struct {
+	Key []byte
+	Doc []byte
+}
+
+// ScanParams select rows by a prefilter in _id order (keyset pagination).
+type ScanParams struct {
+	// Where is a SQL predicate over key columns with placeholders $1..$len(Args),
+	// as produced by query.Filter.SQL. Empty means all rows.
+	Where string
+	Args  []any
+	// After continues a scan after this _id key (exclusive); nil starts at the beginning.
+	After []byte
+	Desc  bool
+	// Limit bounds the number of rows; 0 means no bound.
+	Limit int
+	// ForUpdate is not used by readers.
+}
+
+func (p *ScanParams) sql(c *Collection) (string, []any) {
+	var b strings.Builder
+	b.WriteString("SELECT _id, doc FROM ")
+	b.WriteString(c.table)
+	args := append([]any(nil), p.Args...)
+	conds := []string{}
+	if p.Where != "" && p.Where != "TRUE" {
+		conds = append(conds, "("+p.Where+")")
+	}
+	if p.After != nil {
+		args = append(args, p.After)
+		op := ">"
+		if p.Desc {
+			op = "<"
+		}
+		conds = append(conds, fmt.Sprintf("_id %s $%d", op, len(args)))
+	}
+	if len(conds) > 0 {
+		b.WriteString(" WHERE ")
+		b.WriteString(strings.Join(conds, " AND "))
+	}
+	b.WriteString(" ORDER BY _id")
+	if p.Desc {
+		b.WriteString(" DESC")
+	}
+	if p.Limit > 0 {
+		fmt.Fprintf(&b, " LIMIT %d", p.Limit)
+	}
+	return b.String(), args
+}
+
+// Scan returns rows matching the prefilter, in _id order.
+func (s *Store) Scan(ctx context.Context, c *Collection, p ScanParams) ([]Row, error) {
+	sql, args := p.sql(c)
+	rows, err := s.pool(ctx).Query(ctx, sql, args...)
+	if err != nil {
+		return nil, s.retryable(ctx, c, fromPG(ctx, err))
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Row, error) {
+		var row Row
+		err := r.Scan(&row.Key, &row.Doc)
+		return row, err
+	})
+	return out, s.retryable(ctx, c, fromPG(ctx, err))
+}
+
+// Explain returns PostgreSQL's plan for the scan, for the explain command and tests.
+func (s *Store) Explain(ctx context.Context, c *Collection, p ScanParams) (string, error) {
+	sql, args := p.sql(c)
+	rows, err := s.pool(ctx).Query(ctx, "EXPLAIN "+sql, args...)
+	if err != nil {
+		return "", fromPG(ctx, err)
+	}
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	return strings.Join(lines, "\n"), fromPG(ctx, err)
+}
+
+// Replace stores newDoc in place of the row with key, but only if that row
+// still holds old (compare and swap, so concurrent updates never lose one
+// another's changes without holding a transaction open across a round trip).
+// ok is false when the row changed or vanished since it was read.
+func (s *Store) Replace(ctx context.Context, c *Collection, key, old []byte, newDoc Doc) (bool, error) {
+	cols := c.columns()
+	vals := c.rowValues(newDoc.ID, newDoc.D, newDoc.Raw)
+	sets := make([]string, 0, len(cols))
+	args := []any{key, old}
+	for j := 1; j < len(cols); j++ { // the _id never changes
+		args = append(args, vals[j])
+		sets = append(sets, fmt.Sprintf("%s = $%d", cols[j], len(args)))
+	}
+	tag, err := s.pool(ctx).Exec(ctx, `UPDATE `+c.table+` SET `+strings.Join(sets, ", ")+` WHERE _id = $1 AND doc = $2`, args...)
+	if err != nil {
+		err = fromPGDup(ctx, err)
+		if IsCode(err, ErrDuplicateKey) {
+			return false, c.dupError(err, newDoc.D)
+		}
+		return false, s.retryable(ctx, c, err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// Delete removes the given rows if they still hold the bytes they were read
+// with, and returns how many were removed.
+func (s *Store) Delete(ctx context.Context, c *Collection, rows []Row) (int64, error) {
+	keys := make([][]byte, len(rows))
+	docs := make([][]byte, len(rows))
+	for i, r := range rows {
+		keys[i], docs[i] = r.Key, r.Doc
+	}
+	tag, err := s.pool(ctx).Exec(ctx, `DELETE FROM `+c.table+` t USING unnest($1::bytea[], $2::bytea[]) AS d(k, v) WHERE t._id = d.k AND t.doc = d.v`, keys, docs)
+	if err != nil {
+		return 0, s.retryable(ctx, c, fromPG(ctx, err))
+	}
+	return tag.RowsAffected(), nil
+}
+
+// Get returns the row with the given _id key, or nil.
+func (s *Store) Get(ctx context.Context, c *Collection, key []byte) (*Row, error) {
+	var r Row
+	err := s.pool(ctx).QueryRow(ctx, `SELECT _id, doc FROM `+c.table+` WHERE _id = $1`, key).Scan(&r.Key, &r.Doc)
+	if err == pgx.ErrNoRows {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, s.retryable(ctx, c, fromPG(ctx, err))
+	}
+	return &r, nil
+}
+
+// Count returns the number of rows matching a prefilter that is exact.
+func (s *Store) Count(ctx context.Context, c *Collection, where string, args []any) (int64, error) {
+	sql := `SELECT count(*) FROM ` + c.table
+	if where != "" && where != "TRUE" {
+		sql += " WHERE " + where
+	}
+	var n int64
+	err := s.pool(ctx).QueryRow(ctx, sql, args...).Scan(&n)
+	return n, s.retryable(ctx, c, fromPG(ctx, err))
+}

@@ -1,0 +1,11 @@
+// Package update implements the document transformations behind MongoDB's
+// write commands: update operators ($set, $inc, $push, …), replacement
+// documents, construction of the document inserted by an upsert, find
+// projections, and the checks a document must pass before it is stored.
+//
+// It is pure logic over bson.D values. It must never perform I/O, keep
+// state between calls, or mutate a document it was given: every result is
+// a fresh value the caller owns. Errors a client may see are
+// *mongoerr.Error values carrying MongoDB's codes and, as far as practical,
+// MongoDB's wording.
+package update

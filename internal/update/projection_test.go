@@ -1,0 +1,139 @@
+package update
+
+import (
+	"testing"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"tierdb/internal/mongoerr"
+)
+
+func TestProjection(t *testing.T) {
+	doc := d("_id", 1, "a", int32(1), "b", d("c", 2, "d", 3), "e", a(d("f", 1, "g", 2), d("g", 3), int32(4), a(d("f", 5))), "h", "x")
+	cases := []struct {
+		name string
+		spec bson.D
+		want bson.D
+	}{
+		{name: "empty returns all", spec: d(), want: doc},
+		{name: "inclusion keeps _id and document order",
+			spec: d("h", 1, "a", true), want: d("_id", 1, "a", int32(1), "h", "x")},
+		{name: "inclusion without _id", spec: d("_id", 0, "a", 1), want: d("a", int32(1))},
+		{name: "only _id", spec: d("_id", 1), want: d("_id", 1)},
+		{name: "exclusion", spec: d("a", 0, "e", false), want: d("_id", 1, "b", d("c", 2, "d", 3), "h", "x")},
+		{name: "exclusion of _id only", spec: d("_id", 0),
+			want: d("a", int32(1), "b", d("c", 2, "d", 3), "e", doc[3].Value, "h", "x")},
+		{name: "_id included explicitly in exclusion", spec: d("_id", 1, "a", 0, "b", 0, "e", 0),
+			want: d("_id", 1, "h", "x")},
+		{name: "any non-zero number includes", spec: d("a", 2.5, "h", int64(-1)), want: d("_id", 1, "a", int32(1), "h", "x")},
+		{name: "dotted inclusion", spec: d("b.d", 1), want: d("_id", 1, "b", d("d", 3))},
+		{name: "embedded spec inclusion", spec: d("b", d("d", 1)), want: d("_id", 1, "b", d("d", 3))},
+		{name: "dotted exclusion", spec: d("b.d", 0, "e.g", 0),
+			want: d("_id", 1, "a", int32(1), "b", d("c", 2), "e", a(d("f", 1), d(), int32(4), a(d("f", 5))), "h", "x")},
+		{name: "dotted inclusion through array of documents",
+			spec: d("e.f", 1), want: d("_id", 1, "e", a(d("f", 1), d(), a(d("f", 5))))},
+		{name: "dotted inclusion through scalar drops the field", spec: d("a.x", 1, "h.y", 1), want: d("_id", 1)},
+		{name: "dotted inclusion missing subfield keeps empty document", spec: d("b.zz", 1), want: d("_id", 1, "b", d())},
+		{name: "_id subfield replaces default _id", spec: d("_id.x", 1), want: d()},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := ParseProjection(tc.spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			before := copyDoc(doc)
+			checkDoc(t, p.Apply(doc), tc.want)
+			checkDoc(t, doc, before)
+		})
+	}
+}
+
+func TestProjectionIDSubfield(t *testing.T) {
+	p, err := ParseProjection(d("_id.x", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkDoc(t, p.Apply(d("_id", d("x", 1, "y", 2), "a", 1)), d("_id", d("x", 1)))
+	p, err = ParseProjection(d("_id.x", 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkDoc(t, p.Apply(d("_id", d("x", 1, "y", 2), "a", 1)), d("_id", d("y", 2), "a", 1))
+}
+
+func TestProjectionSlice(t *testing.T) {
+	doc := d("_id", 1, "a", a(1, 2, 3, 4, 5), "b", "x", "c", d("l", a(1, 2, 3)))
+	cases := []struct {
+		name string
+		spec bson.D
+		want bson.D
+	}{
+		{name: "alone is exclusion style", spec: d("a", d("$slice", int32(2))),
+			want: d("_id", 1, "a", a(1, 2), "b", "x", "c", d("l", a(1, 2, 3)))},
+		{name: "negative", spec: d("a", d("$slice", int32(-2)), "b", 0),
+			want: d("_id", 1, "a", a(4, 5), "c", d("l", a(1, 2, 3)))},
+		{name: "with inclusion", spec: d("b", 1, "a", d("$slice", int64(1))),
+			want: d("_id", 1, "a", a(1), "b", "x")},
+		{name: "skip limit", spec: d("_id", 0, "a", d("$slice", a(int32(1), int32(2))), "b", 1),
+			want: d("a", a(2, 3), "b", "x")},
+		{name: "negative skip", spec: d("a", d("$slice", a(int32(-2), int32(5)))),
+			want: d("_id", 1, "a", a(4, 5), "b", "x", "c", d("l", a(1, 2, 3)))},
+		{name: "skip past end", spec: d("a", d("$slice", a(int32(9), int32(1))), "b", 0, "c", 0),
+			want: d("_id", 1, "a", a())},
+		{name: "large limit", spec: d("a", d("$slice", int32(50)), "b", 0, "c", 0),
+			want: d("_id", 1, "a", a(1, 2, 3, 4, 5))},
+		{name: "dotted", spec: d("c.l", d("$slice", int32(-1)), "a", 0),
+			want: d("_id", 1, "b", "x", "c", d("l", a(3)))},
+		{name: "non-array untouched", spec: d("b", d("$slice", int32(1)), "_id", 1),
+			want: d("_id", 1, "b", "x")},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := ParseProjection(tc.spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkDoc(t, p.Apply(doc), tc.want)
+		})
+	}
+}
+
+func TestProjectionErrors(t *testing.T) {
+	cases := []struct {
+		name string
+		spec bson.D
+		code mongoerr.Code
+		msg  string
+	}{
+		{name: "exclusion in inclusion", spec: d("a", 1, "b", 0),
+			code: codeProjectionExclusionInInclusion, msg: "Cannot do exclusion on field b in inclusion projection"},
+		{name: "inclusion in exclusion", spec: d("a", 0, "b.c", 1),
+			code: codeProjectionInclusionInExclusion, msg: "Cannot do inclusion on field b.c in exclusion projection"},
+		{name: "mixed inside embedded spec", spec: d("a", d("b", 1, "c", 0)),
+			code: codeProjectionExclusionInInclusion, msg: "field a.c"},
+		{name: "positional", spec: d("a.$", 1), code: mongoerr.NotImplemented},
+		{name: "path collision, prefix first", spec: d("a", 1, "a.b", 1),
+			code: codeProjectionPathCollisionSub, msg: "Path collision at a.b remaining portion b"},
+		{name: "path collision, prefix last", spec: d("a.b", 1, "a", 1),
+			code: codeProjectionPathCollision, msg: "Path collision at a"},
+		{name: "duplicate", spec: d("a", 1, "a", 1), code: codeProjectionPathCollision},
+		{name: "empty name", spec: d("", 1), code: mongoerr.Code(40352)},
+		{name: "empty component", spec: d("a..b", 1), code: mongoerr.Code(15998)},
+		{name: "dollar name", spec: d("$a", 1), code: mongoerr.Code(16410)},
+		{name: "empty sub-projection", spec: d("a", d()), code: mongoerr.FailedToParse},
+		{name: "expression", spec: d("a", "$b"), code: mongoerr.NotImplemented},
+		{name: "unknown operator", spec: d("a", d("$meta", "textScore")), code: mongoerr.NotImplemented},
+		{name: "bad slice", spec: d("a", d("$slice", "x")), code: mongoerr.BadValue},
+		{name: "bad slice array", spec: d("a", d("$slice", a(int32(1)))), code: mongoerr.BadValue},
+		{name: "slice non-positive limit", spec: d("a", d("$slice", a(int32(1), int32(0)))), code: mongoerr.BadValue},
+		{name: "elemMatch nested", spec: d("a.b", d("$elemMatch", d("x", 1))), code: mongoerr.BadValue},
+		{name: "elemMatch not a document", spec: d("a", d("$elemMatch", int32(1))), code: mongoerr.BadValue},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseProjection(tc.spec)
+			checkErr(t, err, tc.code, tc.msg)
+		})
+	}
+}

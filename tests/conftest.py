@@ -1,0 +1,131 @@
+"""Test bed: real tierdb processes on their embedded PostgreSQL, driven by pymongo."""
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import uuid
+
+import pymongo
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _binary():
+    path = os.environ.get("TIERDB_BIN")
+    if path:
+        return path
+    path = os.path.join(ROOT, "bin", "tierdb")
+    subprocess.run(["go", "build", "-o", path, "./cmd/tierdb"], cwd=ROOT, check=True)
+    return path
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Tierdb:
+    """One tierdb server process with its own data directory."""
+
+    def __init__(self, binary, data_dir=None, extra_args=()):
+        self.binary = binary
+        # /tmp is reachable by the unprivileged PostgreSQL user; pytest's
+        # per-user temp root is not.
+        self.data_dir = data_dir or tempfile.mkdtemp(prefix="tierdb-test-", dir="/tmp")
+        self.extra_args = list(extra_args)
+        self.proc = None
+        self.port = None
+        self.log_path = os.path.join(self.data_dir + ".log")
+
+    def start(self, timeout=90):
+        self.port = free_port()
+        self.log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen(
+            [self.binary, "serve", "--listen", f"127.0.0.1:{self.port}", "--data-dir", self.data_dir, *self.extra_args],
+            stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+        )
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"tierdb exited with {self.proc.returncode}:\n{self.read_log()}")
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
+                    return self
+            except OSError:
+                time.sleep(0.1)
+        raise RuntimeError(f"tierdb did not start in {timeout}s:\n{self.read_log()}")
+
+    def read_log(self):
+        with open(self.log_path, "rb") as f:
+            return f.read().decode(errors="replace")[-8000:]
+
+    def client(self, **kw):
+        kw.setdefault("serverSelectionTimeoutMS", 10000)
+        return pymongo.MongoClient("127.0.0.1", self.port, directConnection=True, **kw)
+
+    def stop(self, sig=signal.SIGTERM, timeout=60):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        if getattr(self, "log", None):
+            self.log.close()
+
+    def cleanup(self):
+        self.stop()
+        shutil.rmtree(self.data_dir, ignore_errors=True)
+        try:
+            os.unlink(self.log_path)
+        except OSError:
+            pass
+
+
+@pytest.fixture(scope="session")
+def tierdb_bin():
+    return _binary()
+
+
+@pytest.fixture(scope="session")
+def server(tierdb_bin):
+    """One tierdb shared by the tests of a session."""
+    t = Tierdb(tierdb_bin, extra_args=["--cursor-timeout", "3s"]).start()
+    yield t
+    t.cleanup()
+
+
+@pytest.fixture
+def new_server(tierdb_bin):
+    """A factory for tierdb servers owned by one test (restarts, kill -9)."""
+    made = []
+
+    def make(**kw):
+        t = Tierdb(tierdb_bin, **kw)
+        made.append(t)
+        return t
+
+    yield make
+    for t in made:
+        t.cleanup()
+
+
+@pytest.fixture(scope="session")
+def client(server):
+    c = server.client()
+    yield c
+    c.close()
+
+
+@pytest.fixture
+def db(client):
+    """A fresh database per test, dropped afterwards."""
+    name = "t_" + uuid.uuid4().hex[:12]
+    yield client[name]
+    client.drop_database(name)
