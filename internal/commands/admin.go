@@ -3,10 +3,10 @@ package commands
 import (
 	"context"
 	"fmt"
-	"strings"
 	"os"
 	"runtime"
 	"sort"
+	"strings"
 	"sync/atomic"
 	"time"
 

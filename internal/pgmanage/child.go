@@ -1,6 +1,7 @@
 package pgmanage
 
 import (
+	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
@@ -11,6 +12,7 @@ import (
 // child is one incarnation of the postmaster.
 type child struct {
 	pid     int
+	proc    *os.Process
 	started time.Time
 	exited  chan struct{} // closed after the process was reaped
 	err     error         // exec.Cmd.Wait's result; read only after exited
@@ -23,6 +25,12 @@ func (ch *child) hasExited() bool {
 	default:
 		return false
 	}
+}
+
+// signal sends sig unless the process has already been reaped (os.Process
+// then refuses, so a recycled PID is never hit).
+func (ch *child) signal(sig os.Signal) {
+	_ = ch.proc.Signal(sig)
 }
 
 // spawn starts a postmaster.
@@ -56,6 +64,7 @@ func (c *Cluster) spawn() (*child, error) {
 			return
 		}
 		ch.pid = cmd.Process.Pid
+		ch.proc = cmd.Process
 		ch.started = time.Now()
 		started <- nil
 		ch.err = cmd.Wait()

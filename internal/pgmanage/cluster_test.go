@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -368,7 +369,17 @@ func TestLifecycle(t *testing.T) {
 		if !strings.Contains(log.String(), "orphaned") {
 			t.Errorf("orphan not reported; log:\n%s", log.String())
 		}
-		stop(t, c4)
+
+		// Stop with an expired context shuts down immediately, and says so.
+		pid := c4.PID()
+		cctx, cancel := context.WithCancel(ctx)
+		cancel()
+		if err := c4.Stop(cctx); !errors.Is(err, context.Canceled) {
+			t.Errorf("Stop(cancelled ctx) = %v, want context.Canceled", err)
+		}
+		if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+			t.Errorf("postmaster %d still exists after Stop (kill 0: %v)", pid, err)
+		}
 	})
 
 	t.Run("server dies with tierdb", func(t *testing.T) {
@@ -469,6 +480,24 @@ func TestUnreachableDataDir(t *testing.T) {
 	if entries, _ := os.ReadDir(private); len(entries) != 0 {
 		t.Errorf("failed Start created %v", entries)
 	}
+}
+
+func TestExplicitOSUser(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("Options.OSUser only applies when tierdb is root")
+	}
+	if _, err := user.Lookup("nobody"); err != nil {
+		t.Skip("no user nobody here")
+	}
+	var log syncBuffer
+	opts := testOptions(dataDir(t), &log)
+	opts.OSUser = "nobody"
+	c := start(t, opts)
+	if u := c.OSUser(); u.Name != "nobody" || processUID(t, c.PID()) != u.UID {
+		t.Errorf("OSUser() = %+v, postmaster uid %d", u, processUID(t, c.PID()))
+	}
+	connect(t, c.ConnString())
+	stop(t, c)
 }
 
 func TestNonEmptyUninitializedClusterDir(t *testing.T) {

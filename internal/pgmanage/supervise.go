@@ -79,7 +79,7 @@ func (c *Cluster) restart(backoff *time.Duration) (*child, bool) {
 // when Stop's context ends, and to SIGKILL as a last resort.
 func (c *Cluster) shutdown(ch *child, immediate bool) error {
 	if !immediate {
-		syscall.Kill(ch.pid, syscall.SIGINT)
+		ch.signal(syscall.SIGINT)
 		timer := time.NewTimer(c.opts.StopTimeout)
 		defer timer.Stop()
 		select {
@@ -90,7 +90,7 @@ func (c *Cluster) shutdown(ch *child, immediate bool) error {
 		case <-c.hurry:
 		}
 	}
-	syscall.Kill(ch.pid, syscall.SIGQUIT)
+	ch.signal(syscall.SIGQUIT)
 	quit := time.NewTimer(quitGrace)
 	defer quit.Stop()
 	select {
@@ -99,7 +99,7 @@ func (c *Cluster) shutdown(ch *child, immediate bool) error {
 	case <-quit.C:
 	}
 	c.logger.Error("PostgreSQL ignores immediate shutdown; killing it", "pid", ch.pid)
-	syscall.Kill(ch.pid, syscall.SIGKILL)
+	ch.signal(syscall.SIGKILL)
 	<-ch.exited
 	return fmt.Errorf("pgmanage: postgres (pid %d) had to be killed", ch.pid)
 }

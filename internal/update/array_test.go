@@ -3,6 +3,8 @@ package update
 import (
 	"testing"
 
+	"go.mongodb.org/mongo-driver/v2/bson"
+
 	"tierdb/internal/mongoerr"
 )
 
@@ -162,5 +164,32 @@ func TestPullEquality(t *testing.T) {
 			want: d("_id", 1), changed: false},
 		{name: "not an array", doc: d("_id", 1, "a", 1), update: d("$pull", d("a", 1)),
 			code: mongoerr.BadValue, msg: "Cannot apply $pull to a non-array value"},
+	})
+}
+
+func TestPullConditions(t *testing.T) {
+	runApplyCases(t, []applyCase{
+		{name: "operator condition on scalars", doc: d("_id", 1, "a", a(int32(3), int32(6), int32(9), "x")),
+			update: d("$pull", d("a", d("$gte", int32(6)))),
+			want:   d("_id", 1, "a", a(int32(3), "x")), changed: true},
+		{name: "$in", doc: d("_id", 1, "a", a("x", "y", "z")),
+			update: d("$pull", d("a", d("$in", a("x", "z")))),
+			want:   d("_id", 1, "a", a("y")), changed: true},
+		{name: "document condition is a query on elements", doc: d("_id", 1, "a", a(d("s", 8, "i", "B"), d("s", 8, "i", "C"), int32(8))),
+			update: d("$pull", d("a", d("s", 8, "i", "B"))),
+			want:   d("_id", 1, "a", a(d("s", 8, "i", "C"), int32(8))), changed: true},
+		{name: "document condition with operators on fields", doc: d("_id", 1, "a", a(d("s", 1), d("s", 9))),
+			update: d("$pull", d("a", d("s", d("$gt", 5)))),
+			want:   d("_id", 1, "a", a(d("s", 1))), changed: true},
+		{name: "equality does not look inside nested arrays", doc: d("_id", 1, "a", a(a(1), 1)),
+			update: d("$pull", d("a", 1)),
+			want:   d("_id", 1, "a", a(a(1))), changed: true},
+		{name: "regex", doc: d("_id", 1, "a", a("apple", "banana")),
+			update: d("$pull", d("a", bson.Regex{Pattern: "^a"})),
+			want:   d("_id", 1, "a", a("banana")), changed: true},
+		{name: "no match", doc: d("_id", 1, "a", a(1, 2)), update: d("$pull", d("a", d("$gt", 5))),
+			want: d("_id", 1, "a", a(1, 2)), changed: false},
+		{name: "invalid condition", update: d("$pull", d("a", d("$foo", 1))),
+			code: mongoerr.BadValue},
 	})
 }

@@ -137,3 +137,36 @@ func TestProjectionErrors(t *testing.T) {
 		})
 	}
 }
+
+func TestProjectionElemMatch(t *testing.T) {
+	doc := d("_id", 1, "g", a(d("s", 70, "k", "x"), d("s", 90, "k", "y"), d("s", 95, "k", "z")), "n", a(1, 5, 9), "o", "keep")
+	cases := []struct {
+		name string
+		spec bson.D
+		want bson.D
+	}{
+		{name: "first matching document", spec: d("g", d("$elemMatch", d("s", d("$gt", 80)))),
+			want: d("_id", 1, "g", a(d("s", 90, "k", "y")))},
+		{name: "operators on scalars", spec: d("n", d("$elemMatch", d("$gt", 3))),
+			want: d("_id", 1, "n", a(5))},
+		{name: "no match drops the field", spec: d("g", d("$elemMatch", d("s", 1)), "o", 1),
+			want: d("_id", 1, "o", "keep")},
+		{name: "not an array drops the field", spec: d("o", d("$elemMatch", d("s", 1))),
+			want: d("_id", 1)},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := ParseProjection(tc.spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkDoc(t, p.Apply(doc), tc.want)
+		})
+	}
+	_, err := ParseProjection(d("g", d("$elemMatch", d("s", 1)), "o", 0))
+	checkErr(t, err, codeProjectionExclusionInInclusion, "")
+	_, err = ParseProjection(d("g", d("$elemMatch", d("s", d("$bogus", 1)))))
+	if err == nil {
+		t.Fatal("invalid $elemMatch accepted")
+	}
+}
