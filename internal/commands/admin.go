@@ -12,6 +12,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"tierdb/internal/qos"
 	"tierdb/internal/wire"
 )
 
@@ -161,6 +162,7 @@ func (h *Handlers) serverStatus(context.Context, *Request) (bson.D, error) {
 			{Key: "getmore", Value: h.ops[opGetMore].Load()},
 			{Key: "command", Value: h.ops[opCommand].Load()},
 		}},
+		{Key: "tierdb", Value: bson.D{{Key: "backends", Value: h.backendStats()}}},
 		{Key: "metrics", Value: bson.D{{Key: "cursor", Value: bson.D{
 			{Key: "open", Value: bson.D{{Key: "total", Value: int64(h.cursors.len())}}},
 			{Key: "timedOut", Value: h.cursors.timedOut.Load()},
@@ -236,4 +238,17 @@ func (h *Handlers) listCommands(context.Context, *Request) (bson.D, error) {
 
 func (h *Handlers) freeMonitoring(context.Context, *Request) (bson.D, error) {
 	return bson.D{{Key: "state", Value: "disabled"}}, nil
+}
+
+// backendStats reports each tier's PostgreSQL backends: in use and open.
+func (h *Handlers) backendStats() bson.D {
+	out := bson.D{}
+	for t, st := range h.store.PoolStats() {
+		out = append(out, bson.E{Key: qos.Tier(t).String(), Value: bson.D{
+			{Key: "inUse", Value: st[0]},
+			{Key: "open", Value: st[1]},
+			{Key: "pids", Value: len(h.store.BackendPIDs(qos.Tier(t)))},
+		}})
+	}
+	return out
 }
