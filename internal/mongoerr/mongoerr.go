@@ -30,6 +30,8 @@ const (
 	MaxTimeMSExpired             Code = 50
 	DollarPrefixedFieldName      Code = 52
 	InvalidIDField               Code = 53
+	NotSingleValueField          Code = 54
+	EmptyFieldName               Code = 56
 	CommandNotFound              Code = 59
 	WriteConcernFailed           Code = 64
 	ImmutableField               Code = 66
@@ -84,6 +86,8 @@ var names = map[Code]string{
 	MaxTimeMSExpired:             "MaxTimeMSExpired",
 	DollarPrefixedFieldName:      "DollarPrefixedFieldName",
 	InvalidIDField:               "InvalidIdField",
+	NotSingleValueField:          "NotSingleValueField",
+	EmptyFieldName:               "EmptyFieldName",
 	CommandNotFound:              "CommandNotFound",
 	WriteConcernFailed:           "WriteConcernFailed",
 	ImmutableField:               "ImmutableField",

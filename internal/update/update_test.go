@@ -349,7 +349,7 @@ func TestConflictsAndParse(t *testing.T) {
 			want: d("_id", 1), changed: true},
 		{name: "several operators", doc: d("_id", 1, "n", int32(1), "l", a(1)),
 			update: d("$inc", d("n", int32(1)), "$push", d("l", 2), "$set", d("s", "x")),
-			want: d("_id", 1, "n", int32(2), "l", a(1, 2), "s", "x"), changed: true},
+			want:   d("_id", 1, "n", int32(2), "l", a(1, 2), "s", "x"), changed: true},
 	})
 }
 
@@ -423,4 +423,31 @@ func TestApplyResultsAreIndependent(t *testing.T) {
 	}
 	checkDoc(t, r2, d("_id", 2, "l", a(d("x", 1)), "a", d("b", a(1))))
 	checkDoc(t, spec, d("$set", d("a", d("b", a(1))), "$push", d("l", d("x", 1))))
+}
+
+// A parsed Update and Projection are shared by concurrent requests; run
+// with -race this fails if applying either writes to shared state.
+func TestConcurrentUse(t *testing.T) {
+	u, err := Parse(d("$push", d("l", d("$each", a(d("x", 1)), "$sort", d("x", -1))), "$inc", d("n", int32(1)), "$set", d("s.t", a(1))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := ParseProjection(d("l", d("$slice", int32(1)), "s", 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := d("_id", 1, "n", int32(1), "l", a(d("x", 0)))
+	done := make(chan bson.D)
+	for range 4 {
+		go func() {
+			out, _, err := u.Apply(doc, false)
+			if err != nil {
+				t.Error(err)
+			}
+			done <- p.Apply(out)
+		}()
+	}
+	for range 4 {
+		checkDoc(t, <-done, d("_id", 1, "n", int32(2), "l", a(d("x", 1))))
+	}
 }

@@ -1,0 +1,200 @@
+package storage
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"tierdb/internal/pgmanage/pgtest"
+	"tierdb/internal/qos"
+)
+
+var connString string
+
+func TestMain(m *testing.M) {
+	pgtest.Main(m, func(cs string) { connString = cs })
+}
+
+func open(t *testing.T) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), Options{ConnString: connString, BackendsPerTier: [qos.NumTiers]int{2, 2, 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+func doc(t *testing.T, d bson.D) Doc {
+	t.Helper()
+	raw, err := bson.Marshal(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Doc{ID: d[0].Value, D: d, Raw: raw}
+}
+
+func TestTierPoolsKnowTheirBackendPIDs(t *testing.T) {
+	s := open(t)
+	for tier := qos.Tier(0); tier < qos.NumTiers; tier++ {
+		if err := s.Ping(qos.WithTier(context.Background(), tier)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	seen := map[int]qos.Tier{}
+	for tier := qos.Tier(0); tier < qos.NumTiers; tier++ {
+		pids := s.BackendPIDs(tier)
+		if len(pids) == 0 {
+			t.Fatalf("tier %s: no backend PIDs recorded", tier)
+		}
+		for _, pid := range pids {
+			if other, dup := seen[pid]; dup {
+				t.Fatalf("backend %d belongs to tiers %s and %s", pid, other, tier)
+			}
+			seen[pid] = tier
+			cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+			if err != nil {
+				t.Fatalf("backend %d of tier %s is not a live process: %v", pid, tier, err)
+			}
+			if !strings.HasPrefix(string(cmdline), "postgres") {
+				t.Fatalf("pid %d is not a postgres backend: %q", pid, cmdline)
+			}
+		}
+	}
+}
+
+func TestInsertReportsDuplicatesOrderedAndUnordered(t *testing.T) {
+	s := open(t)
+	ctx := context.Background()
+	c, err := s.CollectionForWrite(ctx, "st", t.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, werrs, err := s.Insert(ctx, c, []Doc{doc(t, bson.D{{Key: "_id", Value: int32(1)}})}, true); n != 1 || werrs != nil || err != nil {
+		t.Fatalf("first insert: %d %v %v", n, werrs, err)
+	}
+	batch := []Doc{
+		doc(t, bson.D{{Key: "_id", Value: int32(2)}}),
+		doc(t, bson.D{{Key: "_id", Value: 1.0}}), // equal to int32(1): a duplicate
+		doc(t, bson.D{{Key: "_id", Value: int32(3)}}),
+	}
+	n, werrs, err := s.Insert(ctx, c, batch, true)
+	if err != nil || n != 1 || len(werrs) != 1 || werrs[0].Index != 1 {
+		t.Fatalf("ordered: n=%d werrs=%v err=%v", n, werrs, err)
+	}
+	if !IsCode(werrs[0].Err, ErrDuplicateKey) || !strings.Contains(werrs[0].Err.(*Error).Msg, "index: _id_ dup key: { _id: 1") {
+		t.Fatalf("ordered: unexpected error %v", werrs[0].Err)
+	}
+	batch[0] = doc(t, bson.D{{Key: "_id", Value: int32(4)}})
+	n, werrs, err = s.Insert(ctx, c, batch, false)
+	if err != nil || n != 2 || len(werrs) != 1 || werrs[0].Index != 1 {
+		t.Fatalf("unordered: n=%d werrs=%v err=%v", n, werrs, err)
+	}
+	if got, _ := s.Count(ctx, c, "", nil); got != 4 {
+		t.Fatalf("want 4 rows, have %d", got)
+	}
+}
+
+func TestReplaceIsCompareAndSwap(t *testing.T) {
+	s := open(t)
+	ctx := context.Background()
+	c, err := s.CollectionForWrite(ctx, "st", t.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	v1 := doc(t, bson.D{{Key: "_id", Value: "a"}, {Key: "n", Value: int32(1)}})
+	if _, _, err := s.Insert(ctx, c, []Doc{v1}, true); err != nil {
+		t.Fatal(err)
+	}
+	v2 := doc(t, bson.D{{Key: "_id", Value: "a"}, {Key: "n", Value: int32(2)}})
+	v3 := doc(t, bson.D{{Key: "_id", Value: "a"}, {Key: "n", Value: int32(3)}})
+	key := IDKey("a")
+	if ok, err := s.Replace(ctx, c, key, v1.Raw, v2); !ok || err != nil {
+		t.Fatalf("replace from the current version: ok=%v err=%v", ok, err)
+	}
+	if ok, err := s.Replace(ctx, c, key, v1.Raw, v3); ok || err != nil {
+		t.Fatalf("replace from a stale version must not apply: ok=%v err=%v", ok, err)
+	}
+	row, err := s.Get(ctx, c, key)
+	if err != nil || row == nil || string(row.Doc) != string(v2.Raw) {
+		t.Fatalf("stored document is not v2: %v %v", row, err)
+	}
+}
+
+func TestIndexBackfillMultikeyAndUnique(t *testing.T) {
+	s := open(t)
+	ctx := context.Background()
+	name := t.Name()
+	c, err := s.CollectionForWrite(ctx, "st", name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := []Doc{
+		doc(t, bson.D{{Key: "_id", Value: int32(1)}, {Key: "a", Value: int32(5)}}),
+		doc(t, bson.D{{Key: "_id", Value: int32(2)}, {Key: "a", Value: bson.A{int32(5), int32(6)}}}),
+		doc(t, bson.D{{Key: "_id", Value: int32(3)}}),
+	}
+	if _, _, err := s.Insert(ctx, c, docs, true); err != nil {
+		t.Fatal(err)
+	}
+	before, after, err := s.CreateIndexes(ctx, "st", name, []Index{{Name: "a_1", Keys: []IndexKey{{Field: "a"}}}})
+	if err != nil || before != 1 || after != 2 {
+		t.Fatalf("create: %d %d %v", before, after, err)
+	}
+	c, err = s.Collection(ctx, "st", name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var nulls, keyed int
+	err = s.pool(ctx).QueryRow(ctx, `SELECT count(*) FILTER (WHERE k_1 IS NULL), count(*) FILTER (WHERE k_1 IS NOT NULL) FROM `+c.table).Scan(&nulls, &keyed)
+	if err != nil || nulls != 1 || keyed != 2 {
+		t.Fatalf("backfill: %d NULL (multikey) and %d keyed rows, err %v; want 1 and 2", nulls, keyed, err)
+	}
+	// The same keys again: nothing to do. Other name, same keys: a conflict.
+	if b, a, err := s.CreateIndexes(ctx, "st", name, []Index{{Name: "a_1", Keys: []IndexKey{{Field: "a"}}}}); err != nil || b != a {
+		t.Fatalf("idempotent create: %d %d %v", b, a, err)
+	}
+	if _, _, err := s.CreateIndexes(ctx, "st", name, []Index{{Name: "other", Keys: []IndexKey{{Field: "a"}}}}); !IsCode(err, ErrIndexConflict) {
+		t.Fatalf("want ErrIndexConflict, got %v", err)
+	}
+	// A unique index over duplicate values cannot be built.
+	if _, _, err := s.Insert(ctx, c, []Doc{doc(t, bson.D{{Key: "_id", Value: int32(4)}, {Key: "b", Value: "x"}}), doc(t, bson.D{{Key: "_id", Value: int32(5)}, {Key: "b", Value: "x"}})}, true); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.CreateIndexes(ctx, "st", name, []Index{{Name: "b_1", Keys: []IndexKey{{Field: "b"}}, Unique: true}}); !IsCode(err, ErrDuplicateKey) {
+		t.Fatalf("want ErrDuplicateKey, got %v", err)
+	}
+	if _, err := s.DropIndex(ctx, "st", name, "nope"); !IsCode(err, ErrIndexNotFound) {
+		t.Fatalf("want ErrIndexNotFound, got %v", err)
+	}
+	if _, err := s.DropIndex(ctx, "st", name, "a_1"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestDropAndMissingCollections(t *testing.T) {
+	s := open(t)
+	ctx := context.Background()
+	if _, err := s.Collection(ctx, "st", "missing"); !IsCode(err, ErrNamespaceNotFound) {
+		t.Fatalf("want ErrNamespaceNotFound, got %v", err)
+	}
+	if err := s.CreateCollection(ctx, "st2", "c"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateCollection(ctx, "st2", "c"); !IsCode(err, ErrNamespaceExists) {
+		t.Fatalf("want ErrNamespaceExists, got %v", err)
+	}
+	if err := s.DropDatabase(ctx, "st2"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Collection(ctx, "st2", "c"); !IsCode(err, ErrNamespaceNotFound) {
+		t.Fatalf("after dropDatabase: want ErrNamespaceNotFound, got %v", err)
+	}
+	if err := s.DropCollection(ctx, "st2", "c"); !IsCode(err, ErrNamespaceNotFound) {
+		t.Fatalf("want ErrNamespaceNotFound, got %v", err)
+	}
+}
