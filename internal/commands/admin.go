@@ -120,11 +120,18 @@ func (h *Handlers) getParameter(_ context.Context, req *Request) (bson.D, error)
 	return out, nil
 }
 
-func (h *Handlers) connectionStatus(context.Context, *Request) (bson.D, error) {
-	return bson.D{{Key: "authInfo", Value: bson.D{
-		{Key: "authenticatedUsers", Value: bson.A{}},
-		{Key: "authenticatedUserRoles", Value: bson.A{}},
-	}}}, nil
+func (h *Handlers) connectionStatus(_ context.Context, req *Request) (bson.D, error) {
+	tier := qos.Normal
+	if req.Session != nil {
+		tier = req.Session.Tier
+	}
+	return bson.D{
+		{Key: "authInfo", Value: bson.D{
+			{Key: "authenticatedUsers", Value: bson.A{}},
+			{Key: "authenticatedUserRoles", Value: bson.A{}},
+		}},
+		{Key: "priority", Value: tier.String()},
+	}, nil
 }
 
 func (h *Handlers) whatsmyuri(_ context.Context, req *Request) (bson.D, error) {

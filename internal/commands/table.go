@@ -38,6 +38,10 @@ type command struct {
 	help    string
 	// counter is the serverStatus opcounter the command bumps.
 	counter opCounter
+	// internal commands never wait for admission: handshakes, diagnostics,
+	// and the tier change itself (seed 000: the channel must not block the
+	// requests that change priority).
+	internal bool
 }
 
 // Options configure the command layer.
@@ -52,6 +56,18 @@ type Options struct {
 	Connections func() (current, total int64)
 	// CurrentOps lists the operations in flight for currentOp.
 	CurrentOps func() bson.A
+	// Admission gates every non-internal request (the priority channel);
+	// nil admits everything at once (--qos=off).
+	Admission Admitter
+	// AuthorizeTier says whether a session may use a tier; nil allows every
+	// tier. The auth issue fills it with the user's tier privileges.
+	AuthorizeTier func(s *Session, t qos.Tier) error
+}
+
+// Admitter is the admission contract: Admit blocks until a request of tier t
+// may run and returns done, to be called when it ends.
+type Admitter interface {
+	Admit(ctx context.Context, t qos.Tier, internal bool) (done func(), err error)
 }
 
 // Handlers holds the command table and what its handlers share.
@@ -88,20 +104,21 @@ func (h *Handlers) Close() { h.cursors.close() }
 func (h *Handlers) commands() map[string]*command {
 	t := map[string]*command{
 		// handshake and diagnostics
-		"hello":                   {handler: h.hello, help: "describe this server to a driver"},
-		"ping":                    {handler: h.ping, help: "check the server answers"},
-		"buildInfo":               {handler: h.buildInfo, help: "server version and limits"},
-		"getParameter":            {handler: h.getParameter, help: "read server parameters"},
-		"connectionStatus":        {handler: h.connectionStatus, help: "authentication state of this connection"},
-		"whatsmyuri":              {handler: h.whatsmyuri, help: "the client's address as the server sees it"},
-		"endSessions":             {handler: h.ok, help: "accepted; sessions hold no server state"},
-		"serverStatus":            {handler: h.serverStatus, help: "uptime, connections, opcounters"},
-		"hostInfo":                {handler: h.hostInfo, help: "the host's OS and hardware"},
-		"getCmdLineOpts":          {handler: h.getCmdLineOpts, help: "the command line tierdb was started with"},
-		"getLog":                  {handler: h.getLog, help: "recent log lines (none are kept)"},
-		"currentOp":               {handler: h.currentOp, help: "operations in progress"},
-		"listCommands":            {handler: h.listCommands, help: "this list"},
-		"getFreeMonitoringStatus": {handler: h.freeMonitoring, help: "always disabled"},
+		"hello":                   {handler: h.hello, help: "describe this server to a driver", internal: true},
+		"setClientPriority":       {handler: h.setClientPriority, help: "set this connection's tier: " + tierNames(), internal: true},
+		"ping":                    {handler: h.ping, help: "check the server answers", internal: true},
+		"buildInfo":               {handler: h.buildInfo, help: "server version and limits", internal: true},
+		"getParameter":            {handler: h.getParameter, help: "read server parameters", internal: true},
+		"connectionStatus":        {handler: h.connectionStatus, help: "authentication state of this connection", internal: true},
+		"whatsmyuri":              {handler: h.whatsmyuri, help: "the client's address as the server sees it", internal: true},
+		"endSessions":             {handler: h.ok, help: "accepted; sessions hold no server state", internal: true},
+		"serverStatus":            {handler: h.serverStatus, help: "uptime, connections, opcounters", internal: true},
+		"hostInfo":                {handler: h.hostInfo, help: "the host's OS and hardware", internal: true},
+		"getCmdLineOpts":          {handler: h.getCmdLineOpts, help: "the command line tierdb was started with", internal: true},
+		"getLog":                  {handler: h.getLog, help: "recent log lines (none are kept)", internal: true},
+		"currentOp":               {handler: h.currentOp, help: "operations in progress", internal: true},
+		"listCommands":            {handler: h.listCommands, help: "this list", internal: true},
+		"getFreeMonitoringStatus": {handler: h.freeMonitoring, help: "always disabled", internal: true},
 		// databases and collections
 		"listDatabases":   {handler: h.listDatabases, help: "databases with their sizes"},
 		"listCollections": {handler: h.listCollections, help: "collections of a database"},
@@ -115,7 +132,7 @@ func (h *Handlers) commands() map[string]*command {
 		"insert":        {handler: h.insert, help: "insert documents", counter: opInsert},
 		"find":          {handler: h.find, help: "query documents", counter: opQuery},
 		"getMore":       {handler: h.getMore, help: "next batch of a cursor", counter: opGetMore},
-		"killCursors":   {handler: h.killCursors, help: "close cursors"},
+		"killCursors":   {handler: h.killCursors, help: "close cursors", internal: true},
 		"update":        {handler: h.update, help: "update documents", counter: opUpdate},
 		"delete":        {handler: h.delete, help: "delete documents", counter: opDelete},
 		"findAndModify": {handler: h.findAndModify, help: "update or remove one document and return it", counter: opCommand},
@@ -131,45 +148,58 @@ func (h *Handlers) commands() map[string]*command {
 }
 
 // Dispatch runs one command and always returns a reply document. It is the
-// single wrapper around every handler: command lookup, opcounters, error mapping
-// and logging of internal errors.
+// single wrapper around every handler: command lookup, opcounters, the
+// request's tier and its admission, maxTimeMS, and the mapping of errors to
+// MongoDB codes (with internal errors logged, never shown).
 func (h *Handlers) Dispatch(ctx context.Context, req *Request) bson.D {
-	if len(req.Cmd) == 0 {
-		return errorReply(mongoerr.New(mongoerr.CommandNotFound, "no command given"))
-	}
-	name := req.Cmd[0].Key
-	cmd, ok := h.table[name]
-	if !ok {
-		// Drivers sometimes lower-case; MongoDB matches names exactly except
-		// for a few aliases, which the table lists.
-		return errorReply(mongoerr.Newf(mongoerr.CommandNotFound, "no such command: '%s'", name))
-	}
-	req.Name = name
-	h.ops.add(cmd.counter)
-	if req.DB == "" {
-		return errorReply(mongoerr.New(mongoerr.InvalidNamespace, "command has no $db field"))
-	}
-	if err := validateDBName(req.DB); err != nil {
-		e, _ := Map(err)
-		return errorReply(e)
-	}
-	ctx, cancel, err := withMaxTime(ctx, req.Cmd)
-	if err != nil {
-		e, _ := Map(err)
-		return errorReply(e)
-	}
-	defer cancel()
-	reply, err := cmd.handler(ctx, req)
+	reply, err := h.run(ctx, req)
 	if err != nil {
 		e, internal := Map(err)
 		if internal {
-			h.log.Error("command failed", "cmd", name, "db", req.DB, "err", err)
+			h.log.Error("command failed", "cmd", req.Name, "db", req.DB, "err", err)
 		} else if e.Cause != nil {
-			h.log.Debug("command error", "cmd", name, "db", req.DB, "err", err)
+			h.log.Debug("command error", "cmd", req.Name, "db", req.DB, "err", err)
 		}
 		return errorReply(e)
 	}
 	return append(reply, bson.E{Key: "ok", Value: 1.0})
+}
+
+func (h *Handlers) run(ctx context.Context, req *Request) (bson.D, error) {
+	if len(req.Cmd) == 0 {
+		return nil, mongoerr.New(mongoerr.CommandNotFound, "no command given")
+	}
+	name := req.Cmd[0].Key
+	cmd, ok := h.table[name]
+	if !ok {
+		return nil, mongoerr.Newf(mongoerr.CommandNotFound, "no such command: '%s'", name)
+	}
+	req.Name = name
+	h.ops.add(cmd.counter)
+	if req.DB == "" {
+		return nil, mongoerr.New(mongoerr.InvalidNamespace, "command has no $db field")
+	}
+	if err := validateDBName(req.DB); err != nil {
+		return nil, err
+	}
+	tier, err := h.requestTier(req)
+	if err != nil {
+		return nil, err
+	}
+	ctx = qos.WithTier(ctx, tier)
+	ctx, cancel, err := withMaxTime(ctx, req.Cmd)
+	if err != nil {
+		return nil, err
+	}
+	defer cancel()
+	if h.opts.Admission != nil && !cmd.internal {
+		done, err := h.opts.Admission.Admit(ctx, tier, false)
+		if err != nil {
+			return nil, err
+		}
+		defer done()
+	}
+	return cmd.handler(ctx, req)
 }
 
 // withMaxTime applies maxTimeMS to the request context.

@@ -394,7 +394,8 @@ func TestLifecycle(t *testing.T) {
 			t.Fatal(err)
 		}
 		var pid int
-		if _, err := fmt.Fscanf(out, "postmaster %d\n", &pid); err != nil {
+		var socketDir string
+		if _, err := fmt.Fscanf(out, "postmaster %d %s\n", &pid, &socketDir); err != nil {
 			helper.Process.Kill()
 			helper.Wait()
 			t.Fatalf("helper did not report a postmaster: %v", err)
@@ -409,6 +410,14 @@ func TestLifecycle(t *testing.T) {
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
+
+		// The next start recovers and removes the dead run's socket dir.
+		c5 := start(t, opts)
+		connect(t, c5.ConnString())
+		if _, err := os.Stat(socketDir); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("socket dir %s of the killed run not removed: %v", socketDir, err)
+		}
+		stop(t, c5)
 	})
 }
 
@@ -425,7 +434,7 @@ func TestHelperTierdb(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fmt.Printf("postmaster %d\n", c.PID())
+	fmt.Printf("postmaster %d %s\n", c.PID(), c.SocketDir())
 	select {}
 }
 

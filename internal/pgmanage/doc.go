@@ -8,8 +8,10 @@
 //
 // Layout under Options.DataDir:
 //
-//	pg/              the cluster (PGDATA), 0700, owned by the PostgreSQL OS user
-//	postgres.log     the server's stderr, appended across runs
+//	pg/                 the cluster (PGDATA), 0700, owned by the PostgreSQL OS user
+//	postgres.log        the server's stderr, appended across runs
+//	postgres.socketdir  where the current socket directory is, so that the
+//	                    first start after a crash can remove the old one
 //
 // The server listens on a Unix socket in a short private directory created
 // under the temp dir at each start (socket paths are limited to ~107 bytes,

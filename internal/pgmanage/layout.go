@@ -17,13 +17,17 @@ type layout struct {
 	dataDir string
 	pgDir   string // PGDATA
 	logPath string // the server's stderr
+	// socketRecord names the current socket directory, so that the next
+	// start can remove it if tierdb died without cleaning up.
+	socketRecord string
 }
 
 func newLayout(dataDir string) layout {
 	return layout{
-		dataDir: dataDir,
-		pgDir:   filepath.Join(dataDir, "pg"),
-		logPath: filepath.Join(dataDir, "postgres.log"),
+		dataDir:      dataDir,
+		pgDir:        filepath.Join(dataDir, "pg"),
+		logPath:      filepath.Join(dataDir, "postgres.log"),
+		socketRecord: filepath.Join(dataDir, "postgres.socketdir"),
 	}
 }
 

@@ -27,26 +27,9 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	}
 	logger := opts.Logger
 	l := newLayout(opts.DataDir)
-
-	binDir, err := FindBinaries(opts.BinDir)
+	binDir, acct, err := prepareCluster(ctx, opts, l)
 	if err != nil {
 		return nil, err
-	}
-	acct, err := resolveAccount(ctx, opts, l.pgDir, logger)
-	if err != nil {
-		return nil, err
-	}
-	if err := prepareDirs(l, acct, logger); err != nil {
-		return nil, err
-	}
-	if binDir, err = binariesForCluster(ctx, binDir, opts.BinDir != "", l.pgDir, logger); err != nil {
-		return nil, err
-	}
-	if !l.initialized() {
-		logger.Info("creating PostgreSQL cluster", "dir", l.pgDir, "bin", binDir, "os_user", acct.Name)
-		if err := initCluster(ctx, binDir, l.pgDir, acct); err != nil {
-			return nil, err
-		}
 	}
 	if opts.Port > 0 {
 		logger.Warn("PostgreSQL listens on TCP with trust authentication: every local user can connect as superuser",
@@ -55,14 +38,13 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	if err := clearLeftovers(ctx, l.pgDir, opts.StopTimeout, logger); err != nil {
 		return nil, err
 	}
-
-	socketDir, err := makeSocketDir(acct, opts.port())
+	socketDir, err := newSocketDir(l, acct, opts.port())
 	if err != nil {
 		return nil, err
 	}
 	logFile, err := os.OpenFile(l.logPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
-		os.RemoveAll(socketDir)
+		removeSocketDir(l, socketDir)
 		return nil, fmt.Errorf("pgmanage: server log: %w", err)
 	}
 	life, endLife := context.WithCancel(context.Background())
@@ -83,10 +65,37 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	if err := c.startFirst(ctx); err != nil {
 		endLife()
 		logFile.Close()
-		os.RemoveAll(socketDir)
+		removeSocketDir(l, socketDir)
 		return nil, err
 	}
 	return c, nil
+}
+
+// prepareCluster finds the binaries and the account to run them as, and
+// creates the directories and, on first use, the cluster.
+func prepareCluster(ctx context.Context, opts Options, l layout) (string, account, error) {
+	binDir, err := FindBinaries(opts.BinDir)
+	if err != nil {
+		return "", account{}, err
+	}
+	acct, err := resolveAccount(ctx, opts, l.pgDir, opts.Logger)
+	if err != nil {
+		return "", account{}, err
+	}
+	if err := prepareDirs(l, acct, opts.Logger); err != nil {
+		return "", account{}, err
+	}
+	binDir, err = binariesForCluster(ctx, binDir, opts.BinDir != "", l.pgDir, opts.Logger)
+	if err != nil {
+		return "", account{}, err
+	}
+	if !l.initialized() {
+		opts.Logger.Info("creating PostgreSQL cluster", "dir", l.pgDir, "bin", binDir, "os_user", acct.Name)
+		if err := initCluster(ctx, binDir, l.pgDir, acct); err != nil {
+			return "", account{}, err
+		}
+	}
+	return binDir, acct, nil
 }
 
 // startFirst starts the first server incarnation and hands it to the

@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 )
 
-// Stop shuts the server down (fast shutdown, see shutdown), ends
+// Stop shuts the server down with a fast shutdown (open transactions are
+// rolled back, then a checkpoint; after StopTimeout it becomes immediate), ends
 // supervision and removes the socket directory. If ctx ends first the
 // server is shut down immediately instead (safe: PostgreSQL recovers from
 // its WAL on the next start), which Stop still waits for, and Stop reports
@@ -31,9 +31,7 @@ func (c *Cluster) Stop(ctx context.Context) error {
 	if err := c.logFile.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("pgmanage: %w", err))
 	}
-	if err := os.RemoveAll(c.socketDir); err != nil {
-		errs = append(errs, fmt.Errorf("pgmanage: %w", err))
-	}
+	errs = append(errs, removeSocketDir(c.layout, c.socketDir))
 	c.stopped = true
 	c.stopErr = errors.Join(errs...)
 	return c.stopErr

@@ -14,6 +14,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"tierdb/internal/commands"
+	"tierdb/internal/qos"
 	"tierdb/internal/wire"
 )
 
@@ -87,7 +88,7 @@ func (s *Server) Serve() error {
 			_ = tc.SetNoDelay(true)
 			_ = tc.SetKeepAlive(true)
 		}
-		c := &conn{srv: s, nc: nc, sess: &commands.Session{ID: s.nextID.Add(1), RemoteAddr: nc.RemoteAddr().String()}}
+		c := &conn{srv: s, nc: nc, sess: &commands.Session{ID: s.nextID.Add(1), RemoteAddr: nc.RemoteAddr().String(), Tier: qos.Normal}}
 		s.mu.Lock()
 		s.conns[c.sess.ID] = c
 		s.mu.Unlock()

@@ -1,0 +1,83 @@
+package commands
+
+import (
+	"context"
+	"strings"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"tierdb/internal/mongoerr"
+	"tierdb/internal/qos"
+)
+
+// priorityField is the per-request tier override any command may carry.
+const priorityField = "priority"
+
+func parseTier(v any, field string) (qos.Tier, error) {
+	s, ok := v.(string)
+	if ok {
+		if t, ok := qos.ParseTier(s); ok {
+			return t, nil
+		}
+	}
+	return qos.Normal, mongoerr.Newf(mongoerr.BadValue, "%s must be one of \"high\", \"normal\", \"low\"; got %s", field, renderArg(v))
+}
+
+func renderArg(v any) string {
+	if s, ok := v.(string); ok {
+		return "\"" + s + "\""
+	}
+	return typeName(v)
+}
+
+// requestTier is the tier a request runs at: its own priority field if any,
+// else the session's. Both are checked against the session's rights.
+func (h *Handlers) requestTier(req *Request) (qos.Tier, error) {
+	t := qos.Normal
+	if req.Session != nil {
+		t = req.Session.Tier
+	}
+	if v, ok := lookup(req.Cmd[1:], priorityField); ok {
+		var err error
+		if t, err = parseTier(v, priorityField); err != nil {
+			return t, err
+		}
+		if err := h.authorizeTier(req.Session, t); err != nil {
+			return t, err
+		}
+	}
+	return t, nil
+}
+
+func (h *Handlers) authorizeTier(s *Session, t qos.Tier) error {
+	if h.opts.AuthorizeTier == nil {
+		return nil
+	}
+	return h.opts.AuthorizeTier(s, t)
+}
+
+// setClientPriority sets the tier of the session until changed or closed.
+func (h *Handlers) setClientPriority(_ context.Context, req *Request) (bson.D, error) {
+	t, err := parseTier(req.Cmd[0].Value, "setClientPriority")
+	if err != nil {
+		return nil, err
+	}
+	if req.Session == nil {
+		return nil, mongoerr.New(mongoerr.IllegalOperation, "setClientPriority needs a client session")
+	}
+	if err := h.authorizeTier(req.Session, t); err != nil {
+		return nil, err
+	}
+	was := req.Session.Tier
+	req.Session.Tier = t
+	return bson.D{{Key: "was", Value: was.String()}, {Key: "priority", Value: t.String()}}, nil
+}
+
+// tierNames lists the tiers for help texts.
+func tierNames() string {
+	names := make([]string, qos.NumTiers)
+	for t := qos.Tier(0); t < qos.NumTiers; t++ {
+		names[t] = t.String()
+	}
+	return strings.Join(names, ", ")
+}
