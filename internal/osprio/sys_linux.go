@@ -1,0 +1,172 @@
+package osprio
+
+import (
+	"fmt"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// SetNice sets the nice value of process pid (setpriority(2) with
+// PRIO_PROCESS). Lowering a nice value below its current one, or below zero,
+// needs privilege; see CanRaisePriority.
+func SetNice(pid int, nice int) error {
+	if err := checkPID(pid); err != nil {
+		return err
+	}
+	if err := checkNice(nice); err != nil {
+		return err
+	}
+	if err := unix.Setpriority(unix.PRIO_PROCESS, pid, nice); err != nil {
+		return &Error{Op: fmt.Sprintf("set nice to %d", nice), PID: pid, Err: err}
+	}
+	return nil
+}
+
+// Nice returns the nice value of process pid.
+func Nice(pid int) (int, error) {
+	if err := checkPID(pid); err != nil {
+		return 0, err
+	}
+	// The raw system call returns 20-nice (1..40) so that a successful result
+	// is never negative and cannot be mistaken for an error.
+	prio, err := unix.Getpriority(unix.PRIO_PROCESS, pid)
+	if err != nil {
+		return 0, &Error{Op: "get nice", PID: pid, Err: err}
+	}
+	return 20 - prio, nil
+}
+
+// SetAffinity restricts process pid to the CPUs in set (sched_setaffinity(2)).
+// The set must be non-empty. The kernel silently drops CPUs that are offline
+// and fails only if none is online, so check configured sets once with
+// ValidateCPUs.
+func SetAffinity(pid int, set CPUSet) error {
+	if err := checkPID(pid); err != nil {
+		return err
+	}
+	if err := checkCPUs(set); err != nil {
+		return err
+	}
+	mask := unix.NewCPUSet(maxOf(set) + 1)
+	for _, id := range set {
+		mask.Set(id)
+	}
+	if err := unix.SchedSetaffinityDynamic(pid, mask); err != nil {
+		return &Error{Op: "set CPU affinity to " + set.String(), PID: pid, Err: err}
+	}
+	return nil
+}
+
+// Affinity returns the CPUs process pid may run on, sorted.
+func Affinity(pid int) (CPUSet, error) {
+	if err := checkPID(pid); err != nil {
+		return nil, err
+	}
+	// The kernel refuses a buffer smaller than its own CPU mask with EINVAL,
+	// and that size is not exported, so grow until it fits.
+	for size := 1024; ; size *= 2 {
+		mask := unix.NewCPUSet(size)
+		err := unix.SchedGetaffinityDynamic(pid, mask)
+		if err == unix.EINVAL && size <= maxCPUID {
+			continue
+		}
+		if err != nil {
+			return nil, &Error{Op: "get CPU affinity", PID: pid, Err: err}
+		}
+		set := CPUSet{}
+		for id := range size {
+			if mask.IsSet(id) {
+				set = append(set, id)
+			}
+		}
+		return set, nil
+	}
+}
+
+func maxOf(set CPUSet) int {
+	m := 0
+	for _, id := range set {
+		m = max(m, id)
+	}
+	return m
+}
+
+// onlineCPUsPath is where Linux lists the CPUs currently online.
+const onlineCPUsPath = "/sys/devices/system/cpu/online"
+
+// OnlineCPUs returns the CPUs currently online on this machine. Note that a
+// container's cpuset may still forbid some of them.
+func OnlineCPUs() (CPUSet, error) {
+	b, err := os.ReadFile(onlineCPUsPath)
+	if err != nil {
+		return nil, fmt.Errorf("osprio: reading online CPUs: %w", err)
+	}
+	set, err := ParseCPUList(string(b))
+	if err != nil {
+		return nil, fmt.Errorf("osprio: reading online CPUs from %s: %w", onlineCPUsPath, err)
+	}
+	if len(set) == 0 {
+		return nil, fmt.Errorf("osprio: %s lists no CPUs", onlineCPUsPath)
+	}
+	return set, nil
+}
+
+// ioprioWhoProcess is IOPRIO_WHO_PROCESS: the "who" argument is one PID.
+const ioprioWhoProcess = 1
+
+// SetIOPriority sets the I/O scheduling class and level of process pid
+// (ioprio_set(2)). Level is 0 (highest) to 7 for IOClassRT and
+// IOClassBestEffort and must be 0 for IOClassNone and IOClassIdle.
+// IOClassRT needs privilege. The class only has an effect with I/O schedulers
+// that honour it (bfq; mq-deadline honours the class only).
+func SetIOPriority(pid int, class IOClass, level int) error {
+	if err := checkPID(pid); err != nil {
+		return err
+	}
+	if err := checkIOPrio(class, level); err != nil {
+		return err
+	}
+	_, _, errno := unix.Syscall(unix.SYS_IOPRIO_SET, ioprioWhoProcess, uintptr(pid), encodeIOPrio(class, level))
+	if errno != 0 {
+		op := "set I/O priority to " + IOPrio{Class: class, Level: level}.String()
+		return &Error{Op: op, PID: pid, Err: errno}
+	}
+	return nil
+}
+
+// IOPriority returns the I/O scheduling class and level of process pid. A
+// process that never had a class set reports IOClassNone; the level the
+// kernel reports with it differs between kernel versions.
+func IOPriority(pid int) (IOClass, int, error) {
+	if err := checkPID(pid); err != nil {
+		return 0, 0, err
+	}
+	v, _, errno := unix.Syscall(unix.SYS_IOPRIO_GET, ioprioWhoProcess, uintptr(pid), 0)
+	if errno != 0 {
+		return 0, 0, &Error{Op: "get I/O priority", PID: pid, Err: errno}
+	}
+	class, level := decodeIOPrio(v)
+	return class, level, nil
+}
+
+// CanRaisePriority reports whether this process may set negative nice
+// values: it has CAP_SYS_NICE (root normally does), or RLIMIT_NICE allows
+// going below zero (as limits.conf "nice" entries arrange). Without
+// CAP_SYS_NICE the kernel also only lets it change processes of its own user.
+// Callers use it to warn once and run without negative nice values rather
+// than fail every request.
+func CanRaisePriority() bool {
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData // version 3 fills two 32-bit words
+	if err := unix.Capget(&hdr, &data[0]); err == nil {
+		if data[unix.CAP_SYS_NICE/32].Effective&(1<<(unix.CAP_SYS_NICE%32)) != 0 {
+			return true
+		}
+	} else if unix.Geteuid() == 0 {
+		return true
+	}
+	// RLIMIT_NICE holds 20-minimum nice, so anything above 20 reaches below 0.
+	var rl unix.Rlimit
+	return unix.Getrlimit(unix.RLIMIT_NICE, &rl) == nil && rl.Cur > 20
+}
