@@ -15,7 +15,10 @@ import (
 // MaxKey. (MongoDB puts undefined just below null; an equality match on null
 // matches undefined all the same, see Filter.) Within a bracket:
 //   - numbers of all four types compare by exact value; NaN is below every
-//     number and equal to itself, -0 equals 0;
+//     number and equal to itself, -0 equals 0. (MongoDB rounds a double to
+//     34 digits before comparing it with a decimal, so a decimal agreeing
+//     with a double's first 34 digits can be equal there and not here;
+//     exactness is what lets keys be consistent);
 //   - strings and symbols compare bytewise, a prefix first;
 //   - objects compare field by field: the value's bracket, then the name,
 //     then the value; a prefix first. Arrays compare element by element;

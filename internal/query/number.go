@@ -24,7 +24,9 @@ import (
 // has one sign and is above d unless it is d, which is what makes the
 // tiebreak order right. Common values (all doubles, all int32, int64 up to
 // 2^53) cost 9 bytes; int64 beyond 2^53 and decimals that are not doubles add
-// at most 38. NaN, of any type, is eight zero bytes: below -Inf.
+// at most 38. NaN, of any type, is eight zero bytes: below -Inf. There is no
+// approximate corner: every finite decimal128, huge exponents included,
+// encodes its exact value.
 
 const (
 	numExact   = 0x00
@@ -34,12 +36,9 @@ const (
 // twoTo63 is 2^63 as a double: the first double above every int64.
 const twoTo63 = 9223372036854775808.0
 
-// maxDecimalSignificand bounds canonical decimal128 significands; larger
-// ones are non-canonical encodings that the specification says mean zero.
-var maxDecimalSignificand = func() *big.Int {
-	n, _ := new(big.Int).SetString(strings.Repeat("9", 34), 10)
-	return n
-}()
+// maxDecimalDigits bounds canonical decimal128 significands; longer ones
+// are non-canonical encodings that the specification says mean zero.
+const maxDecimalDigits = 34
 
 func isNaNValue(v any) bool {
 	switch x := v.(type) {
@@ -223,11 +222,11 @@ func appendDecimal(dst []byte, d bson.Decimal128) []byte {
 	if err != nil {
 		return appendNaN(dst)
 	}
-	if sig.Sign() == 0 || sig.CmpAbs(maxDecimalSignificand) > 0 {
-		return appendFloat(dst, 0)
-	}
 	neg := sig.Sign() < 0
 	full := new(big.Int).Abs(sig).String()
+	if sig.Sign() == 0 || len(full) > maxDecimalDigits {
+		return appendFloat(dst, 0)
+	}
 	digits := strings.TrimRight(full, "0")
 	exp += len(full) - len(digits)
 	adj := exp + len(digits) // the value is ±0.digits × 10^adj
@@ -306,8 +305,11 @@ func truncToInt64(v any) (int64, bool) {
 			return 0, false
 		}
 		sig, exp, err := x.BigInt()
-		if err != nil || sig.CmpAbs(maxDecimalSignificand) > 0 {
+		if err != nil {
 			return 0, false
+		}
+		if len(new(big.Int).Abs(sig).String()) > maxDecimalDigits {
+			return 0, true // non-canonical: zero
 		}
 		if exp > 19 && sig.Sign() != 0 {
 			return 0, false

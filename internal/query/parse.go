@@ -1,8 +1,6 @@
 package query
 
 import (
-	"fmt"
-	"math"
 	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -10,13 +8,16 @@ import (
 	"tierdb/internal/mongoerr"
 )
 
-// unsupportedOps are operators MongoDB has and tierdb does not implement:
-// they fail with NotImplemented rather than as unknown.
-var unsupportedOps = map[string]bool{
-	"$where": true, "$expr": true, "$text": true, "$jsonSchema": true,
-	"$sampleRate": true, "$geoWithin": true, "$geoIntersects": true,
-	"$near": true, "$nearSphere": true, "$within": true, "$bitsAllSet": true,
-	"$bitsAllClear": true, "$bitsAnySet": true, "$bitsAnyClear": true,
+// unsupportedOp reports operators MongoDB has and tierdb does not
+// implement: they fail with NotImplemented rather than as unknown.
+func unsupportedOp(op string) bool {
+	switch op {
+	case "$where", "$expr", "$text", "$jsonSchema", "$sampleRate",
+		"$geoWithin", "$geoIntersects", "$near", "$nearSphere", "$within",
+		"$bitsAllSet", "$bitsAllClear", "$bitsAnySet", "$bitsAnyClear":
+		return true
+	}
+	return false
 }
 
 func badValue(format string, args ...any) error {
@@ -74,7 +75,7 @@ func parseTopField(e bson.E) (docExpr, error) {
 		}
 		return constDoc(e.Key == "$alwaysTrue"), nil
 	}
-	if unsupportedOps[e.Key] {
+	if unsupportedOp(e.Key) {
 		return nil, notImplemented(e.Key)
 	}
 	return nil, badValue("unknown top level operator: %s", e.Key)
@@ -242,7 +243,7 @@ func parseOp(path, op string, arg any) (fieldExpr, error) {
 		}
 		return leafExpr{pred: p, mode: leafExpand}, nil
 	}
-	if unsupportedOps[op] {
+	if unsupportedOp(op) {
 		return nil, notImplemented(op)
 	}
 	return nil, badValue("unknown operator: %s", op)
@@ -257,139 +258,6 @@ func parseRange(path, op string, arg any) (fieldExpr, error) {
 	}
 	ops := map[string]cmpOp{"$lt": opLT, "$lte": opLTE, "$gt": opGT, "$gte": opGTE}
 	return leafExpr{pred: newCmpPred(ops[op], arg), mode: leafExpand}, nil
-}
-
-func parseIn(op string, arg any) (fieldExpr, error) {
-	a, ok := asArray(arg)
-	if !ok {
-		return nil, badValue("%s needs an array", op)
-	}
-	var values []any
-	var regexes []regexPred
-	for _, v := range a {
-		v = normalize(v)
-		switch x := v.(type) {
-		case bson.Regex:
-			p, err := compileRegex(x.Pattern, x.Options)
-			if err != nil {
-				return nil, err
-			}
-			regexes = append(regexes, p)
-			continue
-		case bson.Undefined:
-			return nil, badValue("InMatchExpression equality cannot be undefined")
-		}
-		if _, ok := operatorDoc(v); ok {
-			return nil, badValue("cannot nest $ under %s", op)
-		}
-		values = append(values, v)
-	}
-	return leafExpr{pred: newInPred(values, regexes), mode: leafExpand}, nil
-}
-
-// truthy is MongoDB's truth value of an operator argument, for $exists.
-func truthy(v any) bool {
-	switch x := v.(type) {
-	case nil, bson.Undefined:
-		return false
-	case bool:
-		return x
-	case int32, int64, float64, bson.Decimal128:
-		return Compare(x, int32(0)) != 0
-	}
-	return true
-}
-
-func parseType(arg any) (typePred, error) {
-	var p typePred
-	add := func(v any) error {
-		switch x := normalize(v).(type) {
-		case string:
-			if x == "number" {
-				p.number = true
-				return nil
-			}
-			c, ok := typeAliases[x]
-			if !ok {
-				return badValue("Unknown type name alias: %s", x)
-			}
-			p.codes = append(p.codes, c)
-			return nil
-		case int32, int64, float64, bson.Decimal128:
-			f, _ := numberAsFloat(x)
-			if f != math.Trunc(f) || !validTypeCode(int(f)) {
-				return badValue("Invalid numerical type code: %s", formatNumber(x))
-			}
-			p.codes = append(p.codes, int(f))
-			return nil
-		}
-		return badValue("type must be represented as a number or a string")
-	}
-	if a, ok := asArray(arg); ok {
-		if len(a) == 0 {
-			return p, badValue("$type must match at least one type")
-		}
-		for _, v := range a {
-			if err := add(v); err != nil {
-				return p, err
-			}
-		}
-		return p, nil
-	}
-	return p, add(arg)
-}
-
-func formatNumber(v any) string {
-	if d, ok := v.(bson.Decimal128); ok {
-		return d.String()
-	}
-	return fmt.Sprint(v)
-}
-
-func parseSize(arg any) (int, error) {
-	f, ok := numberAsFloat(arg)
-	if !ok {
-		return 0, badValue("$size needs a number")
-	}
-	if f != math.Trunc(f) || math.IsInf(f, 0) {
-		return 0, badValue("$size must be a whole number")
-	}
-	if f < 0 {
-		return 0, badValue("$size may not be negative")
-	}
-	if f > math.MaxInt32 {
-		return 0, badValue("$size must be representable as a 32-bit integer")
-	}
-	return int(f), nil
-}
-
-func parseMod(arg any) (modPred, error) {
-	a, ok := asArray(arg)
-	if !ok {
-		return modPred{}, badValue("malformed mod, needs to be an array")
-	}
-	switch {
-	case len(a) < 2:
-		return modPred{}, badValue("malformed mod, not enough elements")
-	case len(a) > 2:
-		return modPred{}, badValue("malformed mod, too many elements")
-	}
-	var n [2]int64
-	for i, name := range []string{"divisor", "remainder"} {
-		v := normalize(a[i])
-		if bracketOf(v) != brNumber {
-			return modPred{}, badValue("malformed mod, %s not a number", name)
-		}
-		x, ok := truncToInt64(v)
-		if !ok {
-			return modPred{}, badValue("malformed mod, %s value is invalid", name)
-		}
-		n[i] = x
-	}
-	if n[0] == 0 {
-		return modPred{}, badValue("divisor cannot be 0")
-	}
-	return modPred{divisor: n[0], remainder: n[1]}, nil
 }
 
 // parseAll turns $all into an AND: of equalities (or regex matches), or of
@@ -432,12 +300,15 @@ func parseAll(path string, arg any) (fieldExpr, error) {
 	return all, nil
 }
 
-// pathlessOps are operators that do not apply to a field: an $elemMatch
-// starting with one of them has the object form.
-var pathlessOps = map[string]bool{
-	"$and": true, "$or": true, "$nor": true, "$where": true, "$expr": true,
-	"$comment": true, "$alwaysTrue": true, "$alwaysFalse": true,
-	"$jsonSchema": true, "$text": true, "$sampleRate": true,
+// pathlessOp reports operators that do not apply to a field: an
+// $elemMatch starting with one of them has the object form.
+func pathlessOp(op string) bool {
+	switch op {
+	case "$and", "$or", "$nor", "$where", "$expr", "$comment", "$alwaysTrue",
+		"$alwaysFalse", "$jsonSchema", "$text", "$sampleRate":
+		return true
+	}
+	return false
 }
 
 func parseElemMatch(path string, arg any) (fieldExpr, error) {
@@ -445,7 +316,7 @@ func parseElemMatch(path string, arg any) (fieldExpr, error) {
 	if !ok {
 		return nil, badValue("$elemMatch needs an Object")
 	}
-	if ops, isOps := operatorDoc(d); isOps && !pathlessOps[ops[0].Key] {
+	if ops, isOps := operatorDoc(d); isOps && !pathlessOp(ops[0].Key) {
 		sub, err := parseOps(path, ops)
 		if err != nil {
 			return nil, err

@@ -10,10 +10,10 @@ import (
 
 // compileRegex turns a MongoDB (PCRE) pattern and options into a Go regexp.
 // Go's RE2 syntax covers the common PCRE subset; patterns beyond it
-// (lookaround, backreferences, possessive quantifiers, \Z, ...) are
+// (lookaround, backreferences, possessive quantifiers, ...) are
 // rejected with BadValue rather than matched differently. Two PCRE
-// behaviours are emulated: the x option (Go has none), and $ without the m
-// option also matching before a final newline.
+// behaviours are emulated: the x option (Go has none), and $ and \Z also
+// matching before a final newline.
 func compileRegex(pattern, options string) (regexPred, error) {
 	if strings.IndexByte(pattern, 0) >= 0 {
 		return regexPred{}, mongoerr.New(mongoerr.BadValue, "Regular expression cannot contain an embedded null byte")
@@ -35,7 +35,7 @@ func compileRegex(pattern, options string) (regexPred, error) {
 			return regexPred{}, mongoerr.Newf(mongoerr.BadValue, "invalid flag in regex options: %c", c)
 		}
 	}
-	src := translatePattern(pattern, extended, multiline)
+	src := translatePattern(pattern, extended, multiline || inlineMultiline(pattern))
 	if len(flags) > 0 {
 		src = "(?" + string(flags) + ")" + src
 	}
@@ -56,6 +56,12 @@ func translatePattern(p string, extended, multiline bool) string {
 		c := p[i]
 		switch {
 		case c == '\\' && i+1 < len(p):
+			if p[i+1] == 'Z' && !inClass {
+				// PCRE's \Z: end, or before a final newline; Go lacks it.
+				b.WriteString(`(?:\n?\z)`)
+				i++
+				break
+			}
 			if n := p[i+1]; n > ' ' && n < 0x7F {
 				b.WriteByte(c)
 				b.WriteByte(p[i+1])
@@ -102,6 +108,28 @@ func translatePattern(p string, extended, multiline bool) string {
 		}
 	}
 	return b.String()
+}
+
+// inlineMultiline reports whether the pattern turns on m itself, as in
+// "(?m)^x" or "(?im:...)"; its $ must then stay Go's multi-line $.
+func inlineMultiline(p string) bool {
+	for i := strings.Index(p, "(?"); i >= 0; {
+		for j := i + 2; j < len(p); j++ {
+			c := p[j]
+			if c == 'm' {
+				return true
+			}
+			if c == '-' || !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
+				break
+			}
+		}
+		next := strings.Index(p[i+2:], "(?")
+		if next < 0 {
+			break
+		}
+		i += 2 + next
+	}
+	return false
 }
 
 func isPatternSpace(c byte) bool {

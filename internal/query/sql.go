@@ -55,7 +55,7 @@ func (f *Filter) SQL(cols []KeyColumn, firstArg int) (where string, args []any) 
 				if p == "FALSE" {
 					p = col.Column + " IS NULL"
 				} else {
-					p = "(" + p + " OR " + col.Column + " IS NULL)"
+					p = "((" + p + ") OR " + col.Column + " IS NULL)"
 				}
 			}
 			preds = append(preds, p)

@@ -229,29 +229,54 @@ func typeCode(v any) int {
 	return typeNotAnyType
 }
 
-// typeAliases are the names $type accepts, MongoDB's spelling.
-var typeAliases = map[string]int{
-	"double":              typeDouble,
-	"string":              typeString,
-	"object":              typeObject,
-	"array":               typeArray,
-	"binData":             typeBinary,
-	"undefined":           typeUndefined,
-	"objectId":            typeObjectID,
-	"bool":                typeBool,
-	"date":                typeDate,
-	"null":                typeNull,
-	"regex":               typeRegex,
-	"dbPointer":           typeDBPointer,
-	"javascript":          typeJS,
-	"symbol":              typeSymbol,
-	"javascriptWithScope": typeJSScope,
-	"int":                 typeInt32,
-	"timestamp":           typeTimestamp,
-	"long":                typeInt64,
-	"decimal":             typeDecimal,
-	"minKey":              typeMinKey,
-	"maxKey":              typeMaxKey,
+// typeAlias is the BSON type number $type accepts a name for, MongoDB's
+// spelling.
+func typeAlias(name string) (int, bool) {
+	switch name {
+	case "double":
+		return typeDouble, true
+	case "string":
+		return typeString, true
+	case "object":
+		return typeObject, true
+	case "array":
+		return typeArray, true
+	case "binData":
+		return typeBinary, true
+	case "undefined":
+		return typeUndefined, true
+	case "objectId":
+		return typeObjectID, true
+	case "bool":
+		return typeBool, true
+	case "date":
+		return typeDate, true
+	case "null":
+		return typeNull, true
+	case "regex":
+		return typeRegex, true
+	case "dbPointer":
+		return typeDBPointer, true
+	case "javascript":
+		return typeJS, true
+	case "symbol":
+		return typeSymbol, true
+	case "javascriptWithScope":
+		return typeJSScope, true
+	case "int":
+		return typeInt32, true
+	case "timestamp":
+		return typeTimestamp, true
+	case "long":
+		return typeInt64, true
+	case "decimal":
+		return typeDecimal, true
+	case "minKey":
+		return typeMinKey, true
+	case "maxKey":
+		return typeMaxKey, true
+	}
+	return 0, false
 }
 
 func validTypeCode(c int) bool {

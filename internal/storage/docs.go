@@ -9,6 +9,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"tierdb/internal/query"
 )
 
 // Doc is a document to write: its _id, decoded form (for index keys) and raw BSON.
@@ -138,7 +140,7 @@ func (c *Collection) dupError(err error, doc bson.D) error {
 		if k.Desc {
 			dir = -1
 		}
-		v, _ := walk(doc, k.Field)
+		v, _ := query.Lookup(doc, k.Field)
 		pattern = append(pattern, bson.E{Key: k.Field, Value: dir})
 		value = append(value, bson.E{Key: k.Field, Value: v})
 		parts = append(parts, k.Field+": "+renderValue(v))

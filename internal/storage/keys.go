@@ -1,8 +1,6 @@
 package storage
 
 import (
-	"strings"
-
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"tierdb/internal/query"
@@ -11,49 +9,23 @@ import (
 // IDKey is the primary-key column value for an _id.
 func IDKey(id any) []byte { return query.AppendKey(nil, id) }
 
-// indexKey computes the key column value of ix for doc: the concatenated keys of
-// its fields, a missing field counting as null. It returns nil (SQL NULL) when
-// any path crosses an array, because one column cannot hold a multikey entry;
-// query pushdown treats NULL as "recheck this row".
+// indexKey computes the key column value of ix for doc (query.IndexKey, so
+// the stored keys and the SQL pushdown cannot drift apart). It returns nil
+// (SQL NULL) for a multikey entry: one column cannot hold one, and pushdown
+// treats NULL as "recheck this row".
 func indexKey(ix *Index, doc bson.D) []byte {
-	var key []byte
-	for _, k := range ix.Keys {
-		v, ok := walk(doc, k.Field)
-		if !ok {
-			return nil
-		}
-		key = query.AppendKey(key, v)
+	fields := make([]string, len(ix.Keys))
+	for i, k := range ix.Keys {
+		fields[i] = k.Field
+	}
+	key, ok := query.IndexKey(doc, fields)
+	if !ok {
+		return nil
 	}
 	if key == nil {
 		key = []byte{}
 	}
 	return key
-}
-
-// walk follows a dotted path through subdocuments. ok is false when an array
-// is met anywhere on the path; a missing field yields (nil, true).
-func walk(doc bson.D, path string) (any, bool) {
-	var cur any = doc
-	for _, part := range strings.Split(path, ".") {
-		switch d := cur.(type) {
-		case bson.D:
-			cur = nil
-			for _, e := range d {
-				if e.Key == part {
-					cur = e.Value
-					break
-				}
-			}
-		case bson.A:
-			return nil, false
-		default:
-			return nil, true
-		}
-	}
-	if _, isArr := cur.(bson.A); isArr {
-		return nil, false
-	}
-	return cur, true
 }
 
 // rowValues returns the column values for a document: _id key, raw doc and
