@@ -1,6 +1,15 @@
 // Package qos decides when a request may run and at which performance tier.
 //
-// This first part holds only the tier vocabulary shared by every layer. The
-// priority channel, CPU pools and fair admission build on it. qos is pure logic:
-// it must never do I/O, talk to PostgreSQL or read the wall clock directly.
+// It holds the tier vocabulary shared by every layer (Tier, WithTier,
+// TierFrom) and the priority channel (Channel): the admission gate of section
+// 3.4, "Custom Semaphore", of Andreoli, Cucinotta and Bristot De Oliveira,
+// "Priority-driven Differentiated Performance for NoSQL Database-as-a-Service"
+// (entry logic is its Algorithm 2, exit logic its Algorithm 3). The channel
+// holds lower-tier requests back while enough higher-tier ones are in
+// process, optionally with a starvation guard that still lets one lower-tier
+// request through per interval. CPU pools and fair admission build on it.
+//
+// qos is pure logic: it must never do I/O, talk to PostgreSQL, make system
+// calls or read the wall clock except through an injected Clock. It must
+// never make a high-tier or an internal request wait.
 package qos

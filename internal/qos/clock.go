@@ -1,0 +1,28 @@
+package qos
+
+import "time"
+
+// Clock is the channel's only source of time. It is injected so that the
+// starvation guard and wait-time statistics can be driven by a fake clock in
+// tests, and so that qos itself never reads the wall clock.
+type Clock interface {
+	Now() time.Time
+	// AfterFunc runs f on its own goroutine once d has elapsed, unless the
+	// returned Timer is stopped first.
+	AfterFunc(d time.Duration, f func()) Timer
+}
+
+// Timer is a pending AfterFunc call.
+type Timer interface {
+	// Stop prevents the call if it has not started; it reports whether it did.
+	Stop() bool
+}
+
+// RealClock returns the Clock backed by package time.
+func RealClock() Clock { return realClock{} }
+
+type realClock struct{}
+
+func (realClock) Now() time.Time { return time.Now() }
+
+func (realClock) AfterFunc(d time.Duration, f func()) Timer { return time.AfterFunc(d, f) }
