@@ -18,6 +18,7 @@ import (
 	"tierdb/internal/qos"
 	"tierdb/internal/server"
 	"tierdb/internal/storage"
+	"tierdb/internal/tierctl"
 )
 
 func main() {
@@ -50,6 +51,7 @@ Usage:
 }
 
 type serveFlags struct {
+	configFile      string
 	listen          string
 	dataDir         string
 	postgresURL     string
@@ -57,6 +59,8 @@ type serveFlags struct {
 	backendsPerTier int
 	cursorTimeout   time.Duration
 	logLevel        string
+	testCommands    bool
+	qos             qosFlags
 }
 
 func serve(args []string) error {
@@ -69,7 +73,14 @@ func serve(args []string) error {
 	fs.IntVar(&f.backendsPerTier, "backends-per-tier", 8, "PostgreSQL backends in each tier's pool")
 	fs.DurationVar(&f.cursorTimeout, "cursor-timeout", 10*time.Minute, "close cursors idle for longer than this")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
-	if err := fs.Parse(args); err != nil {
+	fs.BoolVar(&f.testCommands, "enable-test-commands", false, "enable commands for tests (sleep)")
+	fs.StringVar(&f.configFile, "config", "", "YAML file of flag values (keys are flag names); flags given on the command line win")
+	f.qos.register(fs)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	qcfg, err := f.qos.config()
+	if err != nil {
 		return err
 	}
 	var level slog.Level
@@ -82,6 +93,7 @@ func serve(args []string) error {
 	defer stop()
 
 	connString := f.postgresURL
+	var backgroundPIDs func() ([]int, error) // only known for the embedded PostgreSQL
 	if connString == "" {
 		log.Info("starting embedded PostgreSQL", "data_dir", f.dataDir)
 		cluster, err := pgmanage.Start(ctx, pgmanage.Options{
@@ -101,13 +113,32 @@ func serve(args []string) error {
 			}
 		}()
 		connString = cluster.ConnString()
+		backgroundPIDs = cluster.BackgroundPIDs
 	}
 
-	var sizes [qos.NumTiers]int
-	for i := range sizes {
-		sizes[i] = f.backendsPerTier
+	// QoS: the priority channel gates requests, the controller sets the OS
+	// treatment of each tier's backends. With --qos=off neither exists.
+	var manager *tierctl.Manager
+	storeOpts := storage.Options{ConnString: connString, Logger: log}
+	for i := range storeOpts.BackendsPerTier {
+		storeOpts.BackendsPerTier[i] = f.backendsPerTier
 	}
-	store, err := storage.Open(ctx, storage.Options{ConnString: connString, BackendsPerTier: sizes, Logger: log})
+	if qcfg.Enabled {
+		ch, err := qos.NewChannel(qos.ChannelOptions{Threshold: qcfg.Threshold, StarvationGuard: qcfg.StarvationGuard})
+		if err != nil {
+			return err
+		}
+		ctrl := tierctl.New(tierctl.Options{Logger: log, BackgroundPIDs: backgroundPIDs}, qcfg)
+		defer ctrl.Close()
+		manager = tierctl.NewManager(qcfg, ch, ctrl)
+		storeOpts.OnBackendOpen = ctrl.BackendOpened
+		storeOpts.OnBackendClose = ctrl.BackendClosed
+		go keepBackgroundIO(ctx, ctrl)
+		log.Info("QoS on", "threshold", qcfg.Threshold, "nice", qcfg.Nice, "cpu_pools", qcfg.Pools.Enabled())
+	} else {
+		log.Info("QoS off: no admission control, no OS priorities")
+	}
+	store, err := storage.Open(ctx, storeOpts)
 	if err != nil {
 		return fmt.Errorf("connecting to PostgreSQL: %w", err)
 	}
@@ -124,6 +155,8 @@ func serve(args []string) error {
 		Argv:          os.Args,
 		Connections:   srv.Connections,
 		CurrentOps:    srv.CurrentOps,
+		QoS:           manager,
+		TestCommands:  f.testCommands,
 	})
 	defer h.Close()
 	srv.SetHandlers(h)

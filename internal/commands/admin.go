@@ -259,3 +259,20 @@ func (h *Handlers) backendStats() bson.D {
 	}
 	return out
 }
+
+// sleep is a test command: it occupies a request slot, at the caller's tier,
+// for millis milliseconds (or until the client goes away).
+func (h *Handlers) sleep(ctx context.Context, req *Request) (bson.D, error) {
+	ms, err := getInt(req.Cmd, "millis", 100)
+	if err != nil {
+		return nil, err
+	}
+	t := time.NewTimer(time.Duration(ms) * time.Millisecond)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return bson.D{}, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}

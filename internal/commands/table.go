@@ -11,6 +11,7 @@ import (
 	"tierdb/internal/mongoerr"
 	"tierdb/internal/qos"
 	"tierdb/internal/storage"
+	"tierdb/internal/tierctl"
 )
 
 // Session is the per-connection state commands may read and change.
@@ -59,6 +60,11 @@ type Options struct {
 	// Admission gates every non-internal request (the priority channel);
 	// nil admits everything at once (--qos=off).
 	Admission Admitter
+	// QoS is the running QoS configuration; nil with --qos=off. When set,
+	// its priority channel is the Admission.
+	QoS *tierctl.Manager
+	// TestCommands enables commands only tests need (sleep).
+	TestCommands bool
 	// AuthorizeTier says whether a session may use a tier; nil allows every
 	// tier. The auth issue fills it with the user's tier privileges.
 	AuthorizeTier func(s *Session, t qos.Tier) error
@@ -91,6 +97,9 @@ func New(opts Options) *Handlers {
 	if opts.CursorTimeout <= 0 {
 		opts.CursorTimeout = 10 * time.Minute
 	}
+	if opts.QoS != nil && opts.Admission == nil {
+		opts.Admission = opts.QoS.Channel
+	}
 	h := &Handlers{opts: opts, log: opts.Logger, store: opts.Store, started: time.Now(), processID: bson.NewObjectID()}
 	h.cursors = newCursorRegistry(opts.CursorTimeout)
 	h.table = h.commands()
@@ -105,6 +114,9 @@ func (h *Handlers) commands() map[string]*command {
 	t := map[string]*command{
 		// handshake and diagnostics
 		"hello":                   {handler: h.hello, help: "describe this server to a driver", internal: true},
+		"qosStatus":               {handler: h.qosStatus, help: "priority channel, tiers, CPU pools and the caller's tier", internal: true},
+		"setQoSConfig":            {handler: h.setQoSConfig, help: "change threshold, starvation guard, nice levels, I/O priorities, CPU pools", internal: true},
+		"setCpuPools":             {handler: h.setCpuPools, help: "set the priority, standard and restricted CPU pools", internal: true},
 		"setClientPriority":       {handler: h.setClientPriority, help: "set this connection's tier: " + tierNames(), internal: true},
 		"ping":                    {handler: h.ping, help: "check the server answers", internal: true},
 		"buildInfo":               {handler: h.buildInfo, help: "server version and limits", internal: true},
@@ -139,6 +151,9 @@ func (h *Handlers) commands() map[string]*command {
 		"count":         {handler: h.count, help: "count matching documents", counter: opCommand},
 		"aggregate":     {handler: h.aggregate, help: "aggregation pipeline ($match, $group, $count, $sort, $skip, $limit, $project)", counter: opCommand},
 		"explain":       {handler: h.explain, help: "the PostgreSQL plan of a find"},
+	}
+	if h.opts.TestCommands {
+		t["sleep"] = &command{handler: h.sleep, help: "test command: hold a request in process for millis"}
 	}
 	t["isMaster"] = t["hello"]
 	t["ismaster"] = t["hello"]

@@ -19,6 +19,10 @@ type Options struct {
 	// BackendsPerTier bounds each tier's pool of PostgreSQL backends (default 8).
 	BackendsPerTier [qos.NumTiers]int
 	Logger          *slog.Logger
+	// OnBackendOpen and OnBackendClose, when set, hear about every backend a
+	// tier's pool opens and closes, so its OS scheduling can be set once.
+	OnBackendOpen  func(pid int, t qos.Tier)
+	OnBackendClose func(pid int)
 }
 
 // Store is the document store on PostgreSQL.
@@ -56,12 +60,18 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 			s.mu.Lock()
 			s.backends[c.PgConn().PID()] = tier
 			s.mu.Unlock()
+			if opts.OnBackendOpen != nil {
+				opts.OnBackendOpen(int(c.PgConn().PID()), tier)
+			}
 			return nil
 		}
 		cfg.BeforeClose = func(c *pgx.Conn) {
 			s.mu.Lock()
 			delete(s.backends, c.PgConn().PID())
 			s.mu.Unlock()
+			if opts.OnBackendClose != nil {
+				opts.OnBackendClose(int(c.PgConn().PID()))
+			}
 		}
 		p, err := pgxpool.NewWithConfig(ctx, cfg)
 		if err != nil {

@@ -1,0 +1,167 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"tierdb/internal/osprio"
+	"tierdb/internal/qos"
+	"tierdb/internal/tierctl"
+)
+
+// qosFlags are the serve flags that make up a qos.Config.
+type qosFlags struct {
+	mode      string
+	threshold int
+	guard     time.Duration
+	nice      string
+	io        string
+	pools     string
+}
+
+func (q *qosFlags) register(fs *flag.FlagSet) {
+	d := qos.DefaultConfig()
+	fs.StringVar(&q.mode, "qos", "on", "on: priority channel and OS priorities per tier; off: none of it in the request path")
+	fs.IntVar(&q.threshold, "threshold", d.Threshold, "activation threshold of the priority channel (≥ 1)")
+	fs.DurationVar(&q.guard, "starvation-guard", 0, "admit at least one waiting lower-tier request per interval (0: off)")
+	fs.StringVar(&q.nice, "nice", fmt.Sprintf("high=%d,normal=%d,low=%d", d.Nice[qos.High], d.Nice[qos.Normal], d.Nice[qos.Low]), "nice level of each tier's PostgreSQL backends")
+	fs.StringVar(&q.io, "io-priority", fmt.Sprintf("background=%s,high=%s,normal=%s,low=%s", d.IO.Background, d.IO.Tiers[qos.High], d.IO.Tiers[qos.Normal], d.IO.Tiers[qos.Low]), "I/O priority of PostgreSQL's background processes and of each tier's backends")
+	fs.StringVar(&q.pools, "cpu-pools", "", `CPU pools, e.g. "priority=0-1;standard=0-1;restricted=1" (empty: no pools)`)
+}
+
+func (q *qosFlags) config() (qos.Config, error) {
+	c := qos.DefaultConfig()
+	switch q.mode {
+	case "on":
+	case "off":
+		c.Enabled = false
+		return c, nil
+	default:
+		return c, fmt.Errorf("--qos must be on or off, got %q", q.mode)
+	}
+	c.Threshold = q.threshold
+	c.StarvationGuard = q.guard
+	err := eachPair(q.nice, ",", func(k, v string) error {
+		t, ok := qos.ParseTier(k)
+		n, err := strconv.Atoi(v)
+		if !ok || err != nil {
+			return fmt.Errorf("--nice wants high=N,normal=N,low=N; got %q", q.nice)
+		}
+		c.Nice[t] = n
+		return nil
+	})
+	if err == nil {
+		err = eachPair(q.io, ",", func(k, v string) error {
+			p, err := qos.ParseIOPrio(v)
+			if err != nil {
+				return fmt.Errorf("--io-priority %s: %w", k, err)
+			}
+			if k == "background" {
+				c.IO.Background = p
+				return nil
+			}
+			t, ok := qos.ParseTier(k)
+			if !ok {
+				return fmt.Errorf("--io-priority keys are background, high, normal, low; got %q", k)
+			}
+			c.IO.Tiers[t] = p
+			return nil
+		})
+	}
+	if err == nil {
+		err = eachPair(q.pools, ";", func(k, v string) error {
+			set, err := osprio.ParseCPUList(v)
+			if err != nil {
+				return fmt.Errorf("--cpu-pools %s: %w", k, err)
+			}
+			switch k {
+			case "priority":
+				c.Pools.Priority = set
+			case "standard":
+				c.Pools.Standard = set
+			case "restricted":
+				c.Pools.Restricted = set
+			default:
+				return fmt.Errorf("--cpu-pools keys are priority, standard, restricted; got %q", k)
+			}
+			return nil
+		})
+	}
+	if err != nil {
+		return c, err
+	}
+	return c, tierctl.Validate(c)
+}
+
+func eachPair(s, sep string, fn func(k, v string) error) error {
+	for _, part := range strings.Split(s, sep) {
+		if strings.TrimSpace(part) == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(part, "=")
+		if !ok {
+			return fmt.Errorf("expected key=value, got %q", part)
+		}
+		if err := fn(strings.TrimSpace(k), strings.TrimSpace(v)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// parseFlags parses the command line, and before it the --config file if one
+// is named, so that flags given on the command line override the file.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	path := fs.Lookup("config").Value.String()
+	if path == "" {
+		return nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("--config: %w", err)
+	}
+	var values map[string]any
+	if err := yaml.Unmarshal(b, &values); err != nil {
+		return fmt.Errorf("--config %s: %w", path, err)
+	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	for k, v := range values {
+		if fs.Lookup(k) == nil || k == "config" {
+			return fmt.Errorf("--config %s: unknown setting %q (keys are the flag names of tierdb serve)", path, k)
+		}
+		if given[k] {
+			continue
+		}
+		if err := fs.Set(k, fmt.Sprint(v)); err != nil {
+			return fmt.Errorf("--config %s: %s: %w", path, k, err)
+		}
+	}
+	return nil
+}
+
+// keepBackgroundIO re-applies the background processes' I/O priority now
+// and then, so that processes PostgreSQL restarts get it too (the applier
+// makes no system call for what is already set).
+func keepBackgroundIO(ctx context.Context, ctrl *tierctl.Controller) {
+	t := time.NewTicker(10 * time.Second)
+	defer t.Stop()
+	for {
+		ctrl.ApplyBackground()
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}

@@ -1,0 +1,263 @@
+package commands
+
+import (
+	"context"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"tierdb/internal/mongoerr"
+	"tierdb/internal/osprio"
+	"tierdb/internal/qos"
+)
+
+func (h *Handlers) qosOff() error {
+	return mongoerr.New(mongoerr.IllegalOperation, "QoS is off in this server (started with --qos=off)")
+}
+
+// qosStatus reports the priority channel, the OS treatment of each tier and
+// the caller's own tier.
+func (h *Handlers) qosStatus(_ context.Context, req *Request) (bson.D, error) {
+	caller := qos.Normal
+	if req.Session != nil {
+		caller = req.Session.Tier
+	}
+	m := h.opts.QoS
+	if m == nil {
+		return bson.D{{Key: "enabled", Value: false}, {Key: "caller", Value: bson.D{{Key: "priority", Value: caller.String()}}}}, nil
+	}
+	cfg := m.Config()
+	st := m.Channel.Stats()
+	os := m.Controller.Status()
+	tiers := bson.D{}
+	for t := qos.Tier(0); t < qos.NumTiers; t++ {
+		ts := st.Tiers[t]
+		pids := bson.A{}
+		for _, pid := range os.Backends[t] {
+			pids = append(pids, int32(pid))
+		}
+		tiers = append(tiers, bson.E{Key: t.String(), Value: bson.D{
+			{Key: "inProcess", Value: int32(ts.InProcess)},
+			{Key: "waiting", Value: int32(ts.Waiting)},
+			{Key: "admitted", Value: int64(ts.Admitted)},
+			{Key: "waited", Value: int64(ts.Waited)},
+			{Key: "cancelled", Value: int64(ts.Cancelled)},
+			{Key: "guardAdmissions", Value: int64(ts.GuardAdmissions)},
+			{Key: "waitMicros", Value: bson.D{
+				{Key: "p50", Value: ts.WaitP50.Microseconds()},
+				{Key: "p99", Value: ts.WaitP99.Microseconds()},
+				{Key: "max", Value: ts.WaitMax.Microseconds()},
+			}},
+			{Key: "nice", Value: int32(cfg.Nice[t])},
+			{Key: "ioPriority", Value: cfg.IO.Tiers[t].String()},
+			{Key: "backends", Value: pids},
+		}})
+	}
+	pools := bson.D{{Key: "enabled", Value: cfg.Pools.Enabled()}}
+	if cfg.Pools.Enabled() {
+		active := "standard"
+		if os.HighActive {
+			active = "restricted"
+		}
+		pools = append(pools,
+			bson.E{Key: "priority", Value: osprio.CPUSet(cfg.Pools.Priority).String()},
+			bson.E{Key: "standard", Value: osprio.CPUSet(cfg.Pools.Standard).String()},
+			bson.E{Key: "restricted", Value: osprio.CPUSet(cfg.Pools.Restricted).String()},
+			bson.E{Key: "lowerTiersIn", Value: active},
+		)
+	}
+	return bson.D{
+		{Key: "enabled", Value: true},
+		{Key: "threshold", Value: int32(st.Threshold)},
+		{Key: "starvationGuardMS", Value: st.Guard.Milliseconds()},
+		{Key: "tiers", Value: tiers},
+		{Key: "cpuPools", Value: pools},
+		{Key: "backgroundIOPriority", Value: cfg.IO.Background.String()},
+		{Key: "osPriorities", Value: bson.D{
+			{Key: "applied", Value: os.Applied},
+			{Key: "negativeNiceAllowed", Value: !os.NoRaise},
+			{Key: "syscalls", Value: os.Syscalls},
+		}},
+		{Key: "caller", Value: bson.D{{Key: "priority", Value: caller.String()}}},
+	}, nil
+}
+
+// setQoSConfig changes threshold, starvation guard, nice levels, I/O
+// priorities and CPU pools at run time. The whole change is validated first;
+// on any error the running configuration stays as it was.
+func (h *Handlers) setQoSConfig(_ context.Context, req *Request) (bson.D, error) {
+	if h.opts.QoS == nil {
+		return nil, h.qosOff()
+	}
+	cfg, err := h.opts.QoS.Update(func(c *qos.Config) error {
+		for _, e := range req.Cmd[1:] {
+			if isGenericField(e.Key) {
+				continue
+			}
+			if err := applyQoSField(c, e); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return bson.D{{Key: "threshold", Value: int32(cfg.Threshold)}, {Key: "starvationGuardMS", Value: cfg.StarvationGuard.Milliseconds()}}, nil
+}
+
+func applyQoSField(c *qos.Config, e bson.E) error {
+	switch e.Key {
+	case "threshold":
+		n, ok := asInt(e.Value)
+		if !ok {
+			return mongoerr.New(mongoerr.BadValue, "threshold must be an integer ≥ 1")
+		}
+		c.Threshold = int(n)
+	case "starvationGuardMS":
+		n, ok := asInt(e.Value)
+		if !ok || n < 0 {
+			return mongoerr.New(mongoerr.BadValue, "starvationGuardMS must be an integer ≥ 0 (0 turns the guard off)")
+		}
+		c.StarvationGuard = time.Duration(n) * time.Millisecond
+	case "nice":
+		return perTier(e, func(t qos.Tier, v any) error {
+			n, ok := asInt(v)
+			if !ok {
+				return mongoerr.New(mongoerr.BadValue, "nice levels must be integers between -20 and 19")
+			}
+			c.Nice[t] = int(n)
+			return nil
+		})
+	case "ioPriority":
+		d, ok := e.Value.(bson.D)
+		if !ok {
+			return mongoerr.New(mongoerr.BadValue, "ioPriority must be an object with background, high, normal, low")
+		}
+		for _, f := range d {
+			s, ok := f.Value.(string)
+			if !ok {
+				return mongoerr.New(mongoerr.BadValue, "I/O priorities are strings like \"idle\" or \"best-effort/4\"")
+			}
+			p, err := qos.ParseIOPrio(s)
+			if err != nil {
+				return err
+			}
+			if f.Key == "background" {
+				c.IO.Background = p
+				continue
+			}
+			t, ok := qos.ParseTier(f.Key)
+			if !ok {
+				return mongoerr.Newf(mongoerr.BadValue, "unknown ioPriority field %q; allowed: background, high, normal, low", f.Key)
+			}
+			c.IO.Tiers[t] = p
+		}
+	case "cpuPools":
+		d, ok := e.Value.(bson.D)
+		if !ok {
+			return mongoerr.New(mongoerr.BadValue, "cpuPools must be an object with priority, standard, restricted")
+		}
+		pools, err := parseCPUPools(d)
+		if err != nil {
+			return err
+		}
+		c.Pools = pools
+	default:
+		return mongoerr.Newf(mongoerr.BadValue, "unknown setQoSConfig field %q; allowed: threshold, starvationGuardMS, nice, ioPriority, cpuPools", e.Key)
+	}
+	return nil
+}
+
+func perTier(e bson.E, set func(qos.Tier, any) error) error {
+	d, ok := e.Value.(bson.D)
+	if !ok {
+		return mongoerr.Newf(mongoerr.BadValue, "%s must be an object with high, normal, low", e.Key)
+	}
+	for _, f := range d {
+		t, ok := qos.ParseTier(f.Key)
+		if !ok {
+			return mongoerr.Newf(mongoerr.BadValue, "unknown tier %q in %s; allowed: high, normal, low", f.Key, e.Key)
+		}
+		if err := set(t, f.Value); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// parseCPUPools reads {priority, standard, restricted}, each a CPU list
+// string ("0-1") or an array of CPU ids. An empty document turns pools off.
+func parseCPUPools(d bson.D) (qos.CPUPools, error) {
+	var p qos.CPUPools
+	for _, f := range d {
+		var cpus []int
+		switch v := f.Value.(type) {
+		case string:
+			set, err := osprio.ParseCPUList(v)
+			if err != nil {
+				return p, mongoerr.Newf(mongoerr.BadValue, "bad CPU list for pool %q: %v", f.Key, err)
+			}
+			cpus = set
+		case bson.A:
+			for _, x := range v {
+				n, ok := asInt(x)
+				if !ok || n < 0 {
+					return p, mongoerr.Newf(mongoerr.BadValue, "CPU ids of pool %q must be non-negative integers", f.Key)
+				}
+				cpus = append(cpus, int(n))
+			}
+		default:
+			return p, mongoerr.Newf(mongoerr.BadValue, "pool %q must be a CPU list string like \"0-1\" or an array of ids", f.Key)
+		}
+		switch f.Key {
+		case "priority":
+			p.Priority = cpus
+		case "standard":
+			p.Standard = cpus
+		case "restricted":
+			p.Restricted = cpus
+		default:
+			return p, mongoerr.Newf(mongoerr.BadValue, "unknown CPU pool %q; allowed: priority, standard, restricted", f.Key)
+		}
+	}
+	return p, nil
+}
+
+// setCpuPools is seed 003's command: {setCpuPools: 1, priority, standard,
+// restricted}; with none of the three it turns the pools off.
+func (h *Handlers) setCpuPools(_ context.Context, req *Request) (bson.D, error) {
+	if h.opts.QoS == nil {
+		return nil, h.qosOff()
+	}
+	var fields bson.D
+	for _, e := range req.Cmd[1:] {
+		if !isGenericField(e.Key) {
+			fields = append(fields, e)
+		}
+	}
+	pools, err := parseCPUPools(fields)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := h.opts.QoS.Update(func(c *qos.Config) error { c.Pools = pools; return nil })
+	if err != nil {
+		return nil, err
+	}
+	return bson.D{
+		{Key: "priority", Value: osprio.CPUSet(cfg.Pools.Priority).String()},
+		{Key: "standard", Value: osprio.CPUSet(cfg.Pools.Standard).String()},
+		{Key: "restricted", Value: osprio.CPUSet(cfg.Pools.Restricted).String()},
+	}, nil
+}
+
+// isGenericField is a field any command may carry (driver envelope, our
+// per-request priority) rather than an argument of the command.
+func isGenericField(k string) bool {
+	switch k {
+	case "$db", "lsid", "$clusterTime", "$readPreference", "txnNumber", "autocommit", "apiVersion",
+		"apiStrict", "apiDeprecationErrors", "maxTimeMS", "comment", "writeConcern", "readConcern", priorityField:
+		return true
+	}
+	return false
+}

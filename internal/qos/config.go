@@ -1,0 +1,167 @@
+package qos
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"tierdb/internal/mongoerr"
+)
+
+// Config is the whole QoS configuration: the priority channel and the OS
+// treatment of each tier's PostgreSQL backends. It is a plain value; changing
+// the running configuration means validating a new Config and swapping it in.
+type Config struct {
+	// Enabled false is --qos=off: no admission, no OS priorities.
+	Enabled         bool
+	Threshold       int
+	StarvationGuard time.Duration
+	// Nice is the nice level of each tier's backends.
+	Nice [NumTiers]int
+	// Pools are the CPU pools of seed 003; all empty means "no pools".
+	Pools CPUPools
+	// IO is the I/O priority of each tier's backends and of PostgreSQL's
+	// background processes (seed 002, the user-space part).
+	IO IOConfig
+}
+
+// CPUPools are CPU sets: high-tier backends run in Priority; normal and low
+// backends run in Standard while no high-tier request is in process and in
+// Restricted while one is.
+type CPUPools struct {
+	Priority, Standard, Restricted []int
+}
+
+// IOPrio is an I/O scheduling class and level, as ioprio_set(2) knows them.
+type IOPrio struct {
+	Class IOClass
+	Level int // 0 (highest) to 7; only for realtime and best-effort
+}
+
+// IOClass names ioprio classes without depending on the OS layer.
+type IOClass string
+
+const (
+	IONone       IOClass = "none"
+	IORealtime   IOClass = "realtime"
+	IOBestEffort IOClass = "best-effort"
+	IOIdle       IOClass = "idle"
+)
+
+// IOConfig holds the I/O priorities tierdb applies.
+type IOConfig struct {
+	Background IOPrio
+	Tiers      [NumTiers]IOPrio
+}
+
+// DefaultConfig is QoS on with the paper's defaults: threshold 1, nice -19,
+// 0 and +19, no CPU pools, no starvation guard.
+func DefaultConfig() Config {
+	return Config{
+		Enabled:   true,
+		Threshold: 1,
+		Nice:      [NumTiers]int{-19, 0, 19},
+		IO: IOConfig{
+			Background: IOPrio{Class: IOIdle},
+			Tiers: [NumTiers]IOPrio{
+				{Class: IOBestEffort, Level: 0},
+				{Class: IOBestEffort, Level: 4},
+				{Class: IOBestEffort, Level: 7},
+			},
+		},
+	}
+}
+
+// Enabled reports whether any pool is configured.
+func (p CPUPools) Enabled() bool {
+	return len(p.Priority)+len(p.Standard)+len(p.Restricted) > 0
+}
+
+// ForTier is the CPU set a backend of tier t runs in.
+func (p CPUPools) ForTier(t Tier, highActive bool) []int {
+	switch {
+	case t == High:
+		return p.Priority
+	case highActive:
+		return p.Restricted
+	}
+	return p.Standard
+}
+
+// Validate checks c against the CPUs that exist. Errors are BadValue and say
+// what is allowed.
+func (c Config) Validate(onlineCPUs []int) error {
+	if c.Threshold < 1 {
+		return mongoerr.Newf(mongoerr.BadValue, "threshold must be an integer ≥ 1, got %d", c.Threshold)
+	}
+	if c.StarvationGuard < 0 {
+		return mongoerr.Newf(mongoerr.BadValue, "starvation guard must be ≥ 0 ms, got %v", c.StarvationGuard)
+	}
+	for t, n := range c.Nice {
+		if n < -20 || n > 19 {
+			return mongoerr.Newf(mongoerr.BadValue, "nice level of tier %s must be between -20 and 19, got %d", Tier(t), n)
+		}
+	}
+	if c.Pools.Enabled() {
+		for _, pool := range []struct {
+			name string
+			cpus []int
+		}{{"priority", c.Pools.Priority}, {"standard", c.Pools.Standard}, {"restricted", c.Pools.Restricted}} {
+			if len(pool.cpus) == 0 {
+				return mongoerr.Newf(mongoerr.BadValue, "CPU pool %q is empty: give all three pools (priority, standard, restricted) or none", pool.name)
+			}
+			for _, cpu := range pool.cpus {
+				if !slices.Contains(onlineCPUs, cpu) {
+					return mongoerr.Newf(mongoerr.BadValue, "CPU pool %q names CPU %d, which does not exist; online CPUs: %v", pool.name, cpu, onlineCPUs)
+				}
+			}
+		}
+	}
+	for _, p := range append([]IOPrio{c.IO.Background}, c.IO.Tiers[:]...) {
+		if err := p.validate(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p IOPrio) validate() error {
+	switch p.Class {
+	case IORealtime, IOBestEffort:
+		if p.Level < 0 || p.Level > 7 {
+			return mongoerr.Newf(mongoerr.BadValue, "I/O priority level must be 0-7, got %d", p.Level)
+		}
+	case IONone, IOIdle:
+		if p.Level != 0 {
+			return mongoerr.Newf(mongoerr.BadValue, "I/O class %s takes no level", p.Class)
+		}
+	default:
+		return mongoerr.Newf(mongoerr.BadValue, "I/O class must be one of none, realtime, best-effort, idle; got %q", p.Class)
+	}
+	return nil
+}
+
+func (p IOPrio) String() string {
+	if p.Class == IORealtime || p.Class == IOBestEffort {
+		return fmt.Sprintf("%s/%d", p.Class, p.Level)
+	}
+	return string(p.Class)
+}
+
+// ParseIOPrio reads "idle", "none", "best-effort/4", "realtime/0".
+func ParseIOPrio(s string) (IOPrio, error) {
+	class, level, hasLevel := strings.Cut(s, "/")
+	p := IOPrio{Class: IOClass(class)}
+	if hasLevel {
+		n, err := strconv.Atoi(level)
+		if err != nil {
+			return p, mongoerr.Newf(mongoerr.BadValue, "bad I/O priority %q: level must be a number 0-7", s)
+		}
+		p.Level = n
+	} else if p.Class == IOBestEffort || p.Class == IORealtime {
+		p.Level = 4
+	}
+	return p, p.validate()
+}

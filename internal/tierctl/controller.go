@@ -1,0 +1,243 @@
+package tierctl
+
+import (
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+
+	"tierdb/internal/osprio"
+	"tierdb/internal/qos"
+)
+
+// Options configure a Controller.
+type Options struct {
+	Logger *slog.Logger
+	// BackgroundPIDs lists PostgreSQL's background processes; nil when they
+	// are not ours (an external PostgreSQL).
+	BackgroundPIDs func() ([]int, error)
+}
+
+// Controller keeps the OS settings of known PostgreSQL processes in line with
+// the QoS configuration. It is safe for concurrent use.
+type Controller struct {
+	log     *slog.Logger
+	applier *osprio.Applier
+	bgPIDs  func() ([]int, error)
+
+	mu         sync.Mutex
+	cfg        qos.Config
+	backends   map[int]qos.Tier
+	highActive bool
+	// disabled is set once backends turn out not to be local processes.
+	disabled bool
+	// noRaise is set once negative nice values are refused.
+	noRaise bool
+	warned  map[string]bool
+
+	poolsDirty chan struct{}
+	stop       chan struct{}
+	closeOnce  sync.Once
+}
+
+// New returns a Controller for cfg.
+func New(opts Options, cfg qos.Config) *Controller {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	c := &Controller{
+		log:        opts.Logger,
+		applier:    osprio.NewApplier(),
+		bgPIDs:     opts.BackgroundPIDs,
+		cfg:        cfg,
+		backends:   map[int]qos.Tier{},
+		warned:     map[string]bool{},
+		poolsDirty: make(chan struct{}, 1),
+		stop:       make(chan struct{}),
+	}
+	go c.movePools()
+	return c
+}
+
+// BackendOpened is called when a tier's pool opens a backend.
+func (c *Controller) BackendOpened(pid int, t qos.Tier) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.disabled {
+		return
+	}
+	if !isLocalPostgres(pid) {
+		c.disabled = true
+		c.log.Warn("PostgreSQL backends are not local processes (external PostgreSQL?): nice levels, CPU pools and I/O priorities are not applied; the priority channel still works", "pid", pid)
+		return
+	}
+	c.backends[pid] = t
+	c.apply(pid, t)
+}
+
+// BackendClosed is called when a pool closes a backend.
+func (c *Controller) BackendClosed(pid int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.backends, pid)
+	c.applier.Forget(pid)
+}
+
+// SetHighActive records whether high-tier requests are in process. The move
+// of normal and low backends between the standard and the restricted CPU pool
+// happens on the controller's own goroutine, so the high-tier request whose
+// admission flipped the state does not pay for the system calls.
+func (c *Controller) SetHighActive(active bool) {
+	c.mu.Lock()
+	c.highActive = active
+	c.mu.Unlock()
+	select {
+	case c.poolsDirty <- struct{}{}:
+	default: // a move is already pending; it will read the latest state
+	}
+}
+
+// movePools applies the CPU pools to normal and low backends whenever the
+// high-active state changes, until Close.
+func (c *Controller) movePools() {
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-c.poolsDirty:
+		}
+		c.mu.Lock()
+		if !c.disabled && c.cfg.Pools.Enabled() {
+			for pid, t := range c.backends {
+				if t != qos.High {
+					c.apply(pid, t)
+				}
+			}
+		}
+		c.mu.Unlock()
+	}
+}
+
+// Close stops the controller's goroutine.
+func (c *Controller) Close() { c.closeOnce.Do(func() { close(c.stop) }) }
+
+// SetConfig swaps in a validated configuration and re-applies it to every
+// known process.
+func (c *Controller) SetConfig(cfg qos.Config) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.cfg = cfg
+	if c.disabled {
+		return
+	}
+	for pid, t := range c.backends {
+		c.apply(pid, t)
+	}
+	c.applyBackground()
+}
+
+// ApplyBackground sets the background processes' I/O priority (call once
+// PostgreSQL runs, and again after it restarts).
+func (c *Controller) ApplyBackground() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.applyBackground()
+}
+
+func (c *Controller) applyBackground() {
+	if c.bgPIDs == nil || !c.cfg.Enabled {
+		return
+	}
+	pids, err := c.bgPIDs()
+	if err != nil {
+		c.warnOnce("bgpids", "cannot list PostgreSQL background processes", "err", err)
+		return
+	}
+	io := toOS(c.cfg.IO.Background)
+	for _, pid := range pids {
+		c.report(pid, c.applier.Apply(pid, osprio.Settings{IO: &io}))
+	}
+}
+
+// apply sets one backend's nice level, CPU pool and I/O priority; the
+// applier skips system calls for values already in place.
+func (c *Controller) apply(pid int, t qos.Tier) {
+	if !c.cfg.Enabled {
+		return
+	}
+	nice := c.cfg.Nice[t]
+	if nice < 0 && c.noRaise {
+		nice = 0
+	}
+	io := toOS(c.cfg.IO.Tiers[t])
+	s := osprio.Settings{Nice: &nice, IO: &io}
+	if c.cfg.Pools.Enabled() {
+		s.CPUs = osprio.CPUSet(c.cfg.Pools.ForTier(t, c.highActive))
+	}
+	err := c.applier.Apply(pid, s)
+	if err != nil && nice < 0 && osprio.IsPermission(err) {
+		// Retry without raising priority, remember, say so once.
+		c.noRaise = true
+		c.warnOnce("nice", "no privilege for negative nice values: high-tier backends run at nice 0; the priority channel and CPU pools still apply", "err", err)
+		zero := 0
+		s.Nice = &zero
+		err = c.applier.Apply(pid, s)
+	}
+	c.report(pid, err)
+}
+
+func (c *Controller) report(pid int, err error) {
+	switch {
+	case err == nil:
+	case osprio.IsNoSuchProcess(err):
+		delete(c.backends, pid)
+	case osprio.IsPermission(err):
+		c.warnOnce("perm", "the OS refused a priority change; continuing without it", "err", err)
+	default:
+		c.warnOnce("other", "cannot apply OS priorities", "err", err)
+	}
+}
+
+func (c *Controller) warnOnce(key, msg string, args ...any) {
+	if !c.warned[key] {
+		c.warned[key] = true
+		c.log.Warn(msg, args...)
+	}
+}
+
+func toOS(p qos.IOPrio) osprio.IOPrio {
+	class := map[qos.IOClass]osprio.IOClass{
+		qos.IONone: osprio.IOClassNone, qos.IORealtime: osprio.IOClassRT,
+		qos.IOBestEffort: osprio.IOClassBestEffort, qos.IOIdle: osprio.IOClassIdle,
+	}[p.Class]
+	return osprio.IOPrio{Class: class, Level: p.Level}
+}
+
+// isLocalPostgres reports whether pid is a PostgreSQL process on this host.
+// An external server's backend PIDs belong to another machine (or to an
+// unrelated local process), so we must not touch them.
+func isLocalPostgres(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	return err == nil && strings.HasPrefix(string(b), "postgres")
+}
+
+// Status is a snapshot for qosStatus.
+type Status struct {
+	Applied    bool // false when disabled or QoS off
+	HighActive bool
+	Backends   [qos.NumTiers][]int
+	NoRaise    bool
+	Syscalls   int64
+}
+
+// Status reports what the controller manages.
+func (c *Controller) Status() Status {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st := Status{Applied: !c.disabled && c.cfg.Enabled, HighActive: c.highActive, NoRaise: c.noRaise, Syscalls: c.applier.Syscalls()}
+	for pid, t := range c.backends {
+		st.Backends[t] = append(st.Backends[t], pid)
+	}
+	return st
+}

@@ -1,0 +1,63 @@
+package tierctl
+
+import (
+	"sync"
+
+	"tierdb/internal/osprio"
+	"tierdb/internal/qos"
+)
+
+// Manager owns the running QoS configuration: it validates a new one as a
+// whole and only then hands it to the priority channel and the controller, so
+// a bad change leaves everything as it was.
+type Manager struct {
+	Channel    *qos.Channel
+	Controller *Controller
+
+	mu  sync.Mutex
+	cfg qos.Config
+}
+
+// NewManager starts a manager for a validated configuration.
+func NewManager(cfg qos.Config, ch *qos.Channel, ctrl *Controller) *Manager {
+	ch.OnHighActive(ctrl.SetHighActive)
+	return &Manager{Channel: ch, Controller: ctrl, cfg: cfg}
+}
+
+// Config returns the running configuration.
+func (m *Manager) Config() qos.Config {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.cfg
+}
+
+// Validate checks cfg against this machine's CPUs.
+func Validate(cfg qos.Config) error {
+	online, err := osprio.OnlineCPUs()
+	if err != nil && cfg.Pools.Enabled() {
+		return err
+	}
+	return cfg.Validate(online)
+}
+
+// Update applies change to a copy of the running configuration, validates
+// the result and, only if it is valid, makes it the running one.
+func (m *Manager) Update(change func(*qos.Config) error) (qos.Config, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	next := m.cfg
+	if err := change(&next); err != nil {
+		return m.cfg, err
+	}
+	next.Enabled = true // QoS cannot be switched off at run time
+	if err := Validate(next); err != nil {
+		return m.cfg, err
+	}
+	if err := m.Channel.SetThreshold(next.Threshold); err != nil {
+		return m.cfg, err
+	}
+	m.Channel.SetStarvationGuard(next.StarvationGuard)
+	m.cfg = next
+	m.Controller.SetConfig(next)
+	return next, nil
+}
