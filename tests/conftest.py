@@ -3,13 +3,17 @@ import os
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import tempfile
 import time
 import uuid
 
+import bson
 import pymongo
 import pytest
+
+import rawwire
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -29,6 +33,10 @@ def free_port():
         return s.getsockname()[1]
 
 
+class PortTaken(Exception):
+    """tierdb could not bind the port picked for it."""
+
+
 class Tierdb:
     """One tierdb server process with its own data directory."""
 
@@ -43,8 +51,19 @@ class Tierdb:
         self.log_path = os.path.join(self.data_dir + ".log")
 
     def start(self, timeout=90):
+        # The port is free when picked but another process on this shared
+        # machine may take it before tierdb binds it: then pick another.
+        for attempt in range(3):
+            try:
+                return self._start_once(timeout)
+            except PortTaken:
+                if attempt == 2:
+                    raise
+
+    def _start_once(self, timeout):
         self.port = free_port()
         self.log = open(self.log_path, "ab")
+        log_start = self.log.tell()
         self.proc = subprocess.Popen(
             [self.binary, "serve", "--listen", f"127.0.0.1:{self.port}", "--data-dir", self.data_dir, *self.extra_args],
             stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
@@ -52,13 +71,27 @@ class Tierdb:
         deadline = time.time() + timeout
         while time.time() < deadline:
             if self.proc.poll() is not None:
+                self.log.close()
+                with open(self.log_path, "rb") as f:
+                    f.seek(log_start)
+                    if b"address already in use" in f.read():
+                        raise PortTaken(self.port)
                 raise RuntimeError(f"tierdb exited with {self.proc.returncode}:\n{self.read_log()}")
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
-                    return self
-            except OSError:
-                time.sleep(0.1)
+            if self._answers_hello():
+                return self
+            time.sleep(0.1)
+        self.stop()
         raise RuntimeError(f"tierdb did not start in {timeout}s:\n{self.read_log()}")
+
+    def _answers_hello(self):
+        """Ready means tierdb itself answers on the port, not merely that
+        something accepts connections there."""
+        try:
+            with socket.create_connection(("127.0.0.1", self.port), timeout=1) as s:
+                s.settimeout(1)
+                return rawwire.command(s, {"hello": 1, "$db": "admin"}).get("ok") == 1.0
+        except (OSError, AssertionError, struct.error, bson.errors.BSONError):
+            return False
 
     def read_log(self):
         with open(self.log_path, "rb") as f:
@@ -98,7 +131,12 @@ def server(tierdb_bin):
     """One tierdb shared by the tests of a session."""
     t = Tierdb(tierdb_bin, extra_args=["--cursor-timeout", "3s"]).start()
     yield t
+    died = t.proc.poll()
+    log = t.read_log()
     t.cleanup()
+    # A crash of the shared server would otherwise only show as unrelated
+    # connection errors in whichever tests ran after it.
+    assert died is None, f"the shared tierdb exited during the session with {died}:\n{log}"
 
 
 @pytest.fixture

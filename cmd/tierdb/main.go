@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"tierdb/internal/commands"
+	"tierdb/internal/metrics"
 	"tierdb/internal/pgmanage"
 	"tierdb/internal/qos"
 	"tierdb/internal/server"
@@ -60,6 +61,7 @@ type serveFlags struct {
 	cursorTimeout   time.Duration
 	logLevel        string
 	testCommands    bool
+	metricsListen   string
 	qos             qosFlags
 }
 
@@ -73,6 +75,7 @@ func serve(args []string) error {
 	fs.IntVar(&f.backendsPerTier, "backends-per-tier", 8, "PostgreSQL backends in each tier's pool")
 	fs.DurationVar(&f.cursorTimeout, "cursor-timeout", 10*time.Minute, "close cursors idle for longer than this")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.StringVar(&f.metricsListen, "metrics-listen", "", "serve Prometheus metrics on this address, e.g. 127.0.0.1:9216 (empty: off)")
 	fs.BoolVar(&f.testCommands, "enable-test-commands", false, "enable commands for tests (sleep)")
 	fs.StringVar(&f.configFile, "config", "", "YAML file of flag values (keys are flag names); flags given on the command line win")
 	f.qos.register(fs)
@@ -160,6 +163,13 @@ func serve(args []string) error {
 	})
 	defer h.Close()
 	srv.SetHandlers(h)
+	if f.metricsListen != "" {
+		addr, err := metrics.Serve(ctx, f.metricsListen, log, h.Metrics)
+		if err != nil {
+			return fmt.Errorf("--metrics-listen: %w", err)
+		}
+		log.Info("metrics endpoint", "url", "http://"+addr.String()+"/metrics")
+	}
 
 	log.Info("tierdb is ready", "listen", srv.Addr().String())
 	// The line above is what scripts and tests wait for; keep it stable.

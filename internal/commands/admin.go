@@ -46,7 +46,10 @@ func (o *opCounters) add(c opCounter) {
 	o[c].Add(1)
 }
 
-func (h *Handlers) hello(_ context.Context, req *Request) (bson.D, error) {
+func (h *Handlers) hello(ctx context.Context, req *Request) (bson.D, error) {
+	if err := h.awaitTopologyChange(ctx, req.Cmd); err != nil {
+		return nil, err
+	}
 	if req.Session != nil && req.Session.Client == nil {
 		if c, err := getDoc(req.Cmd, "client"); err == nil && c != nil {
 			req.Session.Client = c
@@ -275,4 +278,30 @@ func (h *Handlers) sleep(ctx context.Context, req *Request) (bson.D, error) {
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+}
+
+// awaitTopologyChange implements the awaitable hello of the server discovery
+// spec: a monitor that sends our current topologyVersion with maxAwaitTimeMS
+// wants an answer only when something changes or the time is up. The
+// topology of a single tierdb never changes, so it just waits; answering at
+// once would make every driver's monitor spin.
+func (h *Handlers) awaitTopologyChange(ctx context.Context, cmd bson.D) error {
+	tv, err := getDoc(cmd, "topologyVersion")
+	if err != nil || tv == nil {
+		return err
+	}
+	ms, err := getInt(cmd, "maxAwaitTimeMS", 0)
+	if err != nil || ms <= 0 {
+		return err
+	}
+	if pid, _ := lookup(tv, "processId"); pid != h.processID {
+		return nil // another process's version: answer at once
+	}
+	t := time.NewTimer(time.Duration(min(ms, 60_000)) * time.Millisecond)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return nil
 }

@@ -161,14 +161,14 @@ func (h *Handlers) createIndexes(ctx context.Context, req *Request) (bson.D, err
 		}
 		indexes = append(indexes, ix)
 	}
-	before, after, err := h.store.CreateIndexes(ctx, req.DB, name, indexes)
+	before, after, created, err := h.store.CreateIndexes(ctx, req.DB, name, indexes)
 	if err != nil {
 		return nil, err
 	}
 	reply := bson.D{
 		{Key: "numIndexesBefore", Value: int32(before)},
 		{Key: "numIndexesAfter", Value: int32(after)},
-		{Key: "createdCollectionAutomatically", Value: false},
+		{Key: "createdCollectionAutomatically", Value: created},
 	}
 	if before == after {
 		reply = append(reply, bson.E{Key: "note", Value: "all indexes already exist"})

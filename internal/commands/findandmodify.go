@@ -84,6 +84,7 @@ func (h *Handlers) findAndModify(ctx context.Context, req *Request) (bson.D, err
 	if err != nil && !storage.IsCode(err, storage.ErrNamespaceNotFound) {
 		return nil, err
 	}
+	upsertRounds := 0
 	for range casRetries {
 		var doc bson.D
 		var raw bson.Raw
@@ -114,7 +115,9 @@ func (h *Handlers) findAndModify(ctx context.Context, req *Request) (bson.D, err
 				return nil, err
 			}
 			id, err := h.insertOne(ctx, req.DB, name, prepared.D)
-			if storage.IsCode(err, storage.ErrDuplicateKey) {
+			upsertRounds++
+			if storage.IsCode(err, storage.ErrDuplicateKey) && upsertRounds == 1 {
+				// Maybe a concurrent upsert inserted the match: look once more.
 				if col, err = h.store.Collection(ctx, req.DB, name); err != nil {
 					return nil, err
 				}

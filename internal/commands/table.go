@@ -4,10 +4,12 @@ import (
 	"context"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"tierdb/internal/metrics"
 	"tierdb/internal/mongoerr"
 	"tierdb/internal/qos"
 	"tierdb/internal/storage"
@@ -29,6 +31,8 @@ type Request struct {
 	Name    string // the command name as the table knows it
 	Cmd     bson.D // the whole command document
 	Session *Session
+	cmd     *command
+	tier    qos.Tier
 }
 
 type handlerFunc func(ctx context.Context, req *Request) (bson.D, error)
@@ -39,6 +43,9 @@ type command struct {
 	help    string
 	// counter is the serverStatus opcounter the command bumps.
 	counter opCounter
+	name    string // canonical name, for metrics
+	calls   atomic.Int64
+	fails   atomic.Int64
 	// internal commands never wait for admission: handshakes, diagnostics,
 	// and the tier change itself (seed 000: the channel must not block the
 	// requests that change priority).
@@ -85,6 +92,8 @@ type Handlers struct {
 	cursors *cursorRegistry
 	started time.Time
 	ops     opCounters
+	// latency is the duration of requests per tier, admission wait included.
+	latency [qos.NumTiers]*metrics.Histogram
 	// processID identifies this process in topologyVersion.
 	processID bson.ObjectID
 }
@@ -103,6 +112,14 @@ func New(opts Options) *Handlers {
 	h := &Handlers{opts: opts, log: opts.Logger, store: opts.Store, started: time.Now(), processID: bson.NewObjectID()}
 	h.cursors = newCursorRegistry(opts.CursorTimeout)
 	h.table = h.commands()
+	for name, c := range h.table {
+		if c.name == "" {
+			c.name = name
+		}
+	}
+	for t := range h.latency {
+		h.latency[t] = metrics.NewHistogram(metrics.LatencyBuckets())
+	}
 	return h
 }
 
@@ -155,6 +172,9 @@ func (h *Handlers) commands() map[string]*command {
 	if h.opts.TestCommands {
 		t["sleep"] = &command{handler: h.sleep, help: "test command: hold a request in process for millis"}
 	}
+	for name, c := range t {
+		c.name = name
+	}
 	t["isMaster"] = t["hello"]
 	t["ismaster"] = t["hello"]
 	t["buildinfo"] = t["buildInfo"]
@@ -167,8 +187,13 @@ func (h *Handlers) commands() map[string]*command {
 // request's tier and its admission, maxTimeMS, and the mapping of errors to
 // MongoDB codes (with internal errors logged, never shown).
 func (h *Handlers) Dispatch(ctx context.Context, req *Request) bson.D {
+	start := time.Now()
 	reply, err := h.run(ctx, req)
+	h.latency[req.tier].ObserveDuration(time.Since(start))
 	if err != nil {
+		if req.cmd != nil {
+			req.cmd.fails.Add(1)
+		}
 		e, internal := Map(err)
 		if internal {
 			h.log.Error("command failed", "cmd", req.Name, "db", req.DB, "err", err)
@@ -181,6 +206,7 @@ func (h *Handlers) Dispatch(ctx context.Context, req *Request) bson.D {
 }
 
 func (h *Handlers) run(ctx context.Context, req *Request) (bson.D, error) {
+	req.tier = qos.Normal
 	if len(req.Cmd) == 0 {
 		return nil, mongoerr.New(mongoerr.CommandNotFound, "no command given")
 	}
@@ -190,7 +216,9 @@ func (h *Handlers) run(ctx context.Context, req *Request) (bson.D, error) {
 		return nil, mongoerr.Newf(mongoerr.CommandNotFound, "no such command: '%s'", name)
 	}
 	req.Name = name
+	req.cmd = cmd
 	h.ops.add(cmd.counter)
+	cmd.calls.Add(1)
 	if req.DB == "" {
 		return nil, mongoerr.New(mongoerr.InvalidNamespace, "command has no $db field")
 	}
@@ -201,6 +229,7 @@ func (h *Handlers) run(ctx context.Context, req *Request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
+	req.tier = tier
 	ctx = qos.WithTier(ctx, tier)
 	ctx, cancel, err := withMaxTime(ctx, req.Cmd)
 	if err != nil {

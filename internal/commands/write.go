@@ -305,7 +305,11 @@ func (h *Handlers) updateStatement(ctx context.Context, db, name string, stmt bs
 		return res, err
 	}
 	apply := func(d bson.D) (bson.D, bool, error) { return upd.Apply(d, false) }
-	for range casRetries {
+	// Two rounds at most: a duplicate key on the upsert's insert may mean a
+	// concurrent upsert inserted the match first (then the second round
+	// updates it), or a genuine clash with a unique index (then it is the
+	// error to report).
+	for round := 0; round < 2; round++ {
 		if col != nil {
 			err = h.eachMatch(ctx, col, rs, func(doc bson.D, raw bson.Raw) (bool, error) {
 				matched, modified, _, err := h.modify(ctx, col, rs.filter, doc, raw, apply)
@@ -326,8 +330,7 @@ func (h *Handlers) updateStatement(ctx context.Context, db, name string, stmt bs
 			return res, err
 		}
 		id, err := h.insertOne(ctx, db, name, doc)
-		if storage.IsCode(err, storage.ErrDuplicateKey) {
-			// Someone inserted a matching document first: update it instead.
+		if storage.IsCode(err, storage.ErrDuplicateKey) && round == 0 {
 			if col == nil {
 				if col, err = h.store.Collection(ctx, db, name); err != nil {
 					return res, err
@@ -335,10 +338,12 @@ func (h *Handlers) updateStatement(ctx context.Context, db, name string, stmt bs
 			}
 			continue
 		}
-		res.upsertedID = id
+		if err == nil {
+			res.upsertedID = id
+		}
 		return res, err
 	}
-	return res, mongoerr.New(mongoerr.OperationFailed, "upsert kept conflicting with concurrent writes; retry")
+	return res, nil // not reached: round 1 always returns
 }
 
 // insertOne inserts one document, creating the collection if needed, and

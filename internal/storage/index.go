@@ -11,10 +11,17 @@ import (
 
 // CreateIndexes adds indexes to a collection (created if missing). An index
 // that already exists with the same name, keys and options is left alone.
-// It returns how many indexes existed before and after.
-func (s *Store) CreateIndexes(ctx context.Context, db, name string, specs []Index) (before, after int, err error) {
-	if _, err := s.CollectionForWrite(ctx, db, name); err != nil {
-		return 0, 0, err
+// It returns how many indexes existed before and after;
+// created says whether the collection had to be created for them.
+func (s *Store) CreateIndexes(ctx context.Context, db, name string, specs []Index) (before, after int, created bool, err error) {
+	if _, err := s.Collection(ctx, db, name); IsCode(err, ErrNamespaceNotFound) {
+		err = s.CreateCollection(ctx, db, name)
+		created = err == nil
+		if err != nil && !IsCode(err, ErrNamespaceExists) {
+			return 0, 0, false, err
+		}
+	} else if err != nil {
+		return 0, 0, false, err
 	}
 	err = s.cat.ddl(ctx, func(tx pgx.Tx) error {
 		col, err := s.cat.load(ctx, tx, db, name)
@@ -53,7 +60,7 @@ func (s *Store) CreateIndexes(ctx context.Context, db, name string, specs []Inde
 		return err
 	})
 	s.cat.forget(db + "." + name)
-	return before, after, err
+	return before, after, created, err
 }
 
 // conflict reports whether spec already exists (true) or clashes with an

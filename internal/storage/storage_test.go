@@ -141,7 +141,7 @@ func TestIndexBackfillMultikeyAndUnique(t *testing.T) {
 	if _, _, err := s.Insert(ctx, c, docs, true); err != nil {
 		t.Fatal(err)
 	}
-	before, after, err := s.CreateIndexes(ctx, "st", name, []Index{{Name: "a_1", Keys: []IndexKey{{Field: "a"}}}})
+	before, after, _, err := s.CreateIndexes(ctx, "st", name, []Index{{Name: "a_1", Keys: []IndexKey{{Field: "a"}}}})
 	if err != nil || before != 1 || after != 2 {
 		t.Fatalf("create: %d %d %v", before, after, err)
 	}
@@ -155,17 +155,17 @@ func TestIndexBackfillMultikeyAndUnique(t *testing.T) {
 		t.Fatalf("backfill: %d NULL (multikey) and %d keyed rows, err %v; want 1 and 2", nulls, keyed, err)
 	}
 	// The same keys again: nothing to do. Other name, same keys: a conflict.
-	if b, a, err := s.CreateIndexes(ctx, "st", name, []Index{{Name: "a_1", Keys: []IndexKey{{Field: "a"}}}}); err != nil || b != a {
+	if b, a, _, err := s.CreateIndexes(ctx, "st", name, []Index{{Name: "a_1", Keys: []IndexKey{{Field: "a"}}}}); err != nil || b != a {
 		t.Fatalf("idempotent create: %d %d %v", b, a, err)
 	}
-	if _, _, err := s.CreateIndexes(ctx, "st", name, []Index{{Name: "other", Keys: []IndexKey{{Field: "a"}}}}); !IsCode(err, ErrIndexConflict) {
+	if _, _, _, err := s.CreateIndexes(ctx, "st", name, []Index{{Name: "other", Keys: []IndexKey{{Field: "a"}}}}); !IsCode(err, ErrIndexConflict) {
 		t.Fatalf("want ErrIndexConflict, got %v", err)
 	}
 	// A unique index over duplicate values cannot be built.
 	if _, _, err := s.Insert(ctx, c, []Doc{doc(t, bson.D{{Key: "_id", Value: int32(4)}, {Key: "b", Value: "x"}}), doc(t, bson.D{{Key: "_id", Value: int32(5)}, {Key: "b", Value: "x"}})}, true); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.CreateIndexes(ctx, "st", name, []Index{{Name: "b_1", Keys: []IndexKey{{Field: "b"}}, Unique: true}}); !IsCode(err, ErrDuplicateKey) {
+	if _, _, _, err := s.CreateIndexes(ctx, "st", name, []Index{{Name: "b_1", Keys: []IndexKey{{Field: "b"}}, Unique: true}}); !IsCode(err, ErrDuplicateKey) {
 		t.Fatalf("want ErrDuplicateKey, got %v", err)
 	}
 	if _, err := s.DropIndex(ctx, "st", name, "nope"); !IsCode(err, ErrIndexNotFound) {

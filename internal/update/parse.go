@@ -82,7 +82,7 @@ func ParseWithOptions(u any, opts Options) (*Update, error) {
 	if len(d) == 0 || !strings.HasPrefix(d[0].Key, "$") {
 		for _, e := range d {
 			if strings.HasPrefix(e.Key, "$") {
-				return nil, mongoerr.Newf(mongoerr.FailedToParse,
+				return nil, mongoerr.Newf(mongoerr.DollarPrefixedFieldName,
 					"The dollar ($) prefixed field '%s' in '%s' is not allowed in the context of an update's replacement document. "+
 						"Consider using an aggregation pipeline with $replaceWith.", e.Key, e.Key)
 			}

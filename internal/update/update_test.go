@@ -330,7 +330,7 @@ func TestConflictsAndParse(t *testing.T) {
 		{name: "mixed operator then field", update: d("$set", d("a", 1), "b", 2),
 			code: mongoerr.FailedToParse, msg: "Unknown modifier: b"},
 		{name: "mixed field then operator", update: d("b", 2, "$set", d("a", 1)),
-			code: mongoerr.FailedToParse, msg: "'$set'"},
+			code: mongoerr.DollarPrefixedFieldName, msg: "'$set'"},
 		{name: "operator argument not a document", update: d("$set", int32(5)),
 			code: mongoerr.FailedToParse, msg: "Modifiers operate on fields but we found type int instead"},
 		{name: "empty path", update: d("$set", d("", 1)),

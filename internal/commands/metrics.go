@@ -1,0 +1,70 @@
+package commands
+
+import (
+	"sort"
+
+	"tierdb/internal/metrics"
+	"tierdb/internal/qos"
+)
+
+// Metrics is the metrics source for the command layer: opcounters, calls and
+// failures per command, request latency per tier, cursors, backends and the
+// priority channel.
+func (h *Handlers) Metrics(w *metrics.Writer) {
+	names := []string{"insert", "query", "update", "delete", "getmore", "command"}
+	for i, n := range names {
+		w.Counter("tierdb_opcounters_total", "Operations by type, as serverStatus opcounters.", metrics.Labels{{"type", n}}, float64(h.ops[opCounter(i+1)].Load()))
+	}
+	seen := map[*command]bool{}
+	var cmds []*command
+	for _, c := range h.table {
+		if !seen[c] {
+			seen[c] = true
+			cmds = append(cmds, c)
+		}
+	}
+	sort.Slice(cmds, func(i, j int) bool { return cmds[i].name < cmds[j].name })
+	for _, c := range cmds {
+		if n := c.calls.Load(); n > 0 {
+			w.Counter("tierdb_command_calls_total", "Commands run, by command.", metrics.Labels{{"command", c.name}}, float64(n))
+			w.Counter("tierdb_command_failures_total", "Commands that returned an error, by command.", metrics.Labels{{"command", c.name}}, float64(c.fails.Load()))
+		}
+	}
+	for t := qos.Tier(0); t < qos.NumTiers; t++ {
+		w.Histogram("tierdb_request_duration_seconds", "Request duration including admission wait, by tier.", metrics.Labels{{"tier", t.String()}}, h.latency[t])
+	}
+	if h.opts.Connections != nil {
+		cur, total := h.opts.Connections()
+		w.Gauge("tierdb_connections", "Open client connections.", nil, float64(cur))
+		w.Counter("tierdb_connections_total", "Client connections accepted.", nil, float64(total))
+	}
+	w.Gauge("tierdb_cursors_open", "Open cursors.", nil, float64(h.cursors.len()))
+	for t, st := range h.store.PoolStats() {
+		l := metrics.Labels{{"tier", qos.Tier(t).String()}}
+		w.Gauge("tierdb_backends_in_use", "PostgreSQL backends in use, by tier pool.", l, float64(st[0]))
+		w.Gauge("tierdb_backends_open", "PostgreSQL backends open, by tier pool.", l, float64(st[1]))
+	}
+	if h.opts.QoS == nil {
+		w.Gauge("tierdb_qos_enabled", "1 when the priority channel is on.", nil, 0)
+		return
+	}
+	st := h.opts.QoS.Channel.Stats()
+	w.Gauge("tierdb_qos_enabled", "1 when the priority channel is on.", nil, 1)
+	w.Gauge("tierdb_qos_threshold", "Activation threshold of the priority channel.", nil, float64(st.Threshold))
+	for t := qos.Tier(0); t < qos.NumTiers; t++ {
+		ts := st.Tiers[t]
+		l := metrics.Labels{{"tier", t.String()}}
+		w.Gauge("tierdb_qos_in_process", "Requests in process, by tier.", l, float64(ts.InProcess))
+		w.Gauge("tierdb_qos_waiting", "Requests waiting in the priority channel, by tier.", l, float64(ts.Waiting))
+		w.Counter("tierdb_qos_admitted_total", "Requests admitted, by tier.", l, float64(ts.Admitted))
+		w.Counter("tierdb_qos_waited_total", "Requests that had to wait, by tier.", l, float64(ts.Waited))
+		w.Counter("tierdb_qos_cancelled_total", "Requests that left the queue (client gone, maxTimeMS), by tier.", l, float64(ts.Cancelled))
+		w.Counter("tierdb_qos_guard_admissions_total", "Requests admitted by the starvation guard, by tier.", l, float64(ts.GuardAdmissions))
+		for _, q := range []struct {
+			name string
+			v    float64
+		}{{"0.5", ts.WaitP50.Seconds()}, {"0.99", ts.WaitP99.Seconds()}, {"1", ts.WaitMax.Seconds()}} {
+			w.Gauge("tierdb_qos_wait_seconds", "Recent admission wait quantiles, by tier.", append(l, [2]string{"quantile", q.name}), q.v)
+		}
+	}
+}
