@@ -228,16 +228,14 @@ func (s *Store) CreateCollection(ctx context.Context, db, name string) error {
 // DropCollection drops a collection; ErrNamespaceNotFound if it does not exist.
 func (s *Store) DropCollection(ctx context.Context, db, name string) error {
 	err := s.cat.ddl(ctx, func(tx pgx.Tx) error {
-		var tbl string
-		err := tx.QueryRow(ctx, `DELETE FROM `+catalogSchema+`.collections WHERE db = $1 AND name = $2 RETURNING tbl`, db, name).Scan(&tbl)
-		if err == pgx.ErrNoRows {
-			return newErr(ErrNamespaceNotFound, "ns not found")
-		}
+		col, err := s.cat.load(ctx, tx, db, name)
 		if err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, `DROP TABLE IF EXISTS `+dataSchema+`.`+quoteIdent(tbl))
-		return err
+		if col == nil {
+			return newErr(ErrNamespaceNotFound, "ns not found")
+		}
+		return dropTables(ctx, tx, col)
 	})
 	s.cat.forget(db + "." + name)
 	return err
@@ -246,16 +244,20 @@ func (s *Store) DropCollection(ctx context.Context, db, name string) error {
 // DropDatabase drops every collection of db. Dropping a missing database is not an error.
 func (s *Store) DropDatabase(ctx context.Context, db string) error {
 	err := s.cat.ddl(ctx, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `DELETE FROM `+catalogSchema+`.collections WHERE db = $1 RETURNING tbl`, db)
+		rows, err := tx.Query(ctx, `SELECT name FROM `+catalogSchema+`.collections WHERE db = $1`, db)
 		if err != nil {
 			return err
 		}
-		tbls, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		names, err := pgx.CollectRows(rows, pgx.RowTo[string])
 		if err != nil {
 			return err
 		}
-		for _, t := range tbls {
-			if _, err := tx.Exec(ctx, `DROP TABLE IF EXISTS `+dataSchema+`.`+quoteIdent(t)); err != nil {
+		for _, n := range names {
+			col, err := s.cat.load(ctx, tx, db, n)
+			if err != nil {
+				return err
+			}
+			if err := dropTables(ctx, tx, col); err != nil {
 				return err
 			}
 		}
@@ -321,3 +323,20 @@ func tableName(n int64, db, name string) string {
 }
 
 func quoteIdent(s string) string { return pgx.Identifier{s}.Sanitize() }
+
+// dropTables removes a collection's catalog entry, its table and the entries
+// tables of its unique indexes.
+func dropTables(ctx context.Context, tx pgx.Tx, col *Collection) error {
+	for i := range col.Indexes {
+		if ix := &col.Indexes[i]; ix.hasEntries() {
+			if err := dropEntries(ctx, tx, col, ix); err != nil {
+				return err
+			}
+		}
+	}
+	if _, err := tx.Exec(ctx, `DELETE FROM `+catalogSchema+`.collections WHERE db = $1 AND name = $2`, col.DB, col.Name); err != nil {
+		return err
+	}
+	_, err := tx.Exec(ctx, `DROP TABLE IF EXISTS `+col.table)
+	return err
+}

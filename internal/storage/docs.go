@@ -70,35 +70,59 @@ func (s *Store) Insert(ctx context.Context, c *Collection, docs []Doc, ordered b
 
 func (s *Store) insertBatch(ctx context.Context, c *Collection, docs []Doc) error {
 	cols := c.columns()
-	arrays := make([][][]byte, len(cols))
-	for _, d := range docs {
-		for j, v := range c.rowValues(d.ID, d.D, d.Raw) {
-			b, _ := v.([]byte)
-			arrays[j] = append(arrays[j], b)
-		}
+	rows := make([][]any, len(docs))
+	for i, d := range docs {
+		rows[i] = c.rowValues(d.ID, d.D, d.Raw)
 	}
-	args := make([]any, len(cols))
-	casts := make([]string, len(cols))
-	for j := range cols {
-		args[j] = arrays[j]
-		casts[j] = fmt.Sprintf("$%d::bytea[]", j+1)
-	}
-	var sql string
-	if len(docs) == 1 {
-		// A plain VALUES list plans faster than unnest for the common single insert.
-		vals := make([]any, len(cols))
-		ph := make([]string, len(cols))
-		for j := range cols {
-			vals[j] = arrays[j][0]
-			ph[j] = fmt.Sprintf("$%d", j+1)
-		}
-		args = vals
-		sql = `INSERT INTO ` + c.table + ` (` + strings.Join(cols, ", ") + `) VALUES (` + strings.Join(ph, ", ") + `)`
-	} else {
-		sql = `INSERT INTO ` + c.table + ` (` + strings.Join(cols, ", ") + `) SELECT * FROM unnest(` + strings.Join(casts, ", ") + `)`
-	}
+	sql, args := insertSQL(c.table, cols, rows)
 	_, err := s.pool(ctx).Exec(ctx, sql, args...)
 	return s.retryable(ctx, c, fromPGDup(ctx, err))
+}
+
+// insertSQL builds one INSERT for all rows. Several rows of plain bytea
+// columns go through unnest (one statement text whatever the count, so
+// PostgreSQL plans it once); rows with array columns (unique indexes' entry
+// keys) use a VALUES list, since unnest would flatten nested arrays.
+func insertSQL(table string, cols []string, rows [][]any) (string, []any) {
+	head := `INSERT INTO ` + table + ` (` + strings.Join(cols, ", ") + `) `
+	flat := true
+	for _, v := range rows[0] {
+		if _, isArray := v.([][]byte); isArray {
+			flat = false
+		}
+	}
+	if len(rows) > 1 && flat {
+		args := make([]any, len(cols))
+		casts := make([]string, len(cols))
+		for j := range cols {
+			column := make([][]byte, len(rows))
+			for i, r := range rows {
+				column[i], _ = r[j].([]byte)
+			}
+			args[j] = column
+			casts[j] = fmt.Sprintf("$%d::bytea[]", j+1)
+		}
+		return head + `SELECT * FROM unnest(` + strings.Join(casts, ", ") + `)`, args
+	}
+	var b strings.Builder
+	b.WriteString(head)
+	b.WriteString("VALUES ")
+	args := make([]any, 0, len(rows)*len(cols))
+	for i, r := range rows {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteByte('(')
+		for j, v := range r {
+			if j > 0 {
+				b.WriteString(", ")
+			}
+			args = append(args, v)
+			fmt.Fprintf(&b, "$%d", len(args))
+		}
+		b.WriteByte(')')
+	}
+	return b.String(), args
 }
 
 // retryable drops a cached collection whose table vanished under us (dropped
@@ -158,12 +182,12 @@ func renderValue(v any) string {
 	return strings.TrimSuffix(strings.TrimPrefix(s, `{"v":`), "}")
 }
 
-// indexConstraint is the PostgreSQL name of the unique constraint or index behind ix.
+// indexConstraint is the PostgreSQL name of the unique constraint behind ix.
 func indexConstraint(c *Collection, ix *Index) string {
 	if ix.Column == "_id" {
 		return c.tbl + "_pkey"
 	}
-	return pgIndexName(c, ix)
+	return entriesTable(c, ix) + "_pkey"
 }
 
 func pgIndexName(c *Collection, ix *Index) string {

@@ -96,6 +96,7 @@ func buildIndex(ctx context.Context, tx pgx.Tx, col *Collection, ix *Index) erro
 		return err
 	}
 	var ids, keys [][]byte
+	var entries [][][]byte
 	for rows.Next() {
 		var id, raw []byte
 		if err := rows.Scan(&id, &raw); err != nil {
@@ -109,6 +110,9 @@ func buildIndex(ctx context.Context, tx pgx.Tx, col *Collection, ix *Index) erro
 		}
 		ids = append(ids, id)
 		keys = append(keys, indexKey(ix, d))
+		if ix.hasEntries() {
+			entries = append(entries, entryKeys(ix, d))
+		}
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
@@ -121,17 +125,26 @@ func buildIndex(ctx context.Context, tx pgx.Tx, col *Collection, ix *Index) erro
 			return err
 		}
 	}
-	unique := ""
-	if ix.Unique {
-		unique = "UNIQUE "
+	if _, err = tx.Exec(ctx, `CREATE INDEX `+quoteIdent(pgIndexName(col, ix))+` ON `+col.table+` (`+quoteIdent(ix.Column)+`)`); err != nil {
+		return err
 	}
-	_, err = tx.Exec(ctx, `CREATE `+unique+`INDEX `+quoteIdent(pgIndexName(col, ix))+` ON `+col.table+` (`+quoteIdent(ix.Column)+`)`)
-	if err != nil {
-		if e := fromPGDup(ctx, err); IsCode(e, ErrDuplicateKey) {
-			return newErr(ErrDuplicateKey, "E11000 duplicate key error collection: %s index: %s", col.Namespace(), ix.Name)
+	if !ix.hasEntries() {
+		return nil
+	}
+	if err := createEntries(ctx, tx, col, ix); err != nil {
+		return err
+	}
+	// Filling the entries column fires the trigger, which fills the entries
+	// table and fails on the first duplicate.
+	for i, id := range ids {
+		if _, err := tx.Exec(ctx, `UPDATE `+col.table+` SET `+quoteIdent(ix.entriesColumn())+` = $2 WHERE _id = $1`, id, entries[i]); err != nil {
+			if e := fromPGDup(ctx, err); IsCode(e, ErrDuplicateKey) {
+				return newErr(ErrDuplicateKey, "E11000 duplicate key error collection: %s index: %s (existing documents have duplicate keys)", col.Namespace(), ix.Name)
+			}
+			return err
 		}
 	}
-	return err
+	return nil
 }
 
 // DropIndex drops one index by name ("*" drops all but _id_). The _id index
@@ -154,6 +167,11 @@ func (s *Store) DropIndex(ctx context.Context, db, name, index string) (before i
 		for _, ix := range col.Indexes[1:] {
 			if index == "*" || ix.Name == index {
 				found = true
+				if ix.hasEntries() {
+					if err := dropEntries(ctx, tx, col, &ix); err != nil {
+						return err
+					}
+				}
 				if _, err := tx.Exec(ctx, `ALTER TABLE `+col.table+` DROP COLUMN `+quoteIdent(ix.Column)); err != nil {
 					return err
 				}
