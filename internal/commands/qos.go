@@ -224,19 +224,19 @@ func parseCPUPools(d bson.D) (qos.CPUPools, error) {
 	return p, nil
 }
 
-// setCpuPools is seed 003's command: {setCpuPools: 1, priority, standard,
-// restricted}; with none of the three it turns the pools off.
+// setCpuPools is seed 003's command: {setCpuPools: {priority, standard,
+// restricted}}; an empty document turns the pools off. The pools are the
+// command's value, not top-level fields, because "priority" at the top level
+// is the per-request tier every command may carry.
 func (h *Handlers) setCpuPools(_ context.Context, req *Request) (bson.D, error) {
 	if h.opts.QoS == nil {
 		return nil, h.qosOff()
 	}
-	var fields bson.D
-	for _, e := range req.Cmd[1:] {
-		if !isGenericField(e.Key) {
-			fields = append(fields, e)
-		}
+	spec, ok := req.Cmd[0].Value.(bson.D)
+	if !ok {
+		return nil, mongoerr.New(mongoerr.BadValue, "setCpuPools takes a document: {setCpuPools: {priority: \"0-1\", standard: \"0-1\", restricted: \"1\"}}; {} turns pools off")
 	}
-	pools, err := parseCPUPools(fields)
+	pools, err := parseCPUPools(spec)
 	if err != nil {
 		return nil, err
 	}

@@ -180,13 +180,19 @@ func (c *conn) run() {
 		br := bufio.NewReaderSize(c.nc, 64*1024)
 		for {
 			m, err := wire.ReadMessage(br, wire.MaxMessageSize)
+			if err != nil && isFatal(err) {
+				// The stream is over or unusable: cancel the request in
+				// flight (a vanished client's request must not hold a
+				// queue slot or a backend), and let the handler log why.
+				if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+					log.Warn("closing connection", "err", err)
+				}
+				cancel()
+				return
+			}
 			select {
 			case msgs <- readResult{m, err}:
 			case <-ctx.Done():
-				return
-			}
-			if err != nil && isFatal(err) {
-				cancel()
 				return
 			}
 		}
@@ -199,13 +205,7 @@ func (c *conn) run() {
 			return
 		}
 		if r.err != nil {
-			if errors.Is(r.err, io.EOF) || errors.Is(r.err, net.ErrClosed) {
-				return
-			}
 			log.Warn("bad message from client", "err", r.err)
-			if isFatal(r.err) {
-				return
-			}
 			// A well-framed message we cannot use: answer it with an error.
 			var fe *wire.FrameError
 			if errors.As(r.err, &fe) && fe.Header != nil && fe.Header.OpCode == wire.OpCodeMsg {

@@ -1,0 +1,330 @@
+"""Priority tiers: the priority channel, nice levels, CPU pools and I/O
+priority of PostgreSQL backends, run-time configuration, and --qos=off.
+
+Checked from the outside: through pymongo and through /proc."""
+import os
+import socket
+import threading
+import time
+import urllib.request
+
+import pymongo
+import pytest
+from pymongo.errors import ExecutionTimeout, OperationFailure
+
+from conftest import Tierdb
+from rawwire import op_msg
+
+POOLS = "priority=0-1;standard=0-1;restricted=1"
+
+
+@pytest.fixture(scope="module")
+def qserver(tierdb_bin):
+    metrics_port = _free_port()
+    t = Tierdb(tierdb_bin, extra_args=[
+        "--enable-test-commands", "--cpu-pools", POOLS, "--metrics-listen", f"127.0.0.1:{metrics_port}",
+    ]).start()
+    t.metrics_port = metrics_port
+    yield t
+    t.cleanup()
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def tier_client(server, tier):
+    c = server.client(maxPoolSize=1)
+    c.admin.command("setClientPriority", tier)
+    return c
+
+
+def nice_of(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        return int(f.read().rsplit(")", 1)[1].split()[16])
+
+
+def cpus_of(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("Cpus_allowed_list:"):
+                return line.split(":", 1)[1].strip()
+
+
+def status(server):
+    """qosStatus through a connection of its own (tier clients may be busy)."""
+    with server.client() as c:
+        return c.admin.command("qosStatus")
+
+
+def backends(client, tier):
+    return client.admin.command("qosStatus")["tiers"][tier]["backends"]
+
+
+def wait_until(cond, timeout=5.0):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if cond():
+            return True
+        time.sleep(0.02)
+    return cond()
+
+
+def run_in_thread(fn):
+    out = {}
+
+    def target():
+        try:
+            out["result"] = fn()
+        except Exception as e:  # noqa: BLE001 - reported by the caller
+            out["error"] = e
+        out["end"] = time.monotonic()
+
+    th = threading.Thread(target=target)
+    th.start()
+    return th, out
+
+
+def test_set_client_priority_and_connection_status(qserver):
+    c = qserver.client(maxPoolSize=1)
+    assert c.admin.command("connectionStatus")["priority"] == "normal"
+    reply = c.admin.command("setClientPriority", "low")
+    assert reply["was"] == "normal" and reply["priority"] == "low"
+    assert c.admin.command("connectionStatus")["priority"] == "low"
+    assert c.admin.command("qosStatus")["caller"]["priority"] == "low"
+    with pytest.raises(OperationFailure) as e:
+        c.admin.command("setClientPriority", "gold")
+    assert e.value.code == 2 and "high" in str(e.value) and "low" in str(e.value)
+    assert c.admin.command("connectionStatus")["priority"] == "low", "a refused change keeps the tier"
+    with pytest.raises(OperationFailure) as e:
+        c.test.command("find", "x", priority=1)
+    assert e.value.code == 2
+    c.close()
+
+
+def test_backends_run_at_their_tier_nice_level(qserver):
+    clients = {t: tier_client(qserver, t) for t in ("high", "normal", "low")}
+    for c in clients.values():
+        c.test.warm.find_one()
+    want = {"high": -19, "normal": 0, "low": 19}
+    for tier, c in clients.items():
+        pids = backends(c, tier)
+        assert pids, f"no {tier} backends"
+        for pid in pids:
+            assert nice_of(pid) == want[tier], (tier, pid)
+    for c in clients.values():
+        c.close()
+
+
+def test_high_backends_in_priority_pool_and_lower_tiers_restricted_while_high_runs(qserver):
+    high, low = tier_client(qserver, "high"), tier_client(qserver, "low")
+    high.test.warm.find_one()
+    low.test.warm.find_one()
+    for pid in backends(low, "high"):
+        assert cpus_of(pid) == "0-1"
+    low_pids = backends(low, "low")
+    assert all(cpus_of(p) == "0-1" for p in low_pids), "standard pool while no high request runs"
+    th, _ = run_in_thread(lambda: high.admin.command("sleep", 1, millis=1500))
+    try:
+        assert wait_until(lambda: all(cpus_of(p) == "1" for p in low_pids)), "restricted pool while a high request runs"
+        assert low.admin.command("qosStatus")["cpuPools"]["lowerTiersIn"] == "restricted"
+    finally:
+        th.join()
+    assert wait_until(lambda: all(cpus_of(p) == "0-1" for p in low_pids)), "back to the standard pool"
+    high.close()
+    low.close()
+
+
+def test_no_lower_tier_request_is_processed_while_a_high_one_is(qserver):
+    high, normal, low = (tier_client(qserver, t) for t in ("high", "normal", "low"))
+    for c in (high, normal, low):
+        c.test.order.find_one()
+    th_high, out_high = run_in_thread(lambda: high.admin.command("sleep", 1, millis=1000))
+    assert wait_until(lambda: status(qserver)["tiers"]["high"]["inProcess"] == 1)
+    th_low, out_low = run_in_thread(lambda: low.test.order.find_one())
+    th_norm, out_norm = run_in_thread(lambda: normal.test.order.find_one())
+    for th in (th_high, th_low, th_norm):
+        th.join()
+    for out in (out_high, out_low, out_norm):
+        assert "error" not in out, out
+    assert out_low["end"] >= out_high["end"], "a low request finished while the high one was in process"
+    assert out_norm["end"] >= out_high["end"], "a normal request finished while the high one was in process"
+    st = status(qserver)["tiers"]
+    assert st["low"]["waited"] >= 1 and st["normal"]["waited"] >= 1
+    for c in (high, normal, low):
+        c.close()
+
+
+def test_per_request_priority_overrides_the_session_tier(qserver):
+    high, low = tier_client(qserver, "high"), tier_client(qserver, "low")
+    low.test.order.find_one()
+    th, out_high = run_in_thread(lambda: high.admin.command("sleep", 1, millis=800))
+    assert wait_until(lambda: status(qserver)["tiers"]["high"]["inProcess"] == 1)
+    # The low session asks for high for one request: it does not wait.
+    start = time.monotonic()
+    low.test.command("find", "order", filter={}, priority="high")
+    assert time.monotonic() - start < 0.5
+    th.join()
+    assert low.admin.command("connectionStatus")["priority"] == "low", "the session tier applies again"
+    high.close()
+    low.close()
+
+
+def test_waiting_request_of_a_vanished_client_leaves_the_queue(qserver):
+    high = tier_client(qserver, "high")
+    th, _ = run_in_thread(lambda: high.admin.command("sleep", 1, millis=2000))
+    assert wait_until(lambda: status(qserver)["tiers"]["high"]["inProcess"] == 1)
+    before = status(qserver)["tiers"]["low"]["cancelled"]
+    s = socket.create_connection(("127.0.0.1", qserver.port), timeout=5)
+    s.sendall(op_msg({"setClientPriority": "low", "$db": "admin"}, request_id=1))
+    s.recv(65536)
+    s.sendall(op_msg({"find": "order", "filter": {}, "$db": "test"}, request_id=2))
+    assert wait_until(lambda: status(qserver)["tiers"]["low"]["waiting"] == 1)
+    s.close()
+    assert wait_until(lambda: status(qserver)["tiers"]["low"]["waiting"] == 0, timeout=1.0), \
+        "the waiter of a closed connection must leave at once, not when the high request ends"
+    assert status(qserver)["tiers"]["low"]["cancelled"] == before + 1
+    th.join()
+    st = status(qserver)["tiers"]
+    assert all(st[t]["inProcess"] == 0 and st[t]["waiting"] == 0 for t in ("normal", "low"))
+    high.close()
+
+
+def test_max_time_ms_expires_while_waiting(qserver):
+    high, low = tier_client(qserver, "high"), tier_client(qserver, "low")
+    low.test.order.find_one()
+    th, _ = run_in_thread(lambda: high.admin.command("sleep", 1, millis=1500))
+    assert wait_until(lambda: status(qserver)["tiers"]["high"]["inProcess"] == 1)
+    start = time.monotonic()
+    with pytest.raises(ExecutionTimeout) as e:
+        low.test.order.find_one({}, max_time_ms=200)
+    assert e.value.code == 50
+    assert time.monotonic() - start < 1.0
+    th.join()
+    assert status(qserver)["tiers"]["low"]["waiting"] == 0
+    high.close()
+    low.close()
+
+
+def test_threshold_two_lets_normal_run_beside_one_high(qserver):
+    admin = qserver.client()
+    try:
+        assert admin.admin.command("setQoSConfig", 1, threshold=2)["threshold"] == 2
+        high, normal = tier_client(qserver, "high"), tier_client(qserver, "normal")
+        normal.test.order.find_one()
+        th, _ = run_in_thread(lambda: high.admin.command("sleep", 1, millis=1000))
+        assert wait_until(lambda: admin.admin.command("qosStatus")["tiers"]["high"]["inProcess"] == 1)
+        start = time.monotonic()
+        normal.test.order.find_one()
+        assert time.monotonic() - start < 0.5, "one high request is below threshold 2"
+        th.join()
+        high.close()
+        normal.close()
+    finally:
+        admin.admin.command("setQoSConfig", 1, threshold=1)
+        admin.close()
+
+
+@pytest.mark.parametrize("cmd, args", [
+    ("setQoSConfig", {"threshold": 0}),
+    ("setQoSConfig", {"threshold": "two"}),
+    ("setQoSConfig", {"nice": {"gold": 1}}),
+    ("setQoSConfig", {"nice": {"high": -40}}),
+    ("setQoSConfig", {"ioPriority": {"low": "slow"}}),
+    ("setQoSConfig", {"threshold": 3, "unknownKnob": 1}),
+    ("setQoSConfig", {"cpuPools": {"priority": "0", "standard": "0-1", "restricted": "64"}}),
+    ("setCpuPools", {"priority": "0", "standard": "0-1", "restricted": "9999"}),
+    ("setCpuPools", {"priority": "0", "standard": "0-1"}),
+    ("setCpuPools", {"priority": "x", "standard": "0-1", "restricted": "1"}),
+    ("setCpuPools", {"fast": "0"}),
+])
+def test_bad_qos_configuration_is_refused_and_changes_nothing(qserver, cmd, args):
+    c = qserver.client()
+    before = c.admin.command("qosStatus")
+    with pytest.raises(OperationFailure) as e:
+        if cmd == "setCpuPools":
+            c.admin.command(cmd, args)
+        else:
+            c.admin.command(cmd, 1, **args)
+    assert e.value.code == 2 and e.value.details["codeName"] == "BadValue"
+    after = c.admin.command("qosStatus")
+    for key in ("threshold", "cpuPools", "starvationGuardMS"):
+        assert after[key] == before[key]
+    assert {t: after["tiers"][t]["nice"] for t in after["tiers"]} == {t: before["tiers"][t]["nice"] for t in before["tiers"]}
+    c.close()
+
+
+def test_set_cpu_pools_and_nice_at_run_time(qserver):
+    c = tier_client(qserver, "low")
+    c.test.warm.find_one()
+    pids = backends(c, "low")
+    try:
+        reply = c.admin.command("setCpuPools", {"priority": "0-1", "standard": "1", "restricted": "1"})
+        assert reply["standard"] == "1"
+        assert wait_until(lambda: all(cpus_of(p) == "1" for p in pids))
+        c.admin.command("setQoSConfig", 1, nice={"low": 10})
+        assert all(nice_of(p) == 10 for p in pids)
+        assert c.admin.command("qosStatus")["tiers"]["low"]["nice"] == 10
+    finally:
+        c.admin.command("setQoSConfig", 1, nice={"low": 19}, cpuPools={"priority": "0-1", "standard": "0-1", "restricted": "1"})
+    assert all(cpus_of(p) == "0-1" for p in pids) and all(nice_of(p) == 19 for p in pids)
+    c.close()
+
+
+def test_background_processes_get_idle_io_priority(qserver):
+    with open(os.path.join(qserver.data_dir, "pg", "postmaster.pid")) as f:
+        postmaster = int(f.readline())
+    children = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+                with open(f"/proc/{entry}/cmdline") as f:
+                    title = f.read()
+            except OSError:
+                continue
+            if ppid == postmaster and "checkpointer" in title:
+                children.append(int(entry))
+    assert children, "checkpointer not found"
+    import subprocess
+    out = subprocess.run(["ionice", "-p", str(children[0])], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "idle"
+
+
+def test_metrics_endpoint_exports_tier_figures(qserver):
+    c = tier_client(qserver, "low")
+    c.test.order.find_one()
+    body = urllib.request.urlopen(f"http://127.0.0.1:{qserver.metrics_port}/metrics", timeout=5).read().decode()
+    samples = {}
+    for line in body.splitlines():
+        if line and not line.startswith("#"):
+            name, value = line.rsplit(" ", 1)
+            samples[name] = float(value)
+    assert samples['tierdb_qos_enabled'] == 1
+    assert samples['tierdb_qos_admitted_total{tier="low"}'] >= 1
+    assert 'tierdb_qos_waiting{tier="high"}' in samples
+    assert samples['tierdb_request_duration_seconds_count{tier="low"}'] >= 1
+    assert samples['tierdb_command_calls_total{command="find"}'] >= 1
+    c.close()
+
+
+def test_qos_off_has_no_channel(new_server):
+    t = new_server(extra_args=["--qos=off", "--enable-test-commands"]).start()
+    c = t.client()
+    assert c.admin.command("qosStatus")["enabled"] is False
+    with pytest.raises(OperationFailure) as e:
+        c.admin.command("setQoSConfig", 1, threshold=2)
+    assert e.value.code == 20
+    high, low = tier_client(t, "high"), tier_client(t, "low")
+    low.test.x.find_one()
+    th, _ = run_in_thread(lambda: high.admin.command("sleep", 1, millis=1000))
+    time.sleep(0.2)
+    start = time.monotonic()
+    low.test.x.find_one()
+    assert time.monotonic() - start < 0.5, "with --qos=off nothing waits"
+    th.join()
+    for x in (c, high, low):
+        x.close()
