@@ -62,6 +62,7 @@ type serveFlags struct {
 	logLevel        string
 	testCommands    bool
 	metricsListen   string
+	pprof           bool
 	qos             qosFlags
 }
 
@@ -76,6 +77,7 @@ func serve(args []string) error {
 	fs.DurationVar(&f.cursorTimeout, "cursor-timeout", 10*time.Minute, "close cursors idle for longer than this")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&f.metricsListen, "metrics-listen", "", "serve Prometheus metrics on this address, e.g. 127.0.0.1:9216 (empty: off)")
+	fs.BoolVar(&f.pprof, "pprof", false, "also serve Go profiles under /debug/pprof/ on --metrics-listen")
 	fs.BoolVar(&f.testCommands, "enable-test-commands", false, "enable commands for tests (sleep)")
 	fs.StringVar(&f.configFile, "config", "", "YAML file of flag values (keys are flag names); flags given on the command line win")
 	f.qos.register(fs)
@@ -164,7 +166,7 @@ func serve(args []string) error {
 	defer h.Close()
 	srv.SetHandlers(h)
 	if f.metricsListen != "" {
-		addr, err := metrics.Serve(ctx, f.metricsListen, log, h.Metrics)
+		addr, err := metrics.Serve(ctx, f.metricsListen, log, f.pprof, h.Metrics)
 		if err != nil {
 			return fmt.Errorf("--metrics-listen: %w", err)
 		}

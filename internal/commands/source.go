@@ -27,10 +27,13 @@ const (
 type readSpec struct {
 	filter *query.Filter
 	empty  bool // the filter matches everything
-	sort   query.Sort
-	skip   int64
-	limit  int64 // 0: none
-	proj   *update.Projection
+	// exact means the SQL prefilter selects exactly the matches, so rows
+	// need no recheck (and no decoding): a plain {_id: scalar} filter.
+	exact bool
+	sort  query.Sort
+	skip  int64
+	limit int64 // 0: none
+	proj  *update.Projection
 }
 
 func parseReadSpec(filter, sortDoc, proj bson.D, skip, limit int64) (*readSpec, error) {
@@ -42,7 +45,7 @@ func parseReadSpec(filter, sortDoc, proj bson.D, skip, limit int64) (*readSpec, 
 	if err != nil {
 		return nil, err
 	}
-	rs := &readSpec{filter: f, empty: len(filter) == 0, sort: s, skip: skip, limit: limit}
+	rs := &readSpec{filter: f, empty: len(filter) == 0, exact: isIDEquality(filter), sort: s, skip: skip, limit: limit}
 	if len(proj) > 0 {
 		if rs.proj, err = update.ParseProjection(proj); err != nil {
 			return nil, err
@@ -116,11 +119,12 @@ func (s *scanSource) next(ctx context.Context, n int) ([]bson.Raw, bool, error) 
 		}
 		row := s.pending[0]
 		var doc bson.D
-		if !s.spec.empty || s.keepDecoded || (!s.raw && s.spec.proj != nil) {
+		recheck := !s.spec.empty && !s.spec.exact
+		if recheck || s.keepDecoded || (!s.raw && s.spec.proj != nil) {
 			if err := bson.Unmarshal(row.Doc, &doc); err != nil {
 				return nil, false, mongoerr.New(mongoerr.InternalError, "stored document is corrupt")
 			}
-			if !s.spec.empty && !s.spec.filter.Match(doc) {
+			if recheck && !s.spec.filter.Match(doc) {
 				s.pending = s.pending[1:]
 				continue
 			}
@@ -246,4 +250,21 @@ func sortAll(ctx context.Context, scan *scanSource, rs *readSpec) (batchSource, 
 		}
 	}
 	return &sliceSource{docs: out}, nil
+}
+
+// isIDEquality reports whether filter is {_id: v} with v a value whose
+// equality in MongoDB is exactly equality of its key (not null, which also
+// matches missing; not a document, array or regex, which have matching rules
+// of their own; not NaN).
+func isIDEquality(filter bson.D) bool {
+	if len(filter) != 1 || filter[0].Key != "_id" {
+		return false
+	}
+	switch v := filter[0].Value.(type) {
+	case int32, int64, string, bson.ObjectID, bool, bson.DateTime, bson.Timestamp, bson.Binary:
+		return true
+	case float64:
+		return v == v // not NaN
+	}
+	return false
 }

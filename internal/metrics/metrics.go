@@ -9,6 +9,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	httppprof "net/http/pprof"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -107,7 +108,8 @@ func (h *Histogram) ObserveDuration(d time.Duration) { h.Observe(d.Seconds()) }
 type Source func(w *Writer)
 
 // Serve answers GET /metrics on addr with every source, until ctx ends.
-func Serve(ctx context.Context, addr string, log *slog.Logger, sources ...Source) (net.Addr, error) {
+// With pprof it also serves Go's profiler under /debug/pprof/.
+func Serve(ctx context.Context, addr string, log *slog.Logger, pprof bool, sources ...Source) (net.Addr, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
@@ -120,6 +122,10 @@ func Serve(ctx context.Context, addr string, log *slog.Logger, sources ...Source
 			s(w)
 		}
 	})
+	if pprof {
+		mux.HandleFunc("/debug/pprof/", httppprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", httppprof.Profile)
+	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
