@@ -328,3 +328,20 @@ def test_qos_off_has_no_channel(new_server):
     th.join()
     for x in (c, high, low):
         x.close()
+
+
+def test_client_vanishing_while_its_request_is_in_process_leaves_no_count(qserver):
+    s = socket.create_connection(("127.0.0.1", qserver.port), timeout=5)
+    s.sendall(op_msg({"setClientPriority": "high", "$db": "admin"}, request_id=1))
+    s.recv(65536)
+    s.sendall(op_msg({"sleep": 1, "millis": 5000, "$db": "admin"}, request_id=2))
+    assert wait_until(lambda: status(qserver)["tiers"]["high"]["inProcess"] == 1)
+    s.close()
+    assert wait_until(lambda: status(qserver)["tiers"]["high"]["inProcess"] == 0, timeout=1.0), \
+        "the request of a closed connection must end at once"
+    # Lower tiers are admitted again right away.
+    low = tier_client(qserver, "low")
+    start = time.monotonic()
+    low.test.order.find_one()
+    assert time.monotonic() - start < 0.5
+    low.close()
