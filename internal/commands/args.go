@@ -6,6 +6,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"tierdb/internal/mongoerr"
+	"tierdb/internal/query"
 )
 
 // Small typed accessors over a command document. Each returns a MongoDB
@@ -21,7 +22,7 @@ func lookup(d bson.D, key string) (any, bool) {
 }
 
 func typeErr(key, want string, v any) error {
-	return mongoerr.Newf(mongoerr.TypeMismatch, "BSON field '%s' is the wrong type '%s', expected type '%s'", key, typeName(v), want)
+	return mongoerr.Newf(mongoerr.TypeMismatch, "BSON field '%s' is the wrong type '%s', expected type '%s'", key, query.TypeName(v), want)
 }
 
 // getString returns a string field; def when absent.
@@ -108,53 +109,4 @@ func asInt(v any) (int64, bool) {
 		return int64(n), true
 	}
 	return 0, false
-}
-
-// typeName is MongoDB's alias for a value's BSON type.
-func typeName(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case float64:
-		return "double"
-	case string:
-		return "string"
-	case bson.D:
-		return "object"
-	case bson.A:
-		return "array"
-	case bson.Binary:
-		return "binData"
-	case bson.Undefined:
-		return "undefined"
-	case bson.ObjectID:
-		return "objectId"
-	case bool:
-		return "bool"
-	case bson.DateTime:
-		return "date"
-	case bson.Regex:
-		return "regex"
-	case bson.DBPointer:
-		return "dbPointer"
-	case bson.JavaScript:
-		return "javascript"
-	case bson.Symbol:
-		return "symbol"
-	case bson.CodeWithScope:
-		return "javascriptWithScope"
-	case int32:
-		return "int"
-	case bson.Timestamp:
-		return "timestamp"
-	case int64:
-		return "long"
-	case bson.Decimal128:
-		return "decimal"
-	case bson.MinKey:
-		return "minKey"
-	case bson.MaxKey:
-		return "maxKey"
-	}
-	return "unknown"
 }

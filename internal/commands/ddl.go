@@ -201,7 +201,7 @@ func parseIndexSpec(doc bson.D) (storage.Index, error) {
 		default:
 			n, ok := asNumber(v)
 			if !ok || n == 0 {
-				return ix, mongoerr.Newf(mongoerr.CannotCreateIndex, "Values in the index key pattern can only be non-zero numbers or strings, got %s for '%s'", typeName(v), k.Key)
+				return ix, mongoerr.Newf(mongoerr.CannotCreateIndex, "Values in the index key pattern can only be non-zero numbers or strings, got %s for '%s'", query.TypeName(v), k.Key)
 			}
 			desc = n < 0
 			dir := "1"

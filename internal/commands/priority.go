@@ -8,6 +8,7 @@ import (
 
 	"tierdb/internal/mongoerr"
 	"tierdb/internal/qos"
+	"tierdb/internal/query"
 )
 
 // priorityField is the per-request tier override any command may carry.
@@ -27,7 +28,7 @@ func renderArg(v any) string {
 	if s, ok := v.(string); ok {
 		return "\"" + s + "\""
 	}
-	return typeName(v)
+	return query.TypeName(v)
 }
 
 // requestTier is the tier a request runs at: its own priority field if any,

@@ -12,6 +12,7 @@ import (
 	"tierdb/internal/metrics"
 	"tierdb/internal/mongoerr"
 	"tierdb/internal/qos"
+	"tierdb/internal/query"
 	"tierdb/internal/storage"
 	"tierdb/internal/tierctl"
 )
@@ -276,7 +277,7 @@ func validateDBName(db string) error {
 func collectionName(req *Request) (string, error) {
 	name, ok := req.Cmd[0].Value.(string)
 	if !ok {
-		return "", mongoerr.Newf(mongoerr.InvalidNamespace, "collection name has invalid type %s", typeName(req.Cmd[0].Value))
+		return "", mongoerr.Newf(mongoerr.InvalidNamespace, "collection name has invalid type %s", query.TypeName(req.Cmd[0].Value))
 	}
 	if name == "" || strings.ContainsAny(name, "$\x00") || strings.HasPrefix(name, ".") || strings.HasSuffix(name, ".") {
 		return "", mongoerr.Newf(mongoerr.InvalidNamespace, "Invalid namespace specified '%s.%s'", req.DB, name)

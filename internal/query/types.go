@@ -1,6 +1,7 @@
 package query
 
 import (
+	"fmt"
 	"math"
 	"strconv"
 
@@ -281,4 +282,55 @@ func typeAlias(name string) (int, bool) {
 
 func validTypeCode(c int) bool {
 	return (c >= typeDouble && c <= typeDecimal) || c == typeMinKey || c == typeMaxKey
+}
+
+// TypeName is MongoDB's name for the BSON type of v, as used in error
+// messages and by $type.
+func TypeName(v any) string {
+	switch v.(type) {
+	case float64:
+		return "double"
+	case string:
+		return "string"
+	case bson.D:
+		return "object"
+	case bson.A:
+		return "array"
+	case bson.Binary:
+		return "binData"
+	case bson.Undefined:
+		return "undefined"
+	case bson.ObjectID:
+		return "objectId"
+	case bool:
+		return "bool"
+	case bson.DateTime:
+		return "date"
+	case nil:
+		return "null"
+	case bson.Regex:
+		return "regex"
+	case bson.DBPointer:
+		return "dbPointer"
+	case bson.JavaScript:
+		return "javascript"
+	case bson.Symbol:
+		return "symbol"
+	case bson.CodeWithScope:
+		return "javascriptWithScope"
+	case int32:
+		return "int"
+	case bson.Timestamp:
+		return "timestamp"
+	case int64:
+		return "long"
+	case bson.Decimal128:
+		return "decimal"
+	case bson.MinKey:
+		return "minKey"
+	case bson.MaxKey:
+		return "maxKey"
+	default:
+		return fmt.Sprintf("%T", v)
+	}
 }

@@ -9,57 +9,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
 
-// typeName is MongoDB's name for the BSON type of v, as used in error
-// messages and by $type.
-func typeName(v any) string {
-	switch v.(type) {
-	case float64:
-		return "double"
-	case string:
-		return "string"
-	case bson.D:
-		return "object"
-	case bson.A:
-		return "array"
-	case bson.Binary:
-		return "binData"
-	case bson.Undefined:
-		return "undefined"
-	case bson.ObjectID:
-		return "objectId"
-	case bool:
-		return "bool"
-	case bson.DateTime:
-		return "date"
-	case nil:
-		return "null"
-	case bson.Regex:
-		return "regex"
-	case bson.DBPointer:
-		return "dbPointer"
-	case bson.JavaScript:
-		return "javascript"
-	case bson.Symbol:
-		return "symbol"
-	case bson.CodeWithScope:
-		return "javascriptWithScope"
-	case int32:
-		return "int"
-	case bson.Timestamp:
-		return "timestamp"
-	case int64:
-		return "long"
-	case bson.Decimal128:
-		return "decimal"
-	case bson.MinKey:
-		return "minKey"
-	case bson.MaxKey:
-		return "maxKey"
-	default:
-		return fmt.Sprintf("%T", v)
-	}
-}
-
 // formatElem renders "{name: value}" the way MongoDB quotes a document
 // element inside error messages.
 func formatElem(name string, v any) string {

@@ -2,6 +2,7 @@ package update
 
 import (
 	"tierdb/internal/mongoerr"
+	"tierdb/internal/query"
 )
 
 // arithMod is $inc (mul false) and $mul (mul true).
@@ -40,7 +41,7 @@ func (m *arithMod) apply(c *applyCtx, op *fieldOp) error {
 	if !isNumber(old) {
 		return mongoerr.Newf(mongoerr.TypeMismatch,
 			"Cannot apply %s to a value of non-numeric type. {%s} has the field '%s' of non-numeric type %s",
-			m.name, idText(c.orig), op.parts[len(op.parts)-1], typeName(old))
+			m.name, idText(c.orig), op.parts[len(op.parts)-1], query.TypeName(old))
 	}
 	v, ok := arith(old, m.arg, m.mul)
 	if !ok {

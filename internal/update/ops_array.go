@@ -8,6 +8,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"tierdb/internal/mongoerr"
+	"tierdb/internal/query"
 )
 
 // pushMod is $push, with the $each, $position, $sort and $slice modifiers.
@@ -32,21 +33,21 @@ func parsePush(_ string, arg any) (modifier, error) {
 			arr, ok := e.Value.(bson.A)
 			if !ok {
 				return nil, mongoerr.Newf(mongoerr.BadValue,
-					"The argument to $each in $push must be an array but it was of type: %s", typeName(e.Value))
+					"The argument to $each in $push must be an array but it was of type: %s", query.TypeName(e.Value))
 			}
 			m.values = arr
 		case "$slice":
 			n, ok := integral(e.Value)
 			if !ok {
 				return nil, mongoerr.Newf(mongoerr.BadValue,
-					"The value for $slice must be an integer value but was given type: %s", typeName(e.Value))
+					"The value for $slice must be an integer value but was given type: %s", query.TypeName(e.Value))
 			}
 			m.slice = &n
 		case "$position":
 			n, ok := integral(e.Value)
 			if !ok {
 				return nil, mongoerr.Newf(mongoerr.BadValue,
-					"The value for $position must be an integer value, not of type: %s", typeName(e.Value))
+					"The value for $position must be an integer value, not of type: %s", query.TypeName(e.Value))
 			}
 			m.position = &n
 		case "$sort":
@@ -83,7 +84,7 @@ func (m *pushMod) apply(c *applyCtx, op *fieldOp) error {
 		if arr, ok = old.(bson.A); !ok {
 			return mongoerr.Newf(mongoerr.BadValue,
 				"The field '%s' must be an array but is of type %s in document {%s}",
-				op.parts[len(op.parts)-1], typeName(old), idText(c.orig))
+				op.parts[len(op.parts)-1], query.TypeName(old), idText(c.orig))
 		}
 	}
 	pos := int64(len(arr))
@@ -218,7 +219,7 @@ func parseAddToSet(_ string, arg any) (modifier, error) {
 	arr, ok := d[0].Value.(bson.A)
 	if !ok {
 		return nil, mongoerr.Newf(mongoerr.TypeMismatch,
-			"The argument to $each in $addToSet must be an array but it was of type %s", typeName(d[0].Value))
+			"The argument to $each in $addToSet must be an array but it was of type %s", query.TypeName(d[0].Value))
 	}
 	return &addToSetMod{values: arr}, nil
 }
@@ -231,7 +232,7 @@ func (m *addToSetMod) apply(c *applyCtx, op *fieldOp) error {
 		if arr, ok = old.(bson.A); !ok {
 			return mongoerr.Newf(mongoerr.BadValue,
 				"Cannot apply $addToSet to non-array field. Field named '%s' has non-array type %s",
-				op.parts[len(op.parts)-1], typeName(old))
+				op.parts[len(op.parts)-1], query.TypeName(old))
 		}
 	}
 	out := slices.Clone(arr)
@@ -273,7 +274,7 @@ func (m popMod) apply(c *applyCtx, op *fieldOp) error {
 	arr, ok := old.(bson.A)
 	if !ok {
 		return mongoerr.Newf(mongoerr.TypeMismatch,
-			"Path '%s' contains an element of non-array type '%s'", op.path, typeName(old))
+			"Path '%s' contains an element of non-array type '%s'", op.path, query.TypeName(old))
 	}
 	if len(arr) == 0 {
 		return nil
@@ -303,7 +304,7 @@ func parsePullAll(_ string, arg any) (modifier, error) {
 	values, ok := arg.(bson.A)
 	if !ok {
 		return nil, mongoerr.Newf(mongoerr.BadValue,
-			"$pullAll requires an array argument but was given a %s", typeName(arg))
+			"$pullAll requires an array argument but was given a %s", query.TypeName(arg))
 	}
 	return &pullMod{name: "$pullAll", match: func(elem any) bool {
 		return slices.ContainsFunc(values, func(v any) bool { return compareValues(elem, v) == 0 })

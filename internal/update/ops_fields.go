@@ -6,6 +6,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"tierdb/internal/mongoerr"
+	"tierdb/internal/query"
 )
 
 // setMod is $set and $setOnInsert.
@@ -60,7 +61,7 @@ func parseCurrentDate(_ string, arg any) (modifier, error) {
 	default:
 		return nil, mongoerr.Newf(mongoerr.BadValue,
 			"%s is not valid type for $currentDate. Please use a boolean ('true') or a $type expression ({$type: 'timestamp/date'}).",
-			typeName(arg))
+			query.TypeName(arg))
 	}
 }
 

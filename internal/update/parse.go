@@ -8,6 +8,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"tierdb/internal/mongoerr"
+	"tierdb/internal/query"
 )
 
 // Update is a parsed update document: either a list of operator
@@ -76,7 +77,7 @@ func ParseWithOptions(u any, opts Options) (*Update, error) {
 		return nil, mongoerr.New(mongoerr.NotImplemented, "pipeline-style updates are not supported")
 	default:
 		return nil, mongoerr.Newf(mongoerr.TypeMismatch,
-			"Update argument must be either an object or an array, not %s", typeName(u))
+			"Update argument must be either an object or an array, not %s", query.TypeName(u))
 	}
 
 	if len(d) == 0 || !strings.HasPrefix(d[0].Key, "$") {
@@ -102,7 +103,7 @@ func ParseWithOptions(u any, opts Options) (*Update, error) {
 		if !ok {
 			return nil, mongoerr.Newf(mongoerr.FailedToParse,
 				"Modifiers operate on fields but we found type %s instead. For example: {$mod: {<field>: ...}} not {%s: %s}",
-				typeName(e.Value), e.Key, formatValue(e.Value))
+				query.TypeName(e.Value), e.Key, formatValue(e.Value))
 		}
 		for _, f := range fields {
 			parts, err := splitUpdatePath(f.Key)

@@ -6,6 +6,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"tierdb/internal/mongoerr"
+	"tierdb/internal/query"
 )
 
 // Projection is a parsed find projection. It is immutable and safe for
@@ -82,7 +83,7 @@ func ParseProjection(spec bson.D) (*Projection, error) {
 				}
 			default:
 				return mongoerr.Newf(mongoerr.NotImplemented,
-					"projection values of type %s (expressions and literals) are not supported: %s", typeName(v), path)
+					"projection values of type %s (expressions and literals) are not supported: %s", query.TypeName(v), path)
 			}
 
 			isID := path == "_id"

@@ -6,6 +6,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"tierdb/internal/mongoerr"
+	"tierdb/internal/query"
 )
 
 // ValidateForStorage checks a document about to be stored (inserted,
@@ -47,7 +48,7 @@ func ValidateForStorage(doc bson.D) error {
 func validateID(v any) error {
 	switch v.(type) {
 	case bson.A, bson.Regex, bson.Undefined:
-		return mongoerr.Newf(mongoerr.InvalidIDField, "The '_id' value cannot be of type %s", typeName(v))
+		return mongoerr.Newf(mongoerr.InvalidIDField, "The '_id' value cannot be of type %s", query.TypeName(v))
 	case bson.D:
 		// An _id document is compared and indexed as a whole; operator-like
 		// names inside it would be ambiguous in queries.
