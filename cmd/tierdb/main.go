@@ -58,6 +58,7 @@ type serveFlags struct {
 	postgresURL     string
 	postgresBin     string
 	backendsPerTier int
+	versionCacheMB  int
 	cursorTimeout   time.Duration
 	logLevel        string
 	testCommands    bool
@@ -73,6 +74,7 @@ func serve(args []string) error {
 	fs.StringVar(&f.dataDir, "data-dir", "./tierdb-data", "data directory of the embedded PostgreSQL")
 	fs.StringVar(&f.postgresURL, "postgres-url", "", "use this PostgreSQL instead of the embedded one (e.g. postgres://user@host/db)")
 	fs.StringVar(&f.postgresBin, "postgres-bin", "", "directory with the PostgreSQL binaries (default: found with pg_config or under /usr/lib/postgresql)")
+	fs.IntVar(&f.versionCacheMB, "version-cache-mb", 64, "memory for last-written document versions, which let updates by _id run as one statement (0: off)")
 	fs.IntVar(&f.backendsPerTier, "backends-per-tier", 8, "PostgreSQL backends in each tier's pool")
 	fs.DurationVar(&f.cursorTimeout, "cursor-timeout", 10*time.Minute, "close cursors idle for longer than this")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
@@ -124,7 +126,7 @@ func serve(args []string) error {
 	// QoS: the priority channel gates requests, the controller sets the OS
 	// treatment of each tier's backends. With --qos=off neither exists.
 	var manager *tierctl.Manager
-	storeOpts := storage.Options{ConnString: connString, Logger: log}
+	storeOpts := storage.Options{ConnString: connString, Logger: log, VersionCacheBytes: f.versionCacheMB << 20}
 	for i := range storeOpts.BackendsPerTier {
 		storeOpts.BackendsPerTier[i] = f.backendsPerTier
 	}

@@ -304,6 +304,11 @@ func (h *Handlers) updateStatement(ctx context.Context, db, name string, stmt bs
 	if err != nil && !storage.IsCode(err, storage.ErrNamespaceNotFound) {
 		return res, err
 	}
+	if col != nil && rs.exact {
+		if done, err := h.updateLastWritten(ctx, col, q[0].Value, upd, &res); done || err != nil {
+			return res, err
+		}
+	}
 	apply := func(d bson.D) (bson.D, bool, error) { return upd.Apply(d, false) }
 	// Two rounds at most: a duplicate key on the upsert's insert may mean a
 	// concurrent upsert inserted the match first (then the second round
@@ -344,6 +349,42 @@ func (h *Handlers) updateStatement(ctx context.Context, db, name string, stmt bs
 		return res, err
 	}
 	return res, nil // not reached: round 1 always returns
+}
+
+// updateLastWritten is the one-statement update of a document by _id: it
+// applies the update to the version tierdb last wrote and swaps it in if that
+// is still the stored version. done is false when it could not tell (no
+// remembered version, a stale one, or an outcome that depends on the stored
+// version); the caller then takes the usual read-then-swap path.
+func (h *Handlers) updateLastWritten(ctx context.Context, col *storage.Collection, id any, upd *update.Update, res *updateResult) (done bool, err error) {
+	key := storage.IDKey(id)
+	old := h.store.LastWritten(col, key)
+	if old == nil {
+		return false, nil
+	}
+	var doc bson.D
+	if bson.Unmarshal(old, &doc) != nil {
+		return false, nil
+	}
+	newDoc, changed, err := upd.Apply(doc, false)
+	if err != nil || !changed {
+		// Errors and no-ops must be judged on the stored version.
+		return false, nil
+	}
+	next, err := prepareDoc(newDoc)
+	if err != nil {
+		return false, nil
+	}
+	ok, err := h.store.Replace(ctx, col, key, old, next)
+	if err != nil {
+		// The swap matched, so the remembered version was current: the
+		// error (a duplicate key on a unique index) is the real outcome.
+		return true, err
+	}
+	if ok {
+		res.matched, res.modified = 1, 1
+	}
+	return ok, nil
 }
 
 // insertOne inserts one document, creating the collection if needed, and

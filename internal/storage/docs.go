@@ -46,6 +46,9 @@ func (s *Store) Insert(ctx context.Context, c *Collection, docs []Doc, ordered b
 	// ones conflict and honour ordered semantics exactly.
 	err = s.insertBatch(ctx, c, docs)
 	if err == nil {
+		for _, d := range docs {
+			s.versions.put(cacheKey(c, IDKey(d.ID)), d.Raw)
+		}
 		return len(docs), nil, nil
 	}
 	if !IsCode(err, ErrDuplicateKey) {
@@ -56,6 +59,7 @@ func (s *Store) Insert(ctx context.Context, c *Collection, docs []Doc, ordered b
 		switch {
 		case err == nil:
 			inserted++
+			s.versions.put(cacheKey(c, IDKey(docs[i].ID)), docs[i].Raw)
 		case IsCode(err, ErrDuplicateKey):
 			werrs = append(werrs, WriteError{Index: i, Err: c.dupError(err, docs[i].D)})
 			if ordered {
@@ -292,7 +296,13 @@ func (s *Store) Replace(ctx context.Context, c *Collection, key, old []byte, new
 		}
 		return false, s.retryable(ctx, c, err)
 	}
-	return tag.RowsAffected() == 1, nil
+	ok := tag.RowsAffected() == 1
+	if ok {
+		s.versions.put(cacheKey(c, key), newDoc.Raw)
+	} else {
+		s.versions.forget(cacheKey(c, key))
+	}
+	return ok, nil
 }
 
 // Delete removes the given rows if they still hold the bytes they were read
@@ -302,6 +312,9 @@ func (s *Store) Delete(ctx context.Context, c *Collection, rows []Row) (int64, e
 	docs := make([][]byte, len(rows))
 	for i, r := range rows {
 		keys[i], docs[i] = r.Key, r.Doc
+	}
+	for _, k := range keys {
+		s.versions.forget(cacheKey(c, k))
 	}
 	tag, err := s.pool(ctx).Exec(ctx, `DELETE FROM `+c.table+` t USING unnest($1::bytea[], $2::bytea[]) AS d(k, v) WHERE t._id = d.k AND t.doc = d.v`, keys, docs)
 	if err != nil {

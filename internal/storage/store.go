@@ -23,6 +23,10 @@ type Options struct {
 	// tier's pool opens and closes, so its OS scheduling can be set once.
 	OnBackendOpen  func(pid int, t qos.Tier)
 	OnBackendClose func(pid int)
+	// VersionCacheBytes bounds the cache of last-written document versions
+	// that lets updates by _id skip their read (see versions.go); 0 turns it
+	// off.
+	VersionCacheBytes int
 }
 
 // Store is the document store on PostgreSQL.
@@ -33,7 +37,8 @@ type Store struct {
 	mu       sync.Mutex
 	backends map[uint32]qos.Tier // backend PID → tier of the pool that owns it
 
-	cat *catalog
+	cat      *catalog
+	versions *versionCache
 }
 
 // Open connects the per-tier pools and makes sure the catalog exists.
@@ -41,7 +46,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	s := &Store{log: opts.Logger, backends: map[uint32]qos.Tier{}}
+	s := &Store{log: opts.Logger, backends: map[uint32]qos.Tier{}, versions: newVersionCache(opts.VersionCacheBytes)}
 	for t := qos.Tier(0); t < qos.NumTiers; t++ {
 		cfg, err := pgxpool.ParseConfig(opts.ConnString)
 		if err != nil {
