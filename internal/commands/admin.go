@@ -172,7 +172,7 @@ func (h *Handlers) serverStatus(context.Context, *Request) (bson.D, error) {
 			{Key: "getmore", Value: h.ops[opGetMore].Load()},
 			{Key: "command", Value: h.ops[opCommand].Load()},
 		}},
-		{Key: "tierdb", Value: bson.D{{Key: "backends", Value: h.backendStats()}}},
+		{Key: "tierdb", Value: bson.D{{Key: "backends", Value: h.backendStats()}, {Key: "versionCache", Value: h.versionCacheStats()}}},
 		{Key: "metrics", Value: bson.D{{Key: "cursor", Value: bson.D{
 			{Key: "open", Value: bson.D{{Key: "total", Value: int64(h.cursors.len())}}},
 			{Key: "timedOut", Value: h.cursors.timedOut.Load()},
@@ -304,4 +304,9 @@ func (h *Handlers) awaitTopologyChange(ctx context.Context, cmd bson.D) error {
 	case <-ctx.Done():
 	}
 	return nil
+}
+
+func (h *Handlers) versionCacheStats() bson.D {
+	hits, misses, entries, bytes := h.store.VersionCacheStats()
+	return bson.D{{Key: "hits", Value: hits}, {Key: "misses", Value: misses}, {Key: "entries", Value: int64(entries)}, {Key: "bytes", Value: int64(bytes)}}
 }

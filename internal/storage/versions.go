@@ -3,6 +3,7 @@ package storage
 import (
 	"container/list"
 	"sync"
+	"sync/atomic"
 )
 
 // versionCache remembers the last stored bytes of recently written
@@ -13,6 +14,8 @@ import (
 // another tierdb) costs nothing but the fallback: the swap matches no row and
 // the caller reads the document as usual.
 type versionCache struct {
+	hits, misses atomic.Int64
+
 	mu     sync.Mutex
 	budget int
 	size   int
@@ -39,8 +42,10 @@ func (v *versionCache) get(k string) []byte {
 	defer v.mu.Unlock()
 	if e, ok := v.byKey[k]; ok {
 		v.lru.MoveToFront(e)
+		v.hits.Add(1)
 		return e.Value.(*versionEntry).doc
 	}
+	v.misses.Add(1)
 	return nil
 }
 
@@ -88,4 +93,13 @@ func (v *versionCache) forget(k string) {
 // version of Replace.
 func (s *Store) LastWritten(c *Collection, idKey []byte) []byte {
 	return s.versions.get(cacheKey(c, idKey))
+}
+
+// VersionCacheStats reports lookups that found a version, lookups that did
+// not, entries and bytes held.
+func (s *Store) VersionCacheStats() (hits, misses int64, entries, bytes int) {
+	v := s.versions
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.hits.Load(), v.misses.Load(), len(v.byKey), v.size
 }

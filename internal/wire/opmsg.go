@@ -8,6 +8,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"tierdb/internal/bsonx"
 	"tierdb/internal/mongoerr"
 )
 
@@ -126,11 +127,11 @@ func parseSequence(h *Header, b []byte) (Sequence, int, error) {
 
 // Command returns the command document: the body's fields followed by one
 // field per document sequence, named by its identifier, whose value is a
-// bson.A of bson.D.
+// bson.A of bson.D. The result shares no memory with the message buffer.
 func (m *OpMsg) Command() (bson.D, error) {
-	var cmd bson.D
-	if err := bson.Unmarshal(m.Body, &cmd); err != nil {
-		return nil, mongoerr.Newf(mongoerr.InvalidBSON, "invalid BSON in OP_MSG body: %v", err)
+	cmd, err := bsonx.Decode(m.Body)
+	if err != nil {
+		return nil, mongoerr.Newf(mongoerr.InvalidBSON, "invalid BSON in OP_MSG body: %s", decodeReason(err))
 	}
 	for _, s := range m.Sequences {
 		for _, e := range cmd {
@@ -140,13 +141,22 @@ func (m *OpMsg) Command() (bson.D, error) {
 		}
 		arr := make(bson.A, len(s.Documents))
 		for i, raw := range s.Documents {
-			var d bson.D
-			if err := bson.Unmarshal(raw, &d); err != nil {
-				return nil, mongoerr.Newf(mongoerr.InvalidBSON, "invalid BSON in OP_MSG sequence %q document %d: %v", s.Identifier, i, err)
+			d, err := bsonx.Decode(raw)
+			if err != nil {
+				return nil, mongoerr.Newf(mongoerr.InvalidBSON, "invalid BSON in OP_MSG sequence %q document %d: %s", s.Identifier, i, decodeReason(err))
 			}
 			arr[i] = d
 		}
 		cmd = append(cmd, bson.E{Key: s.Identifier, Value: arr})
 	}
 	return cmd, nil
+}
+
+// decodeReason is the detail of a bsonx error without its code, which the
+// caller's error already carries.
+func decodeReason(err error) string {
+	if me, ok := mongoerr.As(err); ok {
+		return me.Msg
+	}
+	return err.Error()
 }

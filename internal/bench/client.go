@@ -1,0 +1,86 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"go.mongodb.org/mongo-driver/v2/mongo/writeconcern"
+)
+
+// clientOptions are shared by every connection the harness opens. Retries
+// are off so a latency is one attempt and a failure is counted, not hidden.
+func clientOptions(addr, appName string, poolSize uint64) *options.ClientOptions {
+	return options.Client().
+		ApplyURI("mongodb://" + addr + "/?directConnection=true").
+		SetMaxPoolSize(poolSize).
+		SetServerMonitoringMode(options.ServerMonitoringModePoll).
+		SetRetryWrites(false).
+		SetRetryReads(false).
+		SetConnectTimeout(10 * time.Second).
+		SetAppName(appName)
+}
+
+// tierClient is one benchmark client. Its pool holds a single connection,
+// so the connection that declared the tier with setClientPriority is the
+// one every later operation runs on, as with the paper's clients.
+type tierClient struct {
+	client *mongo.Client
+	coll   *mongo.Collection
+	tier   string
+}
+
+func connectTierClient(ctx context.Context, addr, appName, tier string, wc *WriteConcern) (*tierClient, error) {
+	c, err := mongo.Connect(clientOptions(addr, appName, 1))
+	if err != nil {
+		return nil, err
+	}
+	tc := &tierClient{client: c, tier: tier}
+	collOpts := options.Collection()
+	if wc != nil {
+		collOpts.SetWriteConcern(wc.driver())
+	}
+	tc.coll = c.Database(benchDatabase).Collection(benchCollection, collOpts)
+	var reply bson.D
+	err = c.Database("admin").RunCommand(ctx, bson.D{{Key: "setClientPriority", Value: tier}}).Decode(&reply)
+	if err != nil {
+		_ = c.Disconnect(context.Background())
+		return nil, fmt.Errorf("setClientPriority %q: %w", tier, err)
+	}
+	return tc, nil
+}
+
+// checkTier asks the server which tier this connection has now: a
+// reconnect would silently have dropped it to normal.
+func (tc *tierClient) checkTier(ctx context.Context) error {
+	var reply struct {
+		Caller struct {
+			Priority string `bson:"priority"`
+		} `bson:"caller"`
+	}
+	if err := tc.client.Database("admin").RunCommand(ctx, bson.D{{Key: "qosStatus", Value: 1}}).Decode(&reply); err != nil {
+		return fmt.Errorf("qosStatus: %w", err)
+	}
+	if reply.Caller.Priority != tc.tier {
+		return fmt.Errorf("the connection runs at tier %q, not %q (did it reconnect?)", reply.Caller.Priority, tc.tier)
+	}
+	return nil
+}
+
+func (tc *tierClient) close() { _ = tc.client.Disconnect(context.Background()) }
+
+func (wc *WriteConcern) driver() *writeconcern.WriteConcern {
+	out := &writeconcern.WriteConcern{Journal: wc.Journal}
+	switch w := wc.W.(type) {
+	case int:
+		out.W = w
+	case float64: // as read back from JSON
+		out.W = int(w)
+	case string:
+		out.W = w
+	}
+	return out
+}

@@ -1,0 +1,348 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+)
+
+// engine runs the scenario's runs on one PostgreSQL.
+type engine struct {
+	opts    Options
+	sc      *Scenario
+	layout  Layout
+	clients []int // resolved client count per group
+	pg      *pgServer
+	wl      *workload
+}
+
+// serverCPUs is where tierdb runs: pinned in the split layout, anywhere
+// otherwise.
+func (e *engine) serverCPUs() []int {
+	if e.layout.Mode == LayoutSplit {
+		return e.layout.ServerCPUs
+	}
+	return nil
+}
+
+func (e *engine) startTierdb(ctx context.Context, args []string, logName string) (*tierdbProc, error) {
+	args = append([]string{"--log-level", "info"}, args...)
+	return startTierdb(ctx, e.opts.Tierdb, e.pg.cluster.ConnString(), args, e.serverCPUs(),
+		filepath.Join(e.opts.OutDir, "logs", logName))
+}
+
+// load inserts the records once, through a QoS-off tierdb.
+func (e *engine) load(ctx context.Context) error {
+	fmt.Fprintf(e.opts.Stdout, "loading %d records (%d fields of %d bytes)\n", e.sc.Records, e.sc.FieldCount, e.sc.FieldLength)
+	t, err := e.startTierdb(ctx, []string{"--qos", "off"}, "load.log")
+	if err != nil {
+		return err
+	}
+	defer t.stop()
+	const loaders, batch = 2, 500
+	c, err := mongo.Connect(clientOptions(t.addr, "bench-load", loaders))
+	if err != nil {
+		return err
+	}
+	defer c.Disconnect(context.Background())
+	coll := c.Database(benchDatabase).Collection(benchCollection)
+	if err := coll.Drop(ctx); err != nil {
+		return fmt.Errorf("dropping %s.%s: %w", benchDatabase, benchCollection, err)
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, loaders)
+	for l := range loaders {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(l), 7))
+			for start := l * batch; start < e.sc.Records; start += loaders * batch {
+				docs := make([]any, 0, batch)
+				for id := start; id < min(start+batch, e.sc.Records); id++ {
+					docs = append(docs, e.wl.doc(int64(id), rng))
+				}
+				if _, err := coll.InsertMany(ctx, docs); err != nil {
+					errs[l] = fmt.Errorf("loading records: %w", err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	n, err := coll.CountDocuments(ctx, bson.D{})
+	if err != nil {
+		return fmt.Errorf("counting records: %w", err)
+	}
+	if n != int64(e.sc.Records) {
+		return fmt.Errorf("after loading, the collection holds %d records, want %d", n, e.sc.Records)
+	}
+	// Fresh statistics and a clean buffer state for the first run.
+	return e.pg.exec(ctx, "VACUUM ANALYZE")
+}
+
+// runOne runs one variant (or the baseline) on a fresh tierdb.
+func (e *engine) runOne(ctx context.Context, rep int, v Variant) (run RunResult, err error) {
+	baseline := v.Name == BaselineVariant
+	run = RunResult{Rep: rep, Variant: v.Name, Args: v.ServeArgs()}
+	t, err := e.startTierdb(ctx, run.Args, fmt.Sprintf("rep%d-%s.log", rep, v.Name))
+	if err != nil {
+		return run, err
+	}
+	defer func() {
+		if serr := t.stop(); serr != nil && err == nil {
+			err = serr
+		}
+	}()
+	// A checkpoint now rather than in the middle of the measurement.
+	if err := e.pg.exec(ctx, "CHECKPOINT"); err != nil {
+		return run, fmt.Errorf("CHECKPOINT: %w", err)
+	}
+
+	// The groups of this run: the baseline has only the time-sensitive
+	// ones, starting at once.
+	type member struct {
+		g       Group
+		clients int
+	}
+	var groups []member
+	for i, g := range e.sc.Groups {
+		if baseline {
+			if g.Role != RoleTimeSensitive {
+				continue
+			}
+			g.StartAfter = 0
+		}
+		groups = append(groups, member{g, e.clients[i]})
+	}
+
+	conns := make([][]*tierClient, len(groups))
+	defer func() {
+		for _, cs := range conns {
+			for _, c := range cs {
+				c.close()
+			}
+		}
+	}()
+	for gi, m := range groups {
+		for ci := range m.clients {
+			c, err := connectTierClient(ctx, t.addr, fmt.Sprintf("bench-%s-%d", m.g.Name, ci), m.g.Tier, m.g.WriteConcern)
+			if err != nil {
+				return run, fmt.Errorf("client %d of group %s: %w", ci, m.g.Name, err)
+			}
+			conns[gi] = append(conns[gi], c)
+		}
+	}
+
+	cpuA, _ := readCPUTimes()
+	tierdbA, pgA := processCPU(t.pid()), treeCPU(e.pg.cluster.PID())
+	runCtx, cancel := context.WithTimeout(ctx, e.sc.MaxRunTime.D())
+	defer cancel()
+	start := time.Now()
+	run.Start = start.UTC()
+
+	// Groups that end afterOthers stop that long after all the others.
+	var bounded sync.WaitGroup
+	stops := make([]chan struct{}, len(groups))
+	recs := make([][]*recorder, len(groups))
+	progress := make([]atomic.Int64, len(groups))
+	var all sync.WaitGroup
+	for gi, m := range groups {
+		seed := uint64(rep)<<32 | uint64(gi)<<16
+		for ci, c := range conns[gi] {
+			rec := newRecorder(*m.g.Samples, seed|uint64(ci))
+			recs[gi] = append(recs[gi], rec)
+			w := worker{
+				g: m.g, wl: e.wl, client: c, rec: rec, start: start, done: &progress[gi],
+				rng: rand.New(rand.NewPCG(seed|uint64(ci), uint64(len(v.Name)))),
+			}
+			if m.g.AfterOthers > 0 {
+				if stops[gi] == nil {
+					stops[gi] = make(chan struct{})
+				}
+				w.stop = stops[gi]
+			} else {
+				bounded.Add(1)
+			}
+			all.Go(func() {
+				if w.stop == nil {
+					defer bounded.Done()
+				}
+				w.run(runCtx)
+			})
+		}
+	}
+	othersDone := make(chan struct{})
+	go func() {
+		bounded.Wait()
+		close(othersDone)
+	}()
+	for gi, stop := range stops {
+		if stop == nil {
+			continue
+		}
+		go func() {
+			select {
+			case <-othersDone:
+			case <-runCtx.Done():
+			}
+			select {
+			case <-time.After(groups[gi].g.AfterOthers.D()):
+			case <-runCtx.Done():
+			}
+			close(stop)
+		}()
+	}
+	names := make([]string, len(groups))
+	for gi, m := range groups {
+		names[gi] = m.g.Name
+	}
+	stopProgress := showProgress(e.opts.Progress, fmt.Sprintf("rep %d/%d %s", rep, e.sc.Repeat, v.Name), start, names, progress)
+	all.Wait()
+	stopProgress()
+	run.WallSeconds = time.Since(start).Seconds()
+	run.CutOff = runCtx.Err() != nil && ctx.Err() == nil
+	if ctx.Err() != nil {
+		return run, ctx.Err()
+	}
+
+	cpuB, _ := readCPUTimes()
+	run.Server = ServerUsage{
+		TierdbCPU:   processCPU(t.pid()) - tierdbA,
+		PostgresCPU: treeCPU(e.pg.cluster.PID()) - pgA,
+	}
+	run.Server.BusyPct, run.Server.StealPct, run.Server.IOWait = cpuShares(cpuA, cpuB, e.layout.ServerCPUs)
+
+	for gi, m := range groups {
+		run.Groups = append(run.Groups, mergeGroup(m.g, m.clients, recs[gi]))
+	}
+	run.TSStart, run.TSEnd = tsPhase(run.Groups)
+
+	// The tiers must still be what the clients declared, or the run
+	// measured something else.
+	for gi := range groups {
+		for _, c := range conns[gi] {
+			if err := c.checkTier(ctx); err != nil {
+				return run, err
+			}
+		}
+	}
+	if v.QoS == "on" {
+		var reply bson.Raw
+		if err := conns[0][0].client.Database("admin").RunCommand(ctx, bson.D{{Key: "qosStatus", Value: 1}}).Decode(&reply); err == nil {
+			if js, err := bson.MarshalExtJSON(reply, false, false); err == nil {
+				run.QoSStatus = js
+			}
+		}
+	}
+	if t.exited() {
+		return run, fmt.Errorf("tierdb exited during the run; its log:\n%s", t.logTail())
+	}
+	return run, nil
+}
+
+// tsPhase spans the time-sensitive groups' operations.
+func tsPhase(groups []GroupRun) (start, end float64) {
+	first := true
+	for _, g := range groups {
+		if g.Role != RoleTimeSensitive || g.Ops == 0 {
+			continue
+		}
+		if first || g.Start < start {
+			start = g.Start
+		}
+		end = max(end, g.End)
+		first = false
+	}
+	return start, end
+}
+
+// worker is one client's loop.
+type worker struct {
+	g      Group
+	wl     *workload
+	client *tierClient
+	rec    *recorder
+	rng    *rand.Rand
+	start  time.Time     // the run's start
+	stop   chan struct{} // closed when an afterOthers group must stop
+	done   *atomic.Int64 // operations answered, for the progress line
+}
+
+func (w *worker) run(ctx context.Context) {
+	begin := w.start.Add(w.g.StartAfter.D())
+	if !w.sleepUntil(ctx, begin) {
+		return
+	}
+	var deadline time.Time
+	if w.g.Duration > 0 {
+		deadline = begin.Add(w.g.Duration.D())
+	}
+	var interval time.Duration
+	if w.g.Mode == ModeRate {
+		interval = time.Duration(float64(time.Second) / w.g.Rate)
+	}
+	for i := 0; w.g.Ops == 0 || i < w.g.Ops; i++ {
+		if !deadline.IsZero() && !time.Now().Before(deadline) {
+			return
+		}
+		select {
+		case <-w.stop:
+			return
+		case <-ctx.Done():
+			return
+		default:
+		}
+		sent := time.Now()
+		if interval > 0 {
+			// The latency counts from when the operation was due, so a
+			// client that falls behind its schedule shows it.
+			sent = begin.Add(time.Duration(i) * interval)
+			if !w.sleepUntil(ctx, sent) {
+				return
+			}
+		}
+		err := w.wl.do(ctx, w.client.coll, w.g.Mix.pick(w.rng), w.rng)
+		if ctx.Err() != nil {
+			return // cut off: the operation did not fail on its own
+		}
+		w.rec.record(sent.Sub(w.start), time.Since(w.start), err)
+		w.done.Add(1)
+	}
+}
+
+// sleepUntil waits for t; false if the run ends first.
+func (w *worker) sleepUntil(ctx context.Context, t time.Time) bool {
+	d := time.Until(t)
+	if d <= 0 {
+		return true
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return true
+	case <-w.stop:
+		return false
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func tierdbVersion(bin string) string {
+	out, err := exec.Command(bin, "version").Output()
+	if err != nil {
+		return "unknown"
+	}
+	return strings.TrimSpace(string(out))
+}

@@ -1,0 +1,161 @@
+package bench
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"slices"
+
+	"golang.org/x/sys/unix"
+
+	"tierdb/internal/osprio"
+)
+
+// Layout modes.
+const (
+	LayoutSplit  = "split"  // server side and load generator on disjoint CPUs
+	LayoutShared = "shared" // everything on every CPU
+)
+
+// LayoutOptions choose where the processes run.
+type LayoutOptions struct {
+	Mode string // split (default) or shared
+	// ServerCPUs overrides the split: a CPU list such as "2-3"; the load
+	// generator gets the other CPUs this process may use.
+	ServerCPUs string
+	// PGCPUQuota caps PostgreSQL (all its processes) at this many CPUs with
+	// a cgroup v1 CPU quota; 0 means no cap.
+	PGCPUQuota float64
+}
+
+// planLayout decides the CPUs of each side. In the split layout the server
+// side gets the last half of the CPUs this process may use (at least one),
+// the load generator the rest.
+func planLayout(o LayoutOptions) (Layout, error) {
+	avail, err := osprio.Affinity(os.Getpid())
+	if err != nil {
+		return Layout{}, err
+	}
+	if o.Mode == "" {
+		o.Mode = LayoutSplit
+	}
+	l := Layout{Mode: o.Mode, PGCPUQuota: o.PGCPUQuota}
+	if o.PGCPUQuota < 0 {
+		return l, fmt.Errorf("--pg-cpu-quota must be positive, got %g", o.PGCPUQuota)
+	}
+	switch o.Mode {
+	case LayoutShared:
+		if o.ServerCPUs != "" {
+			return l, fmt.Errorf("--server-cpus needs --layout %s", LayoutSplit)
+		}
+		l.ServerCPUs, l.LoadCPUs = avail, avail
+		l.Text = fmt.Sprintf("shared: load generator, tierdb and PostgreSQL all on CPUs %s", osprio.CPUSet(avail))
+	case LayoutSplit:
+		if len(avail) < 2 {
+			return l, fmt.Errorf("the split layout needs two CPUs and this process may use %d (%s); use --layout %s", len(avail), osprio.CPUSet(avail), LayoutShared)
+		}
+		if o.ServerCPUs != "" {
+			set, err := osprio.ParseCPUList(o.ServerCPUs)
+			if err != nil {
+				return l, fmt.Errorf("--server-cpus: %w", err)
+			}
+			for _, c := range set {
+				if !slices.Contains(avail, c) {
+					return l, fmt.Errorf("--server-cpus: CPU %d is not available to this process (%s)", c, osprio.CPUSet(avail))
+				}
+			}
+			l.ServerCPUs = set
+			for _, c := range avail {
+				if !slices.Contains(set, c) {
+					l.LoadCPUs = append(l.LoadCPUs, c)
+				}
+			}
+			if len(l.LoadCPUs) == 0 {
+				return l, fmt.Errorf("--server-cpus %s leaves no CPU for the load generator", o.ServerCPUs)
+			}
+		} else {
+			k := max(1, len(avail)/2)
+			l.LoadCPUs, l.ServerCPUs = avail[:len(avail)-k], avail[len(avail)-k:]
+		}
+		l.Text = fmt.Sprintf("split: PostgreSQL (postmaster, its processes and every backend it forks) and tierdb on CPU %s; load generator on CPU %s (GOMAXPROCS=%d)",
+			osprio.CPUSet(l.ServerCPUs), osprio.CPUSet(l.LoadCPUs), len(l.LoadCPUs))
+	default:
+		return l, fmt.Errorf("--layout must be %s or %s, got %q", LayoutSplit, LayoutShared, o.Mode)
+	}
+	if o.PGCPUQuota > 0 {
+		l.Text += fmt.Sprintf("; PostgreSQL capped at %g CPU by a cgroup quota", o.PGCPUQuota)
+	}
+	return l, nil
+}
+
+// pinSelf moves every thread of this process to cpus and sizes GOMAXPROCS
+// to match. Threads the runtime starts later inherit the affinity of the
+// thread that creates them, so after a pass that finds no new thread the
+// whole process stays on cpus.
+func pinSelf(cpus []int) error {
+	done := map[int]bool{}
+	for range 10 {
+		tids, err := threadIDs(os.Getpid())
+		if err != nil {
+			return err
+		}
+		fresh := false
+		for _, tid := range tids {
+			if done[tid] {
+				continue
+			}
+			fresh = true
+			if err := osprio.SetAffinity(tid, cpus); err != nil && !osprio.IsNoSuchProcess(err) {
+				return fmt.Errorf("pinning the load generator: %w", err)
+			}
+			done[tid] = true
+		}
+		if !fresh {
+			runtime.GOMAXPROCS(len(cpus))
+			return nil
+		}
+	}
+	return fmt.Errorf("pinning the load generator: threads keep appearing")
+}
+
+// pinTree moves a process, all its descendants and all their threads to
+// cpus; processes they fork later inherit it.
+func pinTree(root int, cpus []int) (int, error) {
+	tree, _ := processTree(root)
+	if len(tree) == 0 {
+		return 0, fmt.Errorf("process %d is gone", root)
+	}
+	for _, pid := range tree {
+		tids, err := threadIDs(pid)
+		if err != nil {
+			continue // exited meanwhile, e.g. an autovacuum worker
+		}
+		for _, tid := range tids {
+			if err := osprio.SetAffinity(tid, cpus); err != nil && !osprio.IsNoSuchProcess(err) {
+				return 0, err
+			}
+		}
+	}
+	return len(tree), nil
+}
+
+// withThreadAffinity runs fn on the calling OS thread with its affinity set
+// to cpus, then restores it: a process forked in fn inherits cpus from its
+// first instruction on, which beats pinning it afterwards, when the Go
+// runtime of a child may already have started threads elsewhere. The
+// caller must have locked its goroutine to the thread.
+func withThreadAffinity(cpus []int, fn func() error) error {
+	if len(cpus) == 0 {
+		return fn()
+	}
+	tid := unix.Gettid()
+	was, err := osprio.Affinity(tid)
+	if err != nil {
+		return err
+	}
+	if err := osprio.SetAffinity(tid, cpus); err != nil {
+		return err
+	}
+	defer func() { _ = osprio.SetAffinity(tid, was) }()
+	return fn()
+}

@@ -1,0 +1,316 @@
+package bench
+
+import (
+	"fmt"
+	"image/color"
+	"path/filepath"
+	"time"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+)
+
+// plotFile is a written plot and what it shows.
+type plotFile struct {
+	Name    string
+	Caption string
+}
+
+const (
+	plotW = 16 * vg.Centimeter
+	plotH = 9 * vg.Centimeter
+)
+
+// writePlots draws every plot the results allow into dir.
+func writePlots(dir string, res *Results) ([]plotFile, error) {
+	sc := res.Scenario
+	order := VariantOrder(sc, res.Runs)
+	var out []plotFile
+	add := func(name, caption string, p *plot.Plot, err error) error {
+		if err != nil {
+			return fmt.Errorf("plot %s: %w", name, err)
+		}
+		if p == nil {
+			return nil
+		}
+		if err := p.Save(plotW, plotH, filepath.Join(dir, name)); err != nil {
+			return fmt.Errorf("plot %s: %w", name, err)
+		}
+		out = append(out, plotFile{name, caption})
+		return nil
+	}
+	for _, v := range order {
+		run, ok := firstRun(res.Runs, v)
+		if !ok {
+			continue
+		}
+		p, err := timelinePlot(run)
+		caption := fmt.Sprintf("Response time of each operation over time, %s, repetition 1 (cf. the paper's Fig. 4 top).", v)
+		if err := add("timeline-"+v+".png", caption, p, err); err != nil {
+			return out, err
+		}
+	}
+	for _, g := range sc.Groups {
+		p, err := cdfPlot(res, order, g)
+		caption := fmt.Sprintf("Latency CDF of group %s (tier %s), all repetitions (cf. Fig. 4 bottom).", g.Name, g.Tier)
+		if err := add("cdf-"+g.Name+".png", caption, p, err); err != nil {
+			return out, err
+		}
+	}
+	for _, g := range sc.Groups {
+		if g.Role != RoleTimeSensitive {
+			continue
+		}
+		p, err := percentilePlot(res.Summary, order, g)
+		caption := fmt.Sprintf("Mean, p50, p99 and p99.9 of group %s per variant, medians of the repetitions (cf. Fig. 5 left).", g.Name)
+		if err := add("percentiles-"+g.Name+".png", caption, p, err); err != nil {
+			return out, err
+		}
+	}
+	for _, g := range sc.Groups {
+		if g.Role != RoleNoise {
+			continue
+		}
+		p, err := throughputPlot(res, order, g)
+		caption := fmt.Sprintf("Throughput of group %s per second, repetition 1; dashed lines bound each variant's time-sensitive phase (cf. Fig. 5/7 right).", g.Name)
+		if err := add("throughput-"+g.Name+".png", caption, p, err); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+func firstRun(runs []RunResult, variant string) (RunResult, bool) {
+	for _, r := range runs {
+		if r.Variant == variant {
+			return r, true
+		}
+	}
+	return RunResult{}, false
+}
+
+func newPlot(title, x, y string) *plot.Plot {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = x
+	p.Y.Label.Text = y
+	p.Legend.Top = true
+	p.X.Tick.Marker = plainTicks{}
+	p.Y.Tick.Marker = plainTicks{}
+	p.Add(plotter.NewGrid())
+	return p
+}
+
+// logY switches the Y axis to a log scale; every value must be > 0.
+func logY(p *plot.Plot) {
+	p.Y.Scale = plot.LogScale{}
+	p.Y.Tick.Marker = logTicks{}
+}
+
+// timelinePlot: one point per sampled operation, colored by group.
+func timelinePlot(run RunResult) (*plot.Plot, error) {
+	p := newPlot(fmt.Sprintf("Response times over time: %s", run.Variant), "time since the run's start (s)", "response time (ms, log)")
+	logY(p)
+	n := 0
+	for gi, g := range run.Groups {
+		var pts plotter.XYs
+		for _, client := range g.Samples {
+			for _, s := range client {
+				pts = append(pts, plotter.XY{X: float64(s[0]) / 1e6, Y: max(float64(s[1]), 1) / 1e3})
+			}
+		}
+		if len(pts) == 0 {
+			continue
+		}
+		sc, err := plotter.NewScatter(pts)
+		if err != nil {
+			return nil, err
+		}
+		sc.GlyphStyle.Color = plotutil.Color(gi)
+		sc.GlyphStyle.Radius = vg.Points(0.8)
+		sc.GlyphStyle.Shape = draw.CircleGlyph{}
+		p.Add(sc)
+		p.Legend.Add(fmt.Sprintf("%s (%s)", g.Name, g.Tier), sc)
+		n += len(pts)
+	}
+	if n == 0 {
+		return nil, nil
+	}
+	return p, nil
+}
+
+// cdfPlot: one line per variant from the group's merged histograms.
+func cdfPlot(res *Results, order []string, g Group) (*plot.Plot, error) {
+	p := newPlot(fmt.Sprintf("Latency CDF: %s (%s)", g.Name, g.Tier), "response time (ms, log)", "fraction of operations")
+	p.X.Scale = plot.LogScale{}
+	p.X.Tick.Marker = logTicks{}
+	lines := 0
+	for vi, v := range order {
+		merged := &Histogram{}
+		for _, r := range res.Runs {
+			if r.Variant != v {
+				continue
+			}
+			for _, gr := range r.Groups {
+				if gr.Name == g.Name {
+					merged.Merge(gr.Latency)
+				}
+			}
+		}
+		if merged.Count() == 0 {
+			continue
+		}
+		var pts plotter.XYs
+		for _, c := range merged.CDF() {
+			pts = append(pts, plotter.XY{X: max(micros(c.Latency), 1) / 1e3, Y: c.Fraction})
+		}
+		l, err := plotter.NewLine(pts)
+		if err != nil {
+			return nil, err
+		}
+		l.LineStyle.Color = variantColor(vi, v)
+		l.LineStyle.Width = vg.Points(1.5)
+		l.LineStyle.Dashes = plotutil.Dashes(vi)
+		p.Add(l)
+		p.Legend.Add(v, l)
+		lines++
+	}
+	if lines == 0 {
+		return nil, nil
+	}
+	p.Legend.Top = false
+	p.Legend.Left = false
+	p.Legend.YOffs = vg.Centimeter
+	return p, nil
+}
+
+// percentilePlot: grouped bars (mean, p50, p99, p99.9) per variant.
+func percentilePlot(sum *Summary, order []string, g Group) (*plot.Plot, error) {
+	metrics := []struct{ name, label string }{{"mean", "mean"}, {"p50", "p50"}, {"p99", "p99"}, {"p999", "p99.9"}}
+	var names []string
+	var rows []Stats
+	for _, v := range order {
+		if gs, ok := sum.Find(v, g.Name); ok {
+			names = append(names, v)
+			rows = append(rows, gs.Median)
+		}
+	}
+	if len(rows) == 0 {
+		return nil, nil
+	}
+	p := newPlot(fmt.Sprintf("Response time percentiles: %s (%s)", g.Name, g.Tier), "", "response time (ms)")
+	w := vg.Points(12)
+	for mi, m := range metrics {
+		vals := make(plotter.Values, len(rows))
+		for i, r := range rows {
+			vals[i] = r.metric(m.name) / 1e3
+		}
+		b, err := plotter.NewBarChart(vals, w)
+		if err != nil {
+			return nil, err
+		}
+		b.Color = plotutil.Color(mi)
+		b.LineStyle.Width = 0
+		b.Offset = w * vg.Length(float64(mi)-float64(len(metrics)-1)/2)
+		p.Add(b)
+		p.Legend.Add(m.label, b)
+	}
+	p.NominalX(names...)
+	top := 0.0
+	for _, r := range rows {
+		top = max(top, r.P999/1e3, r.Mean/1e3)
+	}
+	p.Y.Min = 0
+	p.Y.Max = top * 1.3 // room for the legend
+	return p, nil
+}
+
+// throughputPlot: ops/s per second over time, one line per variant, with
+// the time-sensitive phase marked.
+func throughputPlot(res *Results, order []string, g Group) (*plot.Plot, error) {
+	p := newPlot(fmt.Sprintf("Throughput over time: %s (%s)", g.Name, g.Tier), "time since the run's start (s)", "operations per second")
+	// About 60 points per line: per second for a minute-long run, finer
+	// for shorter ones.
+	longest := 0
+	for _, r := range res.Runs {
+		for _, gr := range r.Groups {
+			longest = max(longest, len(gr.Series))
+		}
+	}
+	perPoint := min(max(longest/60, 1), int(time.Second/SeriesBucket))
+	top := 0.0
+	lines := 0
+	type marker struct {
+		x   float64
+		col color.Color
+	}
+	var markers []marker
+	for vi, v := range order {
+		run, ok := firstRun(res.Runs, v)
+		if !ok {
+			continue
+		}
+		for _, gr := range run.Groups {
+			if gr.Name != g.Name || len(gr.Series) == 0 {
+				continue
+			}
+			var pts plotter.XYs
+			for i := 0; i < len(gr.Series); i += perPoint {
+				var n int32
+				end := min(i+perPoint, len(gr.Series))
+				for _, c := range gr.Series[i:end] {
+					n += c
+				}
+				secs := float64(end-i) * SeriesBucket.Seconds()
+				pts = append(pts, plotter.XY{X: float64(i)*SeriesBucket.Seconds() + secs/2, Y: float64(n) / secs})
+			}
+			if len(pts) > 2 {
+				// The last point covers the group's end: part of it idle.
+				pts = pts[:len(pts)-1]
+			}
+			l, err := plotter.NewLine(pts)
+			if err != nil {
+				return nil, err
+			}
+			col := variantColor(vi, v)
+			l.LineStyle.Color = col
+			l.LineStyle.Width = vg.Points(1.5)
+			p.Add(l)
+			p.Legend.Add(v, l)
+			lines++
+			for _, pt := range pts {
+				top = max(top, pt.Y)
+			}
+			if run.TSEnd > run.TSStart {
+				markers = append(markers, marker{run.TSStart, col}, marker{run.TSEnd, col})
+			}
+		}
+	}
+	if lines == 0 {
+		return nil, nil
+	}
+	for _, mk := range markers {
+		m, err := plotter.NewLine(plotter.XYs{{X: mk.x, Y: 0}, {X: mk.x, Y: top}})
+		if err != nil {
+			return nil, err
+		}
+		m.LineStyle.Color = mk.col
+		m.LineStyle.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+		p.Add(m)
+	}
+	p.Y.Min = 0
+	p.Y.Max = top * 1.25 // room for the legend
+	return p, nil
+}
+
+// variantColor keeps a variant's color the same in every plot; the
+// baseline is always grey.
+func variantColor(i int, name string) color.Color {
+	if name == BaselineVariant {
+		return color.Gray{Y: 0x80}
+	}
+	return plotutil.Color(i)
+}

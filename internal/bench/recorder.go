@@ -1,0 +1,98 @@
+package bench
+
+import (
+	"cmp"
+	"math/rand/v2"
+	"slices"
+	"time"
+)
+
+// SampleCap bounds the (time, latency) samples kept per client and run.
+const SampleCap = 20_000
+
+// recorder is one client's record of a run; only its worker writes it.
+type recorder struct {
+	hist       Histogram
+	series     []int32
+	ops, errs  int64
+	firstErr   string
+	first      time.Duration // first operation sent, from the run's start
+	last       time.Duration // last operation answered
+	keep       bool          // keep samples
+	samples    [][2]int64
+	seen       int64
+	reservoirR *rand.Rand
+}
+
+func newRecorder(keepSamples bool, seed uint64) *recorder {
+	return &recorder{keep: keepSamples, first: -1, reservoirR: rand.New(rand.NewPCG(seed, 0x5a))}
+}
+
+// record notes one operation sent at sent and answered at done (both from
+// the run's start).
+func (r *recorder) record(sent, done time.Duration, err error) {
+	if r.first < 0 {
+		r.first = sent
+	}
+	r.last = max(r.last, done)
+	if err != nil {
+		r.errs++
+		if r.firstErr == "" {
+			r.firstErr = err.Error()
+		}
+		return
+	}
+	lat := done - sent
+	r.hist.Record(lat)
+	r.ops++
+	b := int(done / SeriesBucket)
+	for len(r.series) <= b {
+		r.series = append(r.series, 0)
+	}
+	r.series[b]++
+	if !r.keep {
+		return
+	}
+	// Reservoir sampling: beyond the cap every operation still has the
+	// same chance to be kept, so the timeline shows the whole run.
+	s := [2]int64{sent.Microseconds(), lat.Microseconds()}
+	r.seen++
+	if len(r.samples) < SampleCap {
+		r.samples = append(r.samples, s)
+	} else if j := r.reservoirR.Int64N(r.seen); j < SampleCap {
+		r.samples[j] = s
+	}
+}
+
+// mergeGroup combines the recorders of one group's clients.
+func mergeGroup(g Group, clients int, recs []*recorder) GroupRun {
+	gr := GroupRun{Name: g.Name, Tier: g.Tier, Role: g.Role, Clients: clients, Latency: &Histogram{}, Series: []int32{}}
+	first, last := time.Duration(-1), time.Duration(0)
+	for _, r := range recs {
+		gr.Latency.Merge(&r.hist)
+		gr.Ops += r.ops
+		gr.Errors += r.errs
+		if gr.FirstError == "" {
+			gr.FirstError = r.firstErr
+		}
+		if r.first >= 0 && (first < 0 || r.first < first) {
+			first = r.first
+		}
+		last = max(last, r.last)
+		for len(gr.Series) < len(r.series) {
+			gr.Series = append(gr.Series, 0)
+		}
+		for i, c := range r.series {
+			gr.Series[i] += c
+		}
+		if r.keep {
+			s := slices.Clone(r.samples)
+			slices.SortFunc(s, func(a, b [2]int64) int { return cmp.Compare(a[0], b[0]) })
+			gr.Samples = append(gr.Samples, s)
+		}
+	}
+	if first >= 0 {
+		gr.Start, gr.End = first.Seconds(), last.Seconds()
+	}
+	return gr
+}

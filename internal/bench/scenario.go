@@ -1,0 +1,450 @@
+package bench
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Scenario is one experiment: the data set, the client groups, the server
+// variants to compare and the acceptance targets. See the built-in
+// scenarios (scenarios/*.yaml) for examples.
+type Scenario struct {
+	Name        string `yaml:"name" json:"name"`
+	Description string `yaml:"description,omitempty" json:"description,omitempty"`
+
+	// Records are loaded once, before the first run: _id 0…records-1 and
+	// fieldCount string fields of fieldLength bytes each (YCSB's usertable).
+	Records     int `yaml:"records" json:"records"`
+	FieldCount  int `yaml:"fieldCount" json:"fieldCount"`
+	FieldLength int `yaml:"fieldLength" json:"fieldLength"`
+	// Distribution of the keys that reads, updates and scans pick:
+	// zipfian (YCSB's default, constant 0.99) or uniform.
+	Distribution string `yaml:"distribution" json:"distribution"`
+	// ScanLength is the longest scan; each scan reads 1…scanLength records.
+	ScanLength int `yaml:"scanLength,omitempty" json:"scanLength,omitempty"`
+
+	// Warmup is cut from the start of the noise groups' "before" window.
+	Warmup Duration `yaml:"warmup,omitempty" json:"warmup,omitempty"`
+	// MaxRunTime cuts a run that has not finished by then (default 10m).
+	MaxRunTime Duration `yaml:"maxRunTime,omitempty" json:"maxRunTime,omitempty"`
+	Repeat     int      `yaml:"repeat,omitempty" json:"repeat,omitempty"`
+	// Baseline runs the time-sensitive groups alone on an idle QoS-off
+	// server once per repetition. Default: on when there are time-sensitive
+	// groups and other groups.
+	Baseline *bool `yaml:"baseline,omitempty" json:"baseline,omitempty"`
+	// Postgres are extra PostgreSQL settings (name: value).
+	Postgres map[string]string `yaml:"postgres,omitempty" json:"postgres,omitempty"`
+
+	Groups   []Group   `yaml:"groups" json:"groups"`
+	Variants []Variant `yaml:"variants" json:"variants"`
+	// Reference is the variant ratios are taken against; default the first
+	// variant with QoS off.
+	Reference string   `yaml:"reference,omitempty" json:"reference,omitempty"`
+	Targets   []Target `yaml:"targets,omitempty" json:"targets,omitempty"`
+}
+
+// Roles of a group.
+const (
+	RoleTimeSensitive = "timeSensitive"
+	RoleNoise         = "noise"
+)
+
+// Modes of a group.
+const (
+	ModeClosed = "closed" // back to back
+	ModeRate   = "rate"   // a fixed number of operations per second per client
+)
+
+// Group is a set of identical clients, each with its own connection.
+type Group struct {
+	Name    string      `yaml:"name" json:"name"`
+	Clients ClientCount `yaml:"clients" json:"clients"`
+	Tier    string      `yaml:"tier" json:"tier"`
+	// Role: timeSensitive (default for tier high) or noise (default else).
+	// The baseline runs the time-sensitive groups; the noise groups'
+	// throughput is compared before, during and after them.
+	Role string `yaml:"role,omitempty" json:"role,omitempty"`
+	Mix  Mix    `yaml:"mix" json:"mix"`
+	Mode string `yaml:"mode,omitempty" json:"mode,omitempty"`
+	// Rate is operations per second per client in mode rate.
+	Rate float64 `yaml:"rate,omitempty" json:"rate,omitempty"`
+	// StartAfter delays the group's first operation from the run's start.
+	StartAfter Duration `yaml:"startAfter,omitempty" json:"startAfter,omitempty"`
+	// Exactly one of Duration, Ops and AfterOthers says when it stops:
+	// after that long, after that many operations per client, or that long
+	// after every group not ending this way has finished.
+	Duration    Duration `yaml:"duration,omitempty" json:"duration,omitempty"`
+	Ops         int      `yaml:"ops,omitempty" json:"ops,omitempty"`
+	AfterOthers Duration `yaml:"afterOthers,omitempty" json:"afterOthers,omitempty"`
+	// WriteConcern of the group's writes; default the driver's.
+	WriteConcern *WriteConcern `yaml:"writeConcern,omitempty" json:"writeConcern,omitempty"`
+	// Samples keeps (time, latency) of operations for the timeline plot;
+	// default on for time-sensitive groups.
+	Samples *bool `yaml:"samples,omitempty" json:"samples,omitempty"`
+}
+
+// Mix holds the proportions of YCSB operations; they need not sum to 1.
+type Mix struct {
+	Read   float64 `yaml:"read,omitempty" json:"read,omitempty"`
+	Update float64 `yaml:"update,omitempty" json:"update,omitempty"`
+	Insert float64 `yaml:"insert,omitempty" json:"insert,omitempty"`
+	Scan   float64 `yaml:"scan,omitempty" json:"scan,omitempty"`
+}
+
+func (m Mix) total() float64 { return m.Read + m.Update + m.Insert + m.Scan }
+
+// WriteConcern is passed to the driver: w is a number or "majority".
+type WriteConcern struct {
+	W       any   `yaml:"w,omitempty" json:"w,omitempty"`
+	Journal *bool `yaml:"j,omitempty" json:"j,omitempty"`
+}
+
+// Variant is one server configuration.
+type Variant struct {
+	Name string `yaml:"name" json:"name"`
+	QoS  string `yaml:"qos" json:"qos"` // on or off
+	// Threshold is the priority channel's activation threshold (QoS on;
+	// default 1).
+	Threshold int `yaml:"threshold,omitempty" json:"threshold,omitempty"`
+	// CPUPools is tierdb's --cpu-pools, e.g. "priority=0-1;standard=0-1;restricted=1".
+	CPUPools string `yaml:"cpuPools,omitempty" json:"cpuPools,omitempty"`
+	// Nice is tierdb's --nice, e.g. "high=-19,normal=0,low=19".
+	Nice string `yaml:"nice,omitempty" json:"nice,omitempty"`
+	// BackendsPerTier is tierdb's --backends-per-tier (default tierdb's).
+	BackendsPerTier int `yaml:"backendsPerTier,omitempty" json:"backendsPerTier,omitempty"`
+	// Args are further `tierdb serve` flags.
+	Args []string `yaml:"args,omitempty" json:"args,omitempty"`
+}
+
+// ServeArgs are the `tierdb serve` flags for the variant.
+func (v Variant) ServeArgs() []string {
+	args := []string{"--qos", v.QoS}
+	if v.QoS == "on" {
+		args = append(args, "--threshold", fmt.Sprint(max(v.Threshold, 1)))
+		if v.CPUPools != "" {
+			args = append(args, "--cpu-pools", v.CPUPools)
+		}
+		if v.Nice != "" {
+			args = append(args, "--nice", v.Nice)
+		}
+	}
+	if v.BackendsPerTier > 0 {
+		args = append(args, "--backends-per-tier", fmt.Sprint(v.BackendsPerTier))
+	}
+	return append(args, v.Args...)
+}
+
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
+
+// ParseScenario reads and validates a scenario. Unknown keys are errors,
+// so a typo does not silently fall back to a default.
+func ParseScenario(r io.Reader) (*Scenario, error) {
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return nil, err
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	var s Scenario
+	if err := dec.Decode(&s); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, errors.New("scenario is empty")
+		}
+		return nil, fmt.Errorf("scenario: %w", err)
+	}
+	s.applyDefaults()
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+func (s *Scenario) applyDefaults() {
+	if s.FieldCount == 0 {
+		s.FieldCount = 10
+	}
+	if s.FieldLength == 0 {
+		s.FieldLength = 100
+	}
+	if s.Distribution == "" {
+		s.Distribution = "zipfian"
+	}
+	if s.ScanLength == 0 {
+		s.ScanLength = 100
+	}
+	if s.MaxRunTime == 0 {
+		s.MaxRunTime = Duration(10 * 60e9)
+	}
+	if s.Repeat == 0 {
+		s.Repeat = 1
+	}
+	for i := range s.Groups {
+		g := &s.Groups[i]
+		if g.Role == "" {
+			g.Role = RoleNoise
+			if g.Tier == "high" {
+				g.Role = RoleTimeSensitive
+			}
+		}
+		if g.Mode == "" {
+			g.Mode = ModeClosed
+		}
+		if g.Samples == nil {
+			on := g.Role == RoleTimeSensitive
+			g.Samples = &on
+		}
+	}
+	for i := range s.Variants {
+		if v := &s.Variants[i]; v.QoS == "on" && v.Threshold == 0 {
+			v.Threshold = 1
+		}
+	}
+	if s.Baseline == nil {
+		on := len(s.groupsWithRole(RoleTimeSensitive)) > 0 && len(s.groupsWithRole(RoleNoise)) > 0
+		s.Baseline = &on
+	}
+	if s.Reference == "" {
+		for _, v := range s.Variants {
+			if v.QoS == "off" {
+				s.Reference = v.Name
+				break
+			}
+		}
+	}
+}
+
+func (s *Scenario) groupsWithRole(role string) []Group {
+	var out []Group
+	for _, g := range s.Groups {
+		if g.Role == role {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// BaselineOn reports whether the scenario measures the idle baseline.
+func (s *Scenario) BaselineOn() bool { return s.Baseline != nil && *s.Baseline }
+
+// Group returns the group called name.
+func (s *Scenario) Group(name string) (Group, bool) {
+	for _, g := range s.Groups {
+		if g.Name == name {
+			return g, true
+		}
+	}
+	return Group{}, false
+}
+
+// Variant returns the variant called name.
+func (s *Scenario) Variant(name string) (Variant, bool) {
+	for _, v := range s.Variants {
+		if v.Name == name {
+			return v, true
+		}
+	}
+	return Variant{}, false
+}
+
+// Validate reports every problem it finds, one per line.
+func (s *Scenario) Validate() error {
+	var errs []string
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
+
+	if !nameRE.MatchString(s.Name) {
+		bad("name %q: want letters, digits, '-', '_' or '.'", s.Name)
+	}
+	if s.Records < 1 {
+		bad("records must be at least 1")
+	}
+	if s.FieldCount < 1 || s.FieldCount > 100 {
+		bad("fieldCount must be 1…100, got %d", s.FieldCount)
+	}
+	if s.FieldLength < 1 || s.FieldLength > 1<<20 {
+		bad("fieldLength must be 1…1048576, got %d", s.FieldLength)
+	}
+	if s.Distribution != "zipfian" && s.Distribution != "uniform" {
+		bad("distribution must be zipfian or uniform, got %q", s.Distribution)
+	}
+	if s.ScanLength < 1 {
+		bad("scanLength must be at least 1")
+	}
+	if s.Warmup < 0 || s.MaxRunTime <= 0 {
+		bad("warmup must be ≥ 0 and maxRunTime > 0")
+	}
+	if s.Repeat < 1 {
+		bad("repeat must be at least 1")
+	}
+	if len(s.Groups) == 0 {
+		bad("groups: at least one group is needed")
+	}
+	seen := map[string]bool{}
+	bounded := 0
+	for i, g := range s.Groups {
+		where := fmt.Sprintf("groups[%d] (%s)", i, g.Name)
+		if !nameRE.MatchString(g.Name) {
+			bad("groups[%d]: name %q: want letters, digits, '-', '_' or '.'", i, g.Name)
+		} else if seen[g.Name] {
+			bad("%s: the name is used twice", where)
+		}
+		seen[g.Name] = true
+		errs = append(errs, g.validate(where)...)
+		if g.AfterOthers == 0 {
+			bounded++
+		}
+	}
+	if len(s.Groups) > 0 && bounded == 0 {
+		bad("groups: every group runs afterOthers; at least one needs duration or ops")
+	}
+	if len(s.Variants) == 0 {
+		bad("variants: at least one variant is needed")
+	}
+	seen = map[string]bool{"baseline": true}
+	for i, v := range s.Variants {
+		where := fmt.Sprintf("variants[%d] (%s)", i, v.Name)
+		if !nameRE.MatchString(v.Name) {
+			bad("variants[%d]: name %q: want letters, digits, '-', '_' or '.'", i, v.Name)
+		} else if seen[v.Name] {
+			bad("%s: the name is used twice (\"baseline\" is reserved)", where)
+		}
+		seen[v.Name] = true
+		errs = append(errs, v.validate(where)...)
+	}
+	if s.Reference != "" {
+		if _, ok := s.Variant(s.Reference); !ok {
+			bad("reference %q is not a variant", s.Reference)
+		}
+	}
+	if s.BaselineOn() && len(s.groupsWithRole(RoleTimeSensitive)) == 0 {
+		bad("baseline: there is no time-sensitive group to run alone")
+	}
+	for i, t := range s.Targets {
+		errs = append(errs, t.validate(fmt.Sprintf("targets[%d]", i), s)...)
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("scenario %q is invalid:\n  %s", s.Name, strings.Join(errs, "\n  "))
+	}
+	return nil
+}
+
+func (g Group) validate(where string) []string {
+	var errs []string
+	bad := func(format string, args ...any) { errs = append(errs, where+": "+fmt.Sprintf(format, args...)) }
+	if g.Clients.Expr == "" {
+		bad("clients is required")
+	} else if !g.Clients.dependsOnCPUs() && g.Clients.Resolve(0) < 1 {
+		bad("clients must be at least 1")
+	}
+	switch g.Tier {
+	case "high", "normal", "low":
+	default:
+		bad("tier must be high, normal or low, got %q", g.Tier)
+	}
+	if g.Role != RoleTimeSensitive && g.Role != RoleNoise {
+		bad("role must be %s or %s, got %q", RoleTimeSensitive, RoleNoise, g.Role)
+	}
+	m := g.Mix
+	if m.Read < 0 || m.Update < 0 || m.Insert < 0 || m.Scan < 0 || m.total() <= 0 {
+		bad("mix needs non-negative proportions of read, update, insert, scan, not all zero")
+	}
+	switch g.Mode {
+	case ModeClosed:
+		if g.Rate != 0 {
+			bad("rate is only for mode rate")
+		}
+	case ModeRate:
+		if g.Rate <= 0 || g.Rate > 1e6 {
+			bad("mode rate needs rate (operations per second per client) in (0, 1e6]")
+		}
+	default:
+		bad("mode must be closed or rate, got %q", g.Mode)
+	}
+	if g.StartAfter < 0 || g.Duration < 0 || g.Ops < 0 || g.AfterOthers < 0 {
+		bad("startAfter, duration, ops and afterOthers cannot be negative")
+	}
+	ends := 0
+	for _, set := range []bool{g.Duration > 0, g.Ops > 0, g.AfterOthers > 0} {
+		if set {
+			ends++
+		}
+	}
+	if ends != 1 {
+		bad("exactly one of duration, ops and afterOthers is needed, got %d", ends)
+	}
+	if wc := g.WriteConcern; wc != nil {
+		switch w := wc.W.(type) {
+		case nil:
+		case int:
+			if w < 0 {
+				bad("writeConcern.w cannot be negative")
+			}
+		case string:
+			if w != "majority" {
+				bad("writeConcern.w must be a number or \"majority\", got %q", w)
+			}
+		default:
+			bad("writeConcern.w must be a number or \"majority\"")
+		}
+	}
+	return errs
+}
+
+func (v Variant) validate(where string) []string {
+	var errs []string
+	bad := func(format string, args ...any) { errs = append(errs, where+": "+fmt.Sprintf(format, args...)) }
+	switch v.QoS {
+	case "on":
+		if v.Threshold < 1 {
+			bad("threshold must be at least 1")
+		}
+		if err := checkPools(v.CPUPools); err != nil {
+			bad("cpuPools: %v", err)
+		}
+	case "off":
+		if v.Threshold != 0 || v.CPUPools != "" || v.Nice != "" {
+			bad("threshold, cpuPools and nice need qos: on")
+		}
+	default:
+		bad("qos must be on or off, got %q", v.QoS)
+	}
+	if v.BackendsPerTier < 0 {
+		bad("backendsPerTier cannot be negative")
+	}
+	for _, a := range v.Args {
+		for _, owned := range []string{"--listen", "--postgres-url", "--data-dir", "--qos", "--threshold", "--cpu-pools", "--nice", "--backends-per-tier"} {
+			if a == owned || strings.HasPrefix(a, owned+"=") {
+				bad("args: %s is set by the harness or by a variant field", owned)
+			}
+		}
+	}
+	return errs
+}
+
+// checkPools checks the shape of a --cpu-pools value; tierdb itself checks
+// the CPU numbers against the machine when it starts.
+func checkPools(s string) error {
+	if s == "" {
+		return nil
+	}
+	cpuList := regexp.MustCompile(`^[0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*$`)
+	for part := range strings.SplitSeq(s, ";") {
+		if strings.TrimSpace(part) == "" {
+			continue
+		}
+		k, list, ok := strings.Cut(part, "=")
+		k = strings.TrimSpace(k)
+		if !ok || (k != "priority" && k != "standard" && k != "restricted") {
+			return fmt.Errorf("want priority=LIST;standard=LIST;restricted=LIST, got %q", part)
+		}
+		if !cpuList.MatchString(strings.TrimSpace(list)) {
+			return fmt.Errorf("%s: %q is not a CPU list such as 0-1,3", k, list)
+		}
+	}
+	return nil
+}

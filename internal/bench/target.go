@@ -1,0 +1,214 @@
+package bench
+
+import (
+	"fmt"
+	"slices"
+)
+
+// Target is one acceptance criterion, checked on the medians across
+// repetitions. Exactly one of the criterion fields is set.
+type Target struct {
+	// Name is what the report prints, e.g. "time-sensitive p50 ≥70% lower".
+	Name    string `yaml:"name" json:"name"`
+	Variant string `yaml:"variant" json:"variant"`
+	// Group is the group measured; empty means all groups together, which
+	// only makes sense for throughput.
+	Group string `yaml:"group,omitempty" json:"group,omitempty"`
+	// Metric: mean, p50, p99, p999, max (latency) or throughput (ops/s).
+	Metric string `yaml:"metric,omitempty" json:"metric,omitempty"`
+
+	// MinReduction: 1 − variant/reference ≥ value (0.7 = at least 70% lower).
+	MinReduction *float64 `yaml:"minReduction,omitempty" json:"minReduction,omitempty"`
+	// MaxVsBaseline: variant/idle baseline ≤ value.
+	MaxVsBaseline *float64 `yaml:"maxVsBaseline,omitempty" json:"maxVsBaseline,omitempty"`
+	// Within: |variant/reference − 1| ≤ value.
+	Within *float64 `yaml:"within,omitempty" json:"within,omitempty"`
+	// MaxNoiseDrop: 1 − during/before ≤ value for a noise group's
+	// throughput around the time-sensitive phase.
+	MaxNoiseDrop *float64 `yaml:"maxNoiseDrop,omitempty" json:"maxNoiseDrop,omitempty"`
+	// MinRecovery: after/before ≥ value for a noise group's throughput.
+	MinRecovery *float64 `yaml:"minRecovery,omitempty" json:"minRecovery,omitempty"`
+}
+
+// Metric names.
+var (
+	latencyMetrics = []string{"mean", "p50", "p99", "p999", "max"}
+	allMetrics     = append(slices.Clone(latencyMetrics), "throughput")
+)
+
+func (t Target) kind() string {
+	switch {
+	case t.MinReduction != nil:
+		return "minReduction"
+	case t.MaxVsBaseline != nil:
+		return "maxVsBaseline"
+	case t.Within != nil:
+		return "within"
+	case t.MaxNoiseDrop != nil:
+		return "maxNoiseDrop"
+	case t.MinRecovery != nil:
+		return "minRecovery"
+	}
+	return ""
+}
+
+func (t Target) validate(where string, s *Scenario) []string {
+	var errs []string
+	bad := func(format string, args ...any) { errs = append(errs, where+": "+fmt.Sprintf(format, args...)) }
+	if t.Name == "" {
+		bad("name is required (the report prints it)")
+	}
+	n := 0
+	for _, p := range []*float64{t.MinReduction, t.MaxVsBaseline, t.Within, t.MaxNoiseDrop, t.MinRecovery} {
+		if p != nil {
+			n++
+			if *p < 0 {
+				bad("the criterion's value cannot be negative")
+			}
+		}
+	}
+	if n != 1 {
+		bad("exactly one of minReduction, maxVsBaseline, within, maxNoiseDrop, minRecovery is needed")
+		return errs
+	}
+	if _, ok := s.Variant(t.Variant); !ok {
+		bad("variant %q is not a variant", t.Variant)
+	}
+	var g Group
+	if t.Group != "" {
+		var ok bool
+		if g, ok = s.Group(t.Group); !ok {
+			bad("group %q is not a group", t.Group)
+		}
+	}
+	switch t.kind() {
+	case "minReduction", "within", "maxVsBaseline":
+		if !slices.Contains(allMetrics, t.Metric) {
+			bad("metric must be one of %v, got %q", allMetrics, t.Metric)
+		}
+		if t.Group == "" && t.Metric != "throughput" {
+			bad("a latency metric needs a group")
+		}
+		if t.kind() != "maxVsBaseline" && s.Reference == "" {
+			bad("%s compares with the reference variant, and there is none (no variant with qos: off; set reference)", t.kind())
+		}
+		if t.kind() == "maxVsBaseline" {
+			if !s.BaselineOn() {
+				bad("maxVsBaseline needs the baseline run (baseline: true)")
+			}
+			if t.Group == "" || g.Role != RoleTimeSensitive {
+				bad("maxVsBaseline needs a time-sensitive group (only those run in the baseline)")
+			}
+		}
+	case "maxNoiseDrop", "minRecovery":
+		if t.Metric != "" && t.Metric != "throughput" {
+			bad("%s is about throughput; leave metric out", t.kind())
+		}
+		if t.Group == "" || g.Role != RoleNoise {
+			bad("%s needs a noise group", t.kind())
+		}
+		if len(s.groupsWithRole(RoleTimeSensitive)) == 0 {
+			bad("%s needs a time-sensitive group to define the phases", t.kind())
+		}
+	}
+	return errs
+}
+
+// TargetResult is a target checked against a summary.
+type TargetResult struct {
+	Target
+	// Value is the measured quantity the criterion bounds (a reduction, a
+	// ratio or a drop, as a fraction).
+	Value float64 `json:"value"`
+	// Limit is the criterion's bound.
+	Limit float64 `json:"limit"`
+	Pass  bool    `json:"pass"`
+	// Measured describes the figures, e.g. "412 µs vs 2310 µs (−82%)".
+	Measured string `json:"measured"`
+	// Missing says why the target could not be checked (no data).
+	Missing string `json:"missing,omitempty"`
+}
+
+// Evaluate checks every target of the scenario against sum.
+func Evaluate(s *Scenario, sum *Summary) []TargetResult {
+	out := make([]TargetResult, 0, len(s.Targets))
+	for _, t := range s.Targets {
+		out = append(out, evaluate(s, t, sum))
+	}
+	return out
+}
+
+func evaluate(s *Scenario, t Target, sum *Summary) TargetResult {
+	r := TargetResult{Target: t}
+	metricOf := func(variant string) (float64, bool) {
+		if t.Group == "" {
+			tp, ok := sum.TotalThroughput[variant]
+			return tp, ok
+		}
+		gs, ok := sum.Find(variant, t.Group)
+		if !ok {
+			return 0, false
+		}
+		return gs.Median.metric(t.Metric), true
+	}
+	unit := func(v float64) string {
+		if t.Metric == "throughput" || t.Group == "" {
+			return fmt.Sprintf("%.0f ops/s", v)
+		}
+		return fmtMicros(v)
+	}
+	switch t.kind() {
+	case "minReduction", "within":
+		v, ok1 := metricOf(t.Variant)
+		ref, ok2 := metricOf(s.Reference)
+		if !ok1 || !ok2 || ref == 0 {
+			r.Missing = "no data for " + t.Variant + " or " + s.Reference
+			return r
+		}
+		ratio := v / ref
+		if t.kind() == "minReduction" {
+			r.Value, r.Limit = 1-ratio, *t.MinReduction
+			r.Pass = r.Value >= r.Limit
+			r.Measured = fmt.Sprintf("%s vs %s: %s", unit(v), unit(ref), fmtChange(ratio))
+		} else {
+			r.Value, r.Limit = ratio-1, *t.Within
+			r.Pass = abs(r.Value) <= r.Limit
+			r.Measured = fmt.Sprintf("%s vs %s: %s", unit(v), unit(ref), fmtChange(ratio))
+		}
+	case "maxVsBaseline":
+		v, ok1 := metricOf(t.Variant)
+		b, ok2 := sum.Find(BaselineVariant, t.Group)
+		if !ok1 || !ok2 || b.Median.metric(t.Metric) == 0 {
+			r.Missing = "no baseline data"
+			return r
+		}
+		base := b.Median.metric(t.Metric)
+		r.Value, r.Limit = v/base, *t.MaxVsBaseline
+		r.Pass = r.Value <= r.Limit
+		r.Measured = fmt.Sprintf("%s vs idle %s: %.2f×", unit(v), unit(base), r.Value)
+	case "maxNoiseDrop", "minRecovery":
+		gs, ok := sum.Find(t.Variant, t.Group)
+		if !ok || gs.Median.Before <= 0 {
+			r.Missing = "no throughput before the time-sensitive phase"
+			return r
+		}
+		m := gs.Median
+		if t.kind() == "maxNoiseDrop" {
+			r.Value, r.Limit = 1-m.During/m.Before, *t.MaxNoiseDrop
+			r.Pass = r.Value <= r.Limit
+			r.Measured = fmt.Sprintf("%.0f ops/s during vs %.0f before: %s", m.During, m.Before, fmtChange(m.During/m.Before))
+		} else {
+			r.Value, r.Limit = m.After/m.Before, *t.MinRecovery
+			r.Pass = r.Value >= r.Limit && m.After > 0
+			r.Measured = fmt.Sprintf("%.0f ops/s after vs %.0f before: %s", m.After, m.Before, fmtChange(m.After/m.Before))
+		}
+	}
+	return r
+}
+
+func abs(x float64) float64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
