@@ -3,6 +3,8 @@ package commands
 import (
 	"context"
 
+	"tierdb/internal/bsonx"
+
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"tierdb/internal/mongoerr"
@@ -99,7 +101,7 @@ func (h *Handlers) findAndModify(ctx context.Context, req *Request) (bson.D, err
 			}
 			if len(batch) == 1 {
 				raw = batch[0]
-				if err := bson.Unmarshal(raw, &doc); err != nil {
+				if doc, err = bsonx.Decode(raw); err != nil {
 					return nil, err
 				}
 			}

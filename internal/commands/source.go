@@ -4,6 +4,8 @@ import (
 	"context"
 	"sort"
 
+	"tierdb/internal/bsonx"
+
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"tierdb/internal/mongoerr"
@@ -121,7 +123,8 @@ func (s *scanSource) next(ctx context.Context, n int) ([]bson.Raw, bool, error) 
 		var doc bson.D
 		recheck := !s.spec.empty && !s.spec.exact
 		if recheck || s.keepDecoded || (!s.raw && s.spec.proj != nil) {
-			if err := bson.Unmarshal(row.Doc, &doc); err != nil {
+			var err error
+			if doc, err = bsonx.Decode(row.Doc); err != nil {
 				return nil, false, mongoerr.New(mongoerr.InternalError, "stored document is corrupt")
 			}
 			if recheck && !s.spec.filter.Match(doc) {

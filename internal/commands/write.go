@@ -3,6 +3,8 @@ package commands
 import (
 	"context"
 
+	"tierdb/internal/bsonx"
+
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"tierdb/internal/mongoerr"
@@ -209,8 +211,7 @@ func (h *Handlers) modify(ctx context.Context, col *storage.Collection, filter *
 			return false, false, nil, err
 		}
 		raw = row.Doc
-		doc = nil
-		if err := bson.Unmarshal(raw, &doc); err != nil {
+		if doc, err = bsonx.Decode(raw); err != nil {
 			return false, false, nil, err
 		}
 		if !filter.Match(doc) {
@@ -362,8 +363,8 @@ func (h *Handlers) updateLastWritten(ctx context.Context, col *storage.Collectio
 	if old == nil {
 		return false, nil
 	}
-	var doc bson.D
-	if bson.Unmarshal(old, &doc) != nil {
+	doc, err := bsonx.Decode(old)
+	if err != nil {
 		return false, nil
 	}
 	newDoc, changed, err := upd.Apply(doc, false)

@@ -5,8 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"tierdb/internal/bsonx"
+
 	"github.com/jackc/pgx/v5"
-	"go.mongodb.org/mongo-driver/v2/bson"
 )
 
 // CreateIndexes adds indexes to a collection (created if missing). An index
@@ -103,8 +104,8 @@ func buildIndex(ctx context.Context, tx pgx.Tx, col *Collection, ix *Index) erro
 			rows.Close()
 			return err
 		}
-		var d bson.D
-		if err := bson.Unmarshal(raw, &d); err != nil {
+		d, err := bsonx.Decode(raw)
+		if err != nil {
 			rows.Close()
 			return &Error{Code: ErrInternal, Msg: "corrupt document", Cause: err}
 		}
