@@ -6,7 +6,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 ARGS ?=
 
-.PHONY: all build run test test-go test-py fuzz deps deps-postgres deps-python bench-baseline clean
+.PHONY: all build run test test-go test-py fuzz deps deps-postgres deps-python bench bench-smoke bench-baseline clean
 
 all: build
 
@@ -52,6 +52,14 @@ test-py: deps-python build
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzReadMessage -fuzztime 60s ./internal/wire
+
+# The papers' experiments, QoS off against on, report and plots under bench-results/.
+bench: deps-postgres build
+	./$(BIN) bench fig4
+	./$(BIN) bench fig5
+
+bench-smoke: deps-postgres build
+	./$(BIN) bench --quick smoke
 
 bench-baseline: deps build
 	$(GO) run ./bench/baseline $(ARGS)

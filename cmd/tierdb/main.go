@@ -1,6 +1,7 @@
 // Command tierdb is the tierdb server and its tools.
 //
 //	tierdb serve [flags]   run the server (embedded PostgreSQL unless --postgres-url)
+//	tierdb bench <name>    run an evaluation scenario and write a report
 package main
 
 import (
@@ -33,6 +34,11 @@ func main() {
 			fmt.Fprintln(os.Stderr, "tierdb:", err)
 			os.Exit(1)
 		}
+	case "bench":
+		if err := runBench(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "tierdb:", err)
+			os.Exit(1)
+		}
 	case "version":
 		fmt.Println("tierdb", commands.Version+"-compatible")
 	default:
@@ -47,6 +53,8 @@ func usage() {
 
 Usage:
   tierdb serve [flags]    run the server; "tierdb serve -h" lists the flags
+  tierdb bench [flags] <scenario>
+                          run an experiment (fig4, fig5, fig7, qos-overhead, smoke, or a YAML file)
   tierdb version
 `)
 }

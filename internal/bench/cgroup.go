@@ -42,7 +42,7 @@ func newCPUQuota(root, name string, cpus float64) (*cpuQuota, error) {
 		name  string
 		value int64
 	}{{"cpu.cfs_period_us", cfsPeriod}, {"cpu.cfs_quota_us", quota}} {
-		if err := writeCgroupFile(q.dir, f.name, strconv.FormatInt(f.value, 10)); err != nil {
+		if err := q.write(f.name, strconv.FormatInt(f.value, 10)); err != nil {
 			_ = q.remove()
 			return nil, fmt.Errorf("--pg-cpu-quota: %w", err)
 		}
@@ -50,10 +50,15 @@ func newCPUQuota(root, name string, cpus float64) (*cpuQuota, error) {
 	return q, nil
 }
 
-func writeCgroupFile(dir, name, value string) error {
-	// Cgroup files must be written in one write(2), without O_CREATE: a
-	// missing file means a missing controller, not something to create.
-	f, err := os.OpenFile(filepath.Join(dir, name), os.O_WRONLY|os.O_TRUNC, 0)
+func (q *cpuQuota) write(name, value string) error {
+	// Cgroup files must be written in one write(2), and never created: a
+	// missing file means a missing controller. A test's stand-in directory
+	// starts empty.
+	flags := os.O_WRONLY | os.O_TRUNC
+	if !q.kernel {
+		flags |= os.O_CREATE
+	}
+	f, err := os.OpenFile(filepath.Join(q.dir, name), flags, 0o644)
 	if err != nil {
 		return err
 	}
@@ -65,7 +70,7 @@ func writeCgroupFile(dir, name, value string) error {
 // fork later are born in it.
 func (q *cpuQuota) add(pids ...int) error {
 	for _, pid := range pids {
-		if err := writeCgroupFile(q.dir, "cgroup.procs", strconv.Itoa(pid)); err != nil {
+		if err := q.write("cgroup.procs", strconv.Itoa(pid)); err != nil {
 			if _, gone := os.Stat(fmt.Sprintf("/proc/%d", pid)); gone != nil {
 				continue
 			}

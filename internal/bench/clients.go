@@ -21,11 +21,6 @@ type ClientCount struct {
 	constant, perCPU int
 }
 
-// Clients returns a fixed client count.
-func Clients(n int) ClientCount {
-	return ClientCount{Expr: strconv.Itoa(n), constant: n}
-}
-
 // UnmarshalYAML accepts an integer or an expression string.
 func (c *ClientCount) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind != yaml.ScalarNode {

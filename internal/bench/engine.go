@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -35,16 +36,16 @@ func (e *engine) serverCPUs() []int {
 	return nil
 }
 
-func (e *engine) startTierdb(ctx context.Context, args []string, logName string) (*tierdbProc, error) {
+func (e *engine) startTierdb(ctx context.Context, args, env []string, logName string) (*tierdbProc, error) {
 	args = append([]string{"--log-level", "info"}, args...)
-	return startTierdb(ctx, e.opts.Tierdb, e.pg.cluster.ConnString(), args, e.serverCPUs(),
+	return startTierdb(ctx, e.opts.Tierdb, e.pg.cluster.ConnString(), args, env, e.serverCPUs(),
 		filepath.Join(e.opts.OutDir, "logs", logName))
 }
 
 // load inserts the records once, through a QoS-off tierdb.
 func (e *engine) load(ctx context.Context) error {
 	fmt.Fprintf(e.opts.Stdout, "loading %d records (%d fields of %d bytes)\n", e.sc.Records, e.sc.FieldCount, e.sc.FieldLength)
-	t, err := e.startTierdb(ctx, []string{"--qos", "off"}, "load.log")
+	t, err := e.startTierdb(ctx, []string{"--qos", "off"}, nil, "load.log")
 	if err != nil {
 		return err
 	}
@@ -95,7 +96,7 @@ func (e *engine) load(ctx context.Context) error {
 func (e *engine) runOne(ctx context.Context, rep int, v Variant) (run RunResult, err error) {
 	baseline := v.Name == BaselineVariant
 	run = RunResult{Rep: rep, Variant: v.Name, Args: v.ServeArgs()}
-	t, err := e.startTierdb(ctx, run.Args, fmt.Sprintf("rep%d-%s.log", rep, v.Name))
+	t, err := e.startTierdb(ctx, run.Args, v.Env, fmt.Sprintf("rep%d-%s.log", rep, v.Name))
 	if err != nil {
 		return run, err
 	}
@@ -144,8 +145,15 @@ func (e *engine) runOne(ctx context.Context, rep int, v Variant) (run RunResult,
 		}
 	}
 
+	syncsA, syncMsA, _ := walSyncs(ctx, e.pg.cluster.ConnString())
+	backendsA, _ := backendCPU(ctx, e.pg.cluster.ConnString())
+	sampler, err := startWaitSampler(ctx, e.pg.cluster.ConnString())
+	if err != nil {
+		return run, fmt.Errorf("sampling pg_stat_activity: %w", err)
+	}
+	defer sampler.stop()
 	cpuA, _ := readCPUTimes()
-	tierdbA, pgA := processCPU(t.pid()), treeCPU(e.pg.cluster.PID())
+	tierdbA, pgA, selfA := processCPU(t.pid()), treeCPU(e.pg.cluster.PID()), processCPU(os.Getpid())
 	runCtx, cancel := context.WithTimeout(ctx, e.sc.MaxRunTime.D())
 	defer cancel()
 	start := time.Now()
@@ -222,6 +230,25 @@ func (e *engine) runOne(ctx context.Context, rep int, v Variant) (run RunResult,
 		PostgresCPU: treeCPU(e.pg.cluster.PID()) - pgA,
 	}
 	run.Server.BusyPct, run.Server.StealPct, run.Server.IOWait = cpuShares(cpuA, cpuB, e.layout.ServerCPUs)
+	if run.WallSeconds > 0 {
+		run.Server.LoadGenCPUPct = 100 * (processCPU(os.Getpid()) - selfA) / (run.WallSeconds * float64(len(e.layout.LoadCPUs)))
+	}
+	run.Server.LoadBusyPct, _, _ = cpuShares(cpuA, cpuB, e.layout.LoadCPUs)
+	if e.layout.Mode == LayoutSplit && run.WallSeconds > 0 {
+		ours := 100 * (run.Server.TierdbCPU + run.Server.PostgresCPU) / (run.WallSeconds * float64(len(e.layout.ServerCPUs)))
+		run.Server.OthersPct = max(run.Server.BusyPct-ours, 0)
+	}
+	d := &run.Diagnostics
+	d.Waits, d.WaitRounds = sampler.stop()
+	if backendsB, err := backendCPU(ctx, e.pg.cluster.ConnString()); err == nil {
+		d.BackendCPU = backendCPUDelta(backendsA, backendsB)
+	}
+	if n, ms, err := walSyncs(ctx, e.pg.cluster.ConnString()); err == nil {
+		d.WALSyncs, d.WALSyncMs = n-syncsA, ms-syncMsA
+	}
+	if d.Tierdb, err = scrapeTierRequests(ctx, t.metricsAddr); err != nil {
+		return run, fmt.Errorf("reading tierdb's metrics: %w", err)
+	}
 
 	for gi, m := range groups {
 		run.Groups = append(run.Groups, mergeGroup(m.g, m.clients, recs[gi]))
@@ -265,78 +292,6 @@ func tsPhase(groups []GroupRun) (start, end float64) {
 		first = false
 	}
 	return start, end
-}
-
-// worker is one client's loop.
-type worker struct {
-	g      Group
-	wl     *workload
-	client *tierClient
-	rec    *recorder
-	rng    *rand.Rand
-	start  time.Time     // the run's start
-	stop   chan struct{} // closed when an afterOthers group must stop
-	done   *atomic.Int64 // operations answered, for the progress line
-}
-
-func (w *worker) run(ctx context.Context) {
-	begin := w.start.Add(w.g.StartAfter.D())
-	if !w.sleepUntil(ctx, begin) {
-		return
-	}
-	var deadline time.Time
-	if w.g.Duration > 0 {
-		deadline = begin.Add(w.g.Duration.D())
-	}
-	var interval time.Duration
-	if w.g.Mode == ModeRate {
-		interval = time.Duration(float64(time.Second) / w.g.Rate)
-	}
-	for i := 0; w.g.Ops == 0 || i < w.g.Ops; i++ {
-		if !deadline.IsZero() && !time.Now().Before(deadline) {
-			return
-		}
-		select {
-		case <-w.stop:
-			return
-		case <-ctx.Done():
-			return
-		default:
-		}
-		sent := time.Now()
-		if interval > 0 {
-			// The latency counts from when the operation was due, so a
-			// client that falls behind its schedule shows it.
-			sent = begin.Add(time.Duration(i) * interval)
-			if !w.sleepUntil(ctx, sent) {
-				return
-			}
-		}
-		err := w.wl.do(ctx, w.client.coll, w.g.Mix.pick(w.rng), w.rng)
-		if ctx.Err() != nil {
-			return // cut off: the operation did not fail on its own
-		}
-		w.rec.record(sent.Sub(w.start), time.Since(w.start), err)
-		w.done.Add(1)
-	}
-}
-
-// sleepUntil waits for t; false if the run ends first.
-func (w *worker) sleepUntil(ctx context.Context, t time.Time) bool {
-	d := time.Until(t)
-	if d <= 0 {
-		return true
-	}
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-		return true
-	case <-w.stop:
-		return false
-	case <-ctx.Done():
-		return false
-	}
 }
 
 func tierdbVersion(bin string) string {

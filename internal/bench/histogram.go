@@ -110,6 +110,9 @@ func (h *Histogram) Quantile(q float64) time.Duration {
 	}
 	rank := uint64(math.Ceil(q * float64(h.n)))
 	rank = min(max(rank, 1), h.n)
+	if rank == h.n {
+		return time.Duration(h.max) // exact, and what p100 or a tiny count asks for
+	}
 	var seen uint64
 	for i, c := range h.counts {
 		seen += c

@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"image/color"
+	"math"
 	"path/filepath"
 	"time"
 
@@ -110,16 +111,28 @@ func logY(p *plot.Plot) {
 	p.Y.Tick.Marker = logTicks{}
 }
 
+// logRange sets a log axis to span lo…hi. gonum widens an empty range
+// (all values equal) by ±1, which can reach 0, where a log scale panics.
+func logRange(a *plot.Axis, lo, hi float64) {
+	if lo >= hi {
+		lo, hi = lo/2, hi*2
+	}
+	a.Min, a.Max = lo, hi
+}
+
 // timelinePlot: one point per sampled operation, colored by group.
 func timelinePlot(run RunResult) (*plot.Plot, error) {
 	p := newPlot(fmt.Sprintf("Response times over time: %s", run.Variant), "time since the run's start (s)", "response time (ms, log)")
 	logY(p)
 	n := 0
+	lo, hi := math.Inf(1), math.Inf(-1)
 	for gi, g := range run.Groups {
 		var pts plotter.XYs
 		for _, client := range g.Samples {
 			for _, s := range client {
-				pts = append(pts, plotter.XY{X: float64(s[0]) / 1e6, Y: max(float64(s[1]), 1) / 1e3})
+				y := max(float64(s[1]), 1) / 1e3
+				lo, hi = min(lo, y), max(hi, y)
+				pts = append(pts, plotter.XY{X: float64(s[0]) / 1e6, Y: y})
 			}
 		}
 		if len(pts) == 0 {
@@ -139,6 +152,7 @@ func timelinePlot(run RunResult) (*plot.Plot, error) {
 	if n == 0 {
 		return nil, nil
 	}
+	logRange(&p.Y, lo, hi)
 	return p, nil
 }
 
@@ -148,6 +162,7 @@ func cdfPlot(res *Results, order []string, g Group) (*plot.Plot, error) {
 	p.X.Scale = plot.LogScale{}
 	p.X.Tick.Marker = logTicks{}
 	lines := 0
+	lo, hi := math.Inf(1), math.Inf(-1)
 	for vi, v := range order {
 		merged := &Histogram{}
 		for _, r := range res.Runs {
@@ -165,7 +180,9 @@ func cdfPlot(res *Results, order []string, g Group) (*plot.Plot, error) {
 		}
 		var pts plotter.XYs
 		for _, c := range merged.CDF() {
-			pts = append(pts, plotter.XY{X: max(micros(c.Latency), 1) / 1e3, Y: c.Fraction})
+			x := max(micros(c.Latency), 1) / 1e3
+			lo, hi = min(lo, x), max(hi, x)
+			pts = append(pts, plotter.XY{X: x, Y: c.Fraction})
 		}
 		l, err := plotter.NewLine(pts)
 		if err != nil {
@@ -181,6 +198,8 @@ func cdfPlot(res *Results, order []string, g Group) (*plot.Plot, error) {
 	if lines == 0 {
 		return nil, nil
 	}
+	logRange(&p.X, lo, hi)
+	p.Y.Min, p.Y.Max = 0, 1
 	p.Legend.Top = false
 	p.Legend.Left = false
 	p.Legend.YOffs = vg.Centimeter

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"maps"
 	"slices"
 	"time"
 )
@@ -12,14 +13,10 @@ func (s *Scenario) Clone() *Scenario {
 	c.Variants = slices.Clone(s.Variants)
 	for i := range c.Variants {
 		c.Variants[i].Args = slices.Clone(s.Variants[i].Args)
+		c.Variants[i].Env = slices.Clone(s.Variants[i].Env)
 	}
 	c.Targets = slices.Clone(s.Targets)
-	if s.Postgres != nil {
-		c.Postgres = make(map[string]string, len(s.Postgres))
-		for k, v := range s.Postgres {
-			c.Postgres[k] = v
-		}
-	}
+	c.Postgres = maps.Clone(s.Postgres)
 	return &c
 }
 

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"encoding/csv"
 	"encoding/json"
 	"errors"
@@ -105,7 +106,7 @@ func markdown(res *Results, plots []plotFile) string {
 	p("## Settings\n\n")
 	p("%d records of %d fields × %d bytes, %s keys; scans read up to %d records; warm-up cut from the noise's \"before\" window: %s.\n\n",
 		sc.Records, sc.FieldCount, sc.FieldLength, sc.Distribution, sc.ScanLength, sc.Warmup)
-	p("| group | clients | tier | role | mix | mode | starts after | ends |\n|---|--:|---|---|---|---|--:|---|\n")
+	p("| group | clients | tier | role | mix | keys | mode | starts after | ends |\n|---|--:|---|---|---|---|---|--:|---|\n")
 	for _, g := range sc.Groups {
 		clients := g.Clients.Expr
 		if len(res.Runs) > 0 {
@@ -115,14 +116,19 @@ func markdown(res *Results, plots []plotFile) string {
 				}
 			}
 		}
-		p("| %s | %s | %s | %s | %s | %s | %s | %s |\n", g.Name, clients, g.Tier, g.Role, mixText(g.Mix), modeText(g), g.StartAfter, endText(g))
+		dist := cmp.Or(g.Distribution, sc.Distribution)
+		p("| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", g.Name, clients, g.Tier, g.Role, mixText(g.Mix), dist, modeText(g), g.StartAfter, endText(g))
 	}
 	p("\n| variant | tierdb serve flags |\n|---|---|\n")
 	if sc.BaselineOn() {
 		p("| %s | `--qos off`, time-sensitive groups only |\n", BaselineVariant)
 	}
 	for _, v := range sc.Variants {
-		p("| %s | `%s` |\n", v.Name, strings.Join(v.ServeArgs(), " "))
+		env := ""
+		if len(v.Env) > 0 {
+			env = " (environment: `" + strings.Join(v.Env, " ") + "`)"
+		}
+		p("| %s | `%s`%s |\n", v.Name, strings.Join(v.ServeArgs(), " "), env)
 	}
 	if len(sc.Postgres) > 0 {
 		p("\nPostgreSQL settings: %v\n", sc.Postgres)
@@ -186,15 +192,20 @@ func markdown(res *Results, plots []plotFile) string {
 
 	p("### Server side\n\n")
 	p("CPU time of the tierdb process and of all PostgreSQL processes per operation (all groups), and how busy the server CPUs (%s) were, whoever used them; steal is time the hypervisor gave to other virtual machines.\n\n", cpuListText(res.Layout.ServerCPUs))
-	p("| variant | all groups ops/s | tierdb CPU/op | PostgreSQL CPU/op | server CPUs busy | steal | iowait | run length |\n|---|--:|--:|--:|--:|--:|--:|--:|\n")
+	p("| variant | all groups ops/s | tierdb CPU/op | PostgreSQL CPU/op | server CPUs busy | of which other processes | steal | iowait | load generator CPU | load CPUs busy | run length |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, v := range sum.Variants {
 		cut := ""
 		if v.CutOff > 0 {
 			cut = fmt.Sprintf(" (%d cut off)", v.CutOff)
 		}
-		p("| %s | %.0f | %.0f µs | %.0f µs | %.0f%% | %.1f%% | %.1f%% | %.1f s%s |\n", v.Variant, v.Throughput, v.TierdbCPUPerOp, v.PostgresCPUPerOp, v.BusyPct, v.StealPct, v.IOWaitPct, v.WallSeconds, cut)
+		p("| %s | %.0f | %.0f µs | %.0f µs | %.0f%% | %.0f%% | %.1f%% | %.1f%% | %.0f%% | %.0f%% | %.1f s%s |\n", v.Variant, v.Throughput, v.TierdbCPUPerOp, v.PostgresCPUPerOp,
+			v.BusyPct, v.OthersPct, v.StealPct, v.IOWaitPct, v.LoadGenCPUPct, v.LoadBusyPct, v.WallSeconds, cut)
 	}
 	p("\n")
+
+	if d := diagnosticsText(res); d != "" {
+		p("### Where the server side's time went\n\n%s\n", d)
+	}
 
 	if sc.Repeat > 1 {
 		p("### Each repetition\n\n| rep | variant | group | ops/s | p50 | p99.9 | before / during / after |\n|--:|---|---|--:|--:|--:|---|\n")

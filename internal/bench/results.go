@@ -73,6 +73,8 @@ type RunResult struct {
 	TSEnd   float64 `json:"tsEnd"`
 	// Server is CPU accounting of the server side over the run.
 	Server ServerUsage `json:"server"`
+	// Diagnostics say where the server side's time went.
+	Diagnostics Diagnostics `json:"diagnostics"`
 	// QoSStatus is tierdb's {qosStatus: 1} reply at the end of a QoS-on run.
 	QoSStatus json.RawMessage `json:"qosStatus,omitempty"`
 }
@@ -112,6 +114,15 @@ type ServerUsage struct {
 	BusyPct  float64 `json:"busyPct"`
 	StealPct float64 `json:"stealPct"`
 	IOWait   float64 `json:"ioWaitPct"`
+	// LoadGenCPUPct is this harness's own CPU use (the load generator) and
+	// LoadBusyPct how busy the load generator's CPUs were, in percent of
+	// those CPUs: a saturated load generator delays the clients' view of
+	// their answers.
+	LoadGenCPUPct float64 `json:"loadGenCPUPct"`
+	LoadBusyPct   float64 `json:"loadBusyPct"`
+	// OthersPct is the part of BusyPct that was neither tierdb nor
+	// PostgreSQL (split layout only): other tenants of the machine.
+	OthersPct float64 `json:"othersPct"`
 }
 
 // OpsPerSec is the group's throughput over its active span.

@@ -42,7 +42,8 @@ type Options struct {
 
 // Run runs the scenario and writes its outputs to o.OutDir. A missed
 // target is not an error; failed operations are reported in the results
-// and make Run return an error after writing them.
+// and make Run return an error after writing them. In the split layout Run
+// pins the calling process to the load generator's CPUs and leaves it so.
 func Run(ctx context.Context, o Options) (*Results, error) {
 	if o.Scenario == nil {
 		return nil, errors.New("bench: no scenario")

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"regexp"
-	"strings"
 
 	"gopkg.in/yaml.v3"
 )
@@ -71,7 +70,9 @@ type Group struct {
 	// throughput is compared before, during and after them.
 	Role string `yaml:"role,omitempty" json:"role,omitempty"`
 	Mix  Mix    `yaml:"mix" json:"mix"`
-	Mode string `yaml:"mode,omitempty" json:"mode,omitempty"`
+	// Distribution overrides the scenario's key distribution for this group.
+	Distribution string `yaml:"distribution,omitempty" json:"distribution,omitempty"`
+	Mode         string `yaml:"mode,omitempty" json:"mode,omitempty"`
 	// Rate is operations per second per client in mode rate.
 	Rate float64 `yaml:"rate,omitempty" json:"rate,omitempty"`
 	// StartAfter delays the group's first operation from the run's start.
@@ -120,6 +121,9 @@ type Variant struct {
 	BackendsPerTier int `yaml:"backendsPerTier,omitempty" json:"backendsPerTier,omitempty"`
 	// Args are further `tierdb serve` flags.
 	Args []string `yaml:"args,omitempty" json:"args,omitempty"`
+	// Env are extra NAME=value environment variables for the tierdb
+	// process, e.g. GOMAXPROCS=4.
+	Env []string `yaml:"env,omitempty" json:"env,omitempty"`
 }
 
 // ServeArgs are the `tierdb serve` flags for the variant.
@@ -250,201 +254,4 @@ func (s *Scenario) Variant(name string) (Variant, bool) {
 		}
 	}
 	return Variant{}, false
-}
-
-// Validate reports every problem it finds, one per line.
-func (s *Scenario) Validate() error {
-	var errs []string
-	bad := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
-
-	if !nameRE.MatchString(s.Name) {
-		bad("name %q: want letters, digits, '-', '_' or '.'", s.Name)
-	}
-	if s.Records < 1 {
-		bad("records must be at least 1")
-	}
-	if s.FieldCount < 1 || s.FieldCount > 100 {
-		bad("fieldCount must be 1…100, got %d", s.FieldCount)
-	}
-	if s.FieldLength < 1 || s.FieldLength > 1<<20 {
-		bad("fieldLength must be 1…1048576, got %d", s.FieldLength)
-	}
-	if s.Distribution != "zipfian" && s.Distribution != "uniform" {
-		bad("distribution must be zipfian or uniform, got %q", s.Distribution)
-	}
-	if s.ScanLength < 1 {
-		bad("scanLength must be at least 1")
-	}
-	if s.Warmup < 0 || s.MaxRunTime <= 0 {
-		bad("warmup must be ≥ 0 and maxRunTime > 0")
-	}
-	if s.Repeat < 1 {
-		bad("repeat must be at least 1")
-	}
-	if len(s.Groups) == 0 {
-		bad("groups: at least one group is needed")
-	}
-	seen := map[string]bool{}
-	bounded := 0
-	for i, g := range s.Groups {
-		where := fmt.Sprintf("groups[%d] (%s)", i, g.Name)
-		if !nameRE.MatchString(g.Name) {
-			bad("groups[%d]: name %q: want letters, digits, '-', '_' or '.'", i, g.Name)
-		} else if seen[g.Name] {
-			bad("%s: the name is used twice", where)
-		}
-		seen[g.Name] = true
-		errs = append(errs, g.validate(where)...)
-		if g.AfterOthers == 0 {
-			bounded++
-		}
-	}
-	if len(s.Groups) > 0 && bounded == 0 {
-		bad("groups: every group runs afterOthers; at least one needs duration or ops")
-	}
-	if len(s.Variants) == 0 {
-		bad("variants: at least one variant is needed")
-	}
-	seen = map[string]bool{"baseline": true}
-	for i, v := range s.Variants {
-		where := fmt.Sprintf("variants[%d] (%s)", i, v.Name)
-		if !nameRE.MatchString(v.Name) {
-			bad("variants[%d]: name %q: want letters, digits, '-', '_' or '.'", i, v.Name)
-		} else if seen[v.Name] {
-			bad("%s: the name is used twice (\"baseline\" is reserved)", where)
-		}
-		seen[v.Name] = true
-		errs = append(errs, v.validate(where)...)
-	}
-	if s.Reference != "" {
-		if _, ok := s.Variant(s.Reference); !ok {
-			bad("reference %q is not a variant", s.Reference)
-		}
-	}
-	if s.BaselineOn() && len(s.groupsWithRole(RoleTimeSensitive)) == 0 {
-		bad("baseline: there is no time-sensitive group to run alone")
-	}
-	for i, t := range s.Targets {
-		errs = append(errs, t.validate(fmt.Sprintf("targets[%d]", i), s)...)
-	}
-	if len(errs) > 0 {
-		return fmt.Errorf("scenario %q is invalid:\n  %s", s.Name, strings.Join(errs, "\n  "))
-	}
-	return nil
-}
-
-func (g Group) validate(where string) []string {
-	var errs []string
-	bad := func(format string, args ...any) { errs = append(errs, where+": "+fmt.Sprintf(format, args...)) }
-	if g.Clients.Expr == "" {
-		bad("clients is required")
-	} else if !g.Clients.dependsOnCPUs() && g.Clients.Resolve(0) < 1 {
-		bad("clients must be at least 1")
-	}
-	switch g.Tier {
-	case "high", "normal", "low":
-	default:
-		bad("tier must be high, normal or low, got %q", g.Tier)
-	}
-	if g.Role != RoleTimeSensitive && g.Role != RoleNoise {
-		bad("role must be %s or %s, got %q", RoleTimeSensitive, RoleNoise, g.Role)
-	}
-	m := g.Mix
-	if m.Read < 0 || m.Update < 0 || m.Insert < 0 || m.Scan < 0 || m.total() <= 0 {
-		bad("mix needs non-negative proportions of read, update, insert, scan, not all zero")
-	}
-	switch g.Mode {
-	case ModeClosed:
-		if g.Rate != 0 {
-			bad("rate is only for mode rate")
-		}
-	case ModeRate:
-		if g.Rate <= 0 || g.Rate > 1e6 {
-			bad("mode rate needs rate (operations per second per client) in (0, 1e6]")
-		}
-	default:
-		bad("mode must be closed or rate, got %q", g.Mode)
-	}
-	if g.StartAfter < 0 || g.Duration < 0 || g.Ops < 0 || g.AfterOthers < 0 {
-		bad("startAfter, duration, ops and afterOthers cannot be negative")
-	}
-	ends := 0
-	for _, set := range []bool{g.Duration > 0, g.Ops > 0, g.AfterOthers > 0} {
-		if set {
-			ends++
-		}
-	}
-	if ends != 1 {
-		bad("exactly one of duration, ops and afterOthers is needed, got %d", ends)
-	}
-	if wc := g.WriteConcern; wc != nil {
-		switch w := wc.W.(type) {
-		case nil:
-		case int:
-			if w < 0 {
-				bad("writeConcern.w cannot be negative")
-			}
-		case string:
-			if w != "majority" {
-				bad("writeConcern.w must be a number or \"majority\", got %q", w)
-			}
-		default:
-			bad("writeConcern.w must be a number or \"majority\"")
-		}
-	}
-	return errs
-}
-
-func (v Variant) validate(where string) []string {
-	var errs []string
-	bad := func(format string, args ...any) { errs = append(errs, where+": "+fmt.Sprintf(format, args...)) }
-	switch v.QoS {
-	case "on":
-		if v.Threshold < 1 {
-			bad("threshold must be at least 1")
-		}
-		if err := checkPools(v.CPUPools); err != nil {
-			bad("cpuPools: %v", err)
-		}
-	case "off":
-		if v.Threshold != 0 || v.CPUPools != "" || v.Nice != "" {
-			bad("threshold, cpuPools and nice need qos: on")
-		}
-	default:
-		bad("qos must be on or off, got %q", v.QoS)
-	}
-	if v.BackendsPerTier < 0 {
-		bad("backendsPerTier cannot be negative")
-	}
-	for _, a := range v.Args {
-		for _, owned := range []string{"--listen", "--postgres-url", "--data-dir", "--qos", "--threshold", "--cpu-pools", "--nice", "--backends-per-tier"} {
-			if a == owned || strings.HasPrefix(a, owned+"=") {
-				bad("args: %s is set by the harness or by a variant field", owned)
-			}
-		}
-	}
-	return errs
-}
-
-// checkPools checks the shape of a --cpu-pools value; tierdb itself checks
-// the CPU numbers against the machine when it starts.
-func checkPools(s string) error {
-	if s == "" {
-		return nil
-	}
-	cpuList := regexp.MustCompile(`^[0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*$`)
-	for part := range strings.SplitSeq(s, ";") {
-		if strings.TrimSpace(part) == "" {
-			continue
-		}
-		k, list, ok := strings.Cut(part, "=")
-		k = strings.TrimSpace(k)
-		if !ok || (k != "priority" && k != "standard" && k != "restricted") {
-			return fmt.Errorf("want priority=LIST;standard=LIST;restricted=LIST, got %q", part)
-		}
-		if !cpuList.MatchString(strings.TrimSpace(list)) {
-			return fmt.Errorf("%s: %q is not a CPU list such as 0-1,3", k, list)
-		}
-	}
-	return nil
 }

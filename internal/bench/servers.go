@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
@@ -55,10 +56,13 @@ func startPostgres(ctx context.Context, settings map[string]string, layout Layou
 	}
 	sctx, cancel := context.WithTimeout(ctx, serverStartTimeout)
 	defer cancel()
+	// WAL fsync timing feeds the diagnostics; the scenario may override.
+	all := map[string]string{"track_wal_io_timing": "on"}
+	maps.Copy(all, settings)
 	p.cluster, err = pgmanage.Start(sctx, pgmanage.Options{
 		DataDir:        filepath.Join(dir, "data"),
 		MaxConnections: 200,
-		Settings:       settings,
+		Settings:       all,
 		Logger:         log,
 	})
 	if err != nil {
@@ -129,22 +133,33 @@ func (p *pgServer) stop() error {
 
 // tierdbProc is one tierdb server process.
 type tierdbProc struct {
-	cmd     *exec.Cmd
-	done    chan struct{} // closed once the process has been reaped
-	addr    string
-	logPath string
+	cmd         *exec.Cmd
+	done        chan struct{} // closed once the process has been reaped
+	addr        string
+	metricsAddr string
+	logPath     string
 }
 
-// startTierdb runs `bin serve` on PostgreSQL pgURL with extra args, on
+// startTierdb runs `bin serve` on PostgreSQL pgURL with extra args and
+// environment variables, on
 // cpus (nil: anywhere), logging to logPath, and waits until it accepts
 // connections.
-func startTierdb(ctx context.Context, bin, pgURL string, args []string, cpus []int, logPath string) (*tierdbProc, error) {
+func startTierdb(ctx context.Context, bin, pgURL string, args, env []string, cpus []int, logPath string) (*tierdbProc, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
 	}
-	t := &tierdbProc{addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), logPath: logPath, done: make(chan struct{})}
-	argv := append([]string{"serve", "--postgres-url", pgURL, "--listen", t.addr}, args...)
+	mport, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	t := &tierdbProc{
+		addr:        net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
+		metricsAddr: net.JoinHostPort("127.0.0.1", strconv.Itoa(mport)),
+		logPath:     logPath,
+		done:        make(chan struct{}),
+	}
+	argv := append([]string{"serve", "--postgres-url", pgURL, "--listen", t.addr, "--metrics-listen", t.metricsAddr}, args...)
 	logf, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
@@ -159,6 +174,9 @@ func startTierdb(ctx context.Context, bin, pgURL string, args []string, cpus []i
 		defer logf.Close()
 		cmd := exec.Command(bin, argv...)
 		cmd.Stdout, cmd.Stderr = logf, logf
+		if len(env) > 0 {
+			cmd.Env = append(os.Environ(), env...)
+		}
 		// Own process group: a terminal's Ctrl-C reaches only the harness,
 		// which then stops tierdb before PostgreSQL.
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}

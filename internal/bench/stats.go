@@ -66,6 +66,9 @@ type VariantSummary struct {
 	TierdbCPUPerOp   float64 `json:"tierdbCPUUsPerOp"`
 	PostgresCPUPerOp float64 `json:"postgresCPUUsPerOp"`
 	BusyPct          float64 `json:"serverBusyPct"`
+	OthersPct        float64 `json:"serverOthersPct"`
+	LoadGenCPUPct    float64 `json:"loadGenCPUPct"`
+	LoadBusyPct      float64 `json:"loadBusyPct"`
 	StealPct         float64 `json:"serverStealPct"`
 	IOWaitPct        float64 `json:"serverIOWaitPct"`
 	WallSeconds      float64 `json:"wallSeconds"`
@@ -195,7 +198,7 @@ func seriesRate(series []int32, from, to float64) float64 {
 }
 
 func summarizeVariant(variant string, runs []RunResult) VariantSummary {
-	var tput, tcpu, pcpu, busy, steal, iow, wall []float64
+	var tput, tcpu, pcpu, busy, others, steal, iow, wall, lg, lb []float64
 	vs := VariantSummary{Variant: variant}
 	for _, r := range runs {
 		var ops int64
@@ -214,6 +217,9 @@ func summarizeVariant(variant string, runs []RunResult) VariantSummary {
 			pcpu = append(pcpu, r.Server.PostgresCPU/float64(ops)*1e6)
 		}
 		busy = append(busy, r.Server.BusyPct)
+		others = append(others, r.Server.OthersPct)
+		lg = append(lg, r.Server.LoadGenCPUPct)
+		lb = append(lb, r.Server.LoadBusyPct)
 		steal = append(steal, r.Server.StealPct)
 		iow = append(iow, r.Server.IOWait)
 		wall = append(wall, r.WallSeconds)
@@ -225,6 +231,9 @@ func summarizeVariant(variant string, runs []RunResult) VariantSummary {
 	vs.TierdbCPUPerOp = Median(tcpu)
 	vs.PostgresCPUPerOp = Median(pcpu)
 	vs.BusyPct = Median(busy)
+	vs.OthersPct = Median(others)
+	vs.LoadGenCPUPct = Median(lg)
+	vs.LoadBusyPct = Median(lb)
 	vs.StealPct = Median(steal)
 	vs.IOWaitPct = Median(iow)
 	vs.WallSeconds = Median(wall)

@@ -24,11 +24,12 @@ type workload struct {
 	fieldNames []string
 	fieldLen   int
 	scanLen    int
-	keys       keyChooser
+	keys       map[string]keyChooser // by distribution
 	// pool is random text that field values are cut from: generating fresh
 	// random bytes per operation would cost the load generator more CPU
 	// than it spends on the driver.
-	pool string
+	pool        string
+	defaultDist string
 	// nextID is the next _id an insert uses; it only grows, across runs,
 	// because the records stay in PostgreSQL from one run to the next.
 	nextID *atomic.Int64
@@ -39,10 +40,19 @@ func newWorkload(sc *Scenario) *workload {
 		records:  int64(sc.Records),
 		fieldLen: sc.FieldLength,
 		scanLen:  sc.ScanLength,
-		keys:     newKeyChooser(sc.Distribution, int64(sc.Records)),
+		keys:     map[string]keyChooser{},
 		nextID:   &atomic.Int64{},
 	}
 	w.nextID.Store(int64(sc.Records))
+	for _, d := range []string{sc.Distribution} {
+		w.keys[d] = newKeyChooser(d, w.records)
+	}
+	for _, g := range sc.Groups {
+		if d := g.Distribution; d != "" && w.keys[d] == nil {
+			w.keys[d] = newKeyChooser(d, w.records)
+		}
+	}
+	w.defaultDist = sc.Distribution
 	for i := range sc.FieldCount {
 		w.fieldNames = append(w.fieldNames, fmt.Sprintf("field%d", i))
 	}
@@ -96,16 +106,20 @@ func (m Mix) pick(rng *rand.Rand) opKind {
 // do runs one operation. Like YCSB: a read fetches one whole record, an
 // update sets one random field, an insert adds a new record, a scan reads
 // 1…scanLen records in _id order from a random key.
-func (w *workload) do(ctx context.Context, coll *mongo.Collection, op opKind, rng *rand.Rand) error {
+func (w *workload) do(ctx context.Context, coll *mongo.Collection, op opKind, dist string, rng *rand.Rand) error {
+	keys := w.keys[dist]
+	if keys == nil {
+		keys = w.keys[w.defaultDist]
+	}
 	switch op {
 	case opRead:
-		id := w.keys.next(rng)
+		id := keys.next(rng)
 		_, err := coll.FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Raw()
 		if err != nil {
 			return fmt.Errorf("read _id %d: %w", id, err)
 		}
 	case opUpdate:
-		id := w.keys.next(rng)
+		id := keys.next(rng)
 		field := w.fieldNames[rng.IntN(len(w.fieldNames))]
 		res, err := coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}},
 			bson.D{{Key: "$set", Value: bson.D{{Key: field, Value: w.value(rng)}}}})
@@ -122,7 +136,7 @@ func (w *workload) do(ctx context.Context, coll *mongo.Collection, op opKind, rn
 			return fmt.Errorf("insert _id %d: %w", id, err)
 		}
 	case opScan:
-		id := w.keys.next(rng)
+		id := keys.next(rng)
 		n := 1 + rng.IntN(w.scanLen)
 		cur, err := coll.Find(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$gte", Value: id}}}},
 			options.Find().SetSort(bson.D{{Key: "_id", Value: 1}}).SetLimit(int64(n)).SetBatchSize(int32(n)))

@@ -1,0 +1,120 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"tierdb/internal/bench"
+)
+
+// runBench is `tierdb bench`: the evaluation harness (internal/bench).
+func runBench(args []string) error {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	out := fs.String("out", "", "output directory (default bench-results/<scenario>-<timestamp>)")
+	tierdbBin := fs.String("tierdb", "", "tierdb executable to run the servers from (default: this one)")
+	repeat := fs.Int("repeat", 0, "repetitions (default: the scenario's)")
+	layout := fs.String("layout", bench.LayoutSplit, "split: servers and load generator on disjoint CPUs; shared: all on all CPUs")
+	serverCPUs := fs.String("server-cpus", "", "with --layout split: the servers' CPUs, e.g. 1 or 2-3 (default: the last half)")
+	pgQuota := fs.Float64("pg-cpu-quota", 0, "cap PostgreSQL at this many CPUs with a cgroup v1 quota, e.g. 0.5 (0: no cap)")
+	quick := fs.Bool("quick", false, "shortened runs (one repetition, a quarter of every time span and operation count), for CI")
+	noPlots := fs.Bool("no-plots", false, "skip the PNG plots")
+	fromResults := fs.String("from-results", "", "rebuild the report from this results.json instead of running (into --out, default its directory)")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), `Usage: tierdb bench [flags] <scenario>
+
+Runs an experiment of the RT-MongoDB papers against tierdb and writes
+results.json, summary.csv, report.md and plots. <scenario> is a built-in
+scenario (%s) or a YAML file (see docs/benchmarks.md).
+
+Flags:
+`, strings.Join(bench.BuiltinScenarios(), ", "))
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+
+	if *fromResults != "" {
+		if fs.NArg() != 0 {
+			return errors.New("bench: --from-results takes no scenario")
+		}
+		res, err := bench.LoadResults(*fromResults)
+		if err != nil {
+			return err
+		}
+		dir := *out
+		if dir == "" {
+			dir = filepath.Dir(*fromResults)
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+		if err := bench.WriteReport(dir, res, bench.ReportOptions{NoPlots: *noPlots}); err != nil {
+			return err
+		}
+		fmt.Println("wrote", filepath.Join(dir, "report.md"))
+		return nil
+	}
+
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return errors.New("bench: name one scenario")
+	}
+	sc, err := bench.LoadScenario(fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	if *out == "" {
+		*out = filepath.Join("bench-results", sc.Name+"-"+time.Now().Format("20060102-150405"))
+	}
+	bin := *tierdbBin
+	if bin == "" {
+		if bin, err = os.Executable(); err != nil {
+			return err
+		}
+	}
+	if bin, err = filepath.Abs(bin); err != nil {
+		return err
+	}
+	opts := bench.Options{
+		Scenario: sc,
+		OutDir:   *out,
+		Tierdb:   bin,
+		Repeat:   *repeat,
+		Quick:    *quick,
+		Layout:   bench.LayoutOptions{Mode: *layout, ServerCPUs: *serverCPUs, PGCPUQuota: *pgQuota},
+		NoPlots:  *noPlots,
+		Command:  strings.Join(append([]string{"tierdb", "bench"}, args...), " "),
+		Stdout:   os.Stdout,
+		Logger:   slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	}
+	if isTerminal(os.Stderr) {
+		opts.Progress = os.Stderr
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	_, err = bench.Run(ctx, opts)
+	if ctx.Err() != nil {
+		return errors.New("bench: interrupted; servers stopped")
+	}
+	return err
+}
+
+func isTerminal(f *os.File) bool {
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}

@@ -1,0 +1,92 @@
+package bench
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+
+	"tierdb/internal/osprio"
+	"tierdb/internal/pgmanage"
+)
+
+// TestSmokeEndToEnd runs the built-in smoke scenario in quick mode against
+// a real PostgreSQL and a freshly built tierdb, and checks that every
+// output exists and is well formed. It checks nothing about the timings.
+func TestSmokeEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts PostgreSQL and tierdb")
+	}
+	if _, err := pgmanage.FindBinaries(""); err != nil {
+		t.Skip(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 80*time.Second)
+	defer cancel()
+	bin := filepath.Join(t.TempDir(), "tierdb")
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "tierdb/cmd/tierdb")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	sc, err := LoadScenario("smoke")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The split layout pins this process; put it back afterwards so the
+	// other tests keep every CPU.
+	was, err := osprio.Affinity(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = restoreAffinity(was) })
+	layout := LayoutOptions{Mode: LayoutSplit}
+	if len(was) < 2 {
+		layout.Mode = LayoutShared
+	}
+
+	out := t.TempDir()
+	res, err := Run(ctx, Options{Scenario: sc, OutDir: out, Tierdb: bin, Quick: true, Layout: layout, Command: "go test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := len(res.Runs); got != 3 {
+		t.Errorf("%d runs, want baseline, off and on-t1", got)
+	}
+	for _, r := range res.Runs {
+		for _, g := range r.Groups {
+			if g.Ops == 0 || g.Errors != 0 || g.Latency.Count() != uint64(g.Ops) {
+				t.Errorf("%s %s: %d ops, %d errors (%s)", r.Variant, g.Name, g.Ops, g.Errors, g.FirstError)
+			}
+		}
+		if r.Variant == "on-t1" && len(r.QoSStatus) == 0 {
+			t.Error("no qosStatus from the QoS-on run")
+		}
+		if len(r.Diagnostics.Tierdb) == 0 {
+			t.Errorf("%s: no request metrics from tierdb", r.Variant)
+		}
+	}
+	checkOutputs(t, out, []string{
+		"timeline-baseline.png", "timeline-off.png", "timeline-on-t1.png",
+		"cdf-ts.png", "cdf-noise.png", "percentiles-ts.png", "throughput-noise.png",
+	})
+	for _, log := range []string{"load.log", "rep1-baseline.log", "rep1-off.log", "rep1-on-t1.log"} {
+		if _, err := os.Stat(filepath.Join(out, "logs", log)); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// restoreAffinity gives every thread of this process the CPUs it had.
+func restoreAffinity(cpus []int) error {
+	tids, err := threadIDs(os.Getpid())
+	if err != nil {
+		return err
+	}
+	for _, tid := range tids {
+		_ = osprio.SetAffinity(tid, cpus)
+	}
+	runtime.GOMAXPROCS(len(cpus))
+	return nil
+}
