@@ -30,6 +30,8 @@ type Collection struct {
 	tbl      string  // PostgreSQL table name
 	table    string  // quoted, schema-qualified
 	keyCols  []query.KeyColumn
+	// Statements that depend only on the columns, built once.
+	insertOneSQL, replaceSQL string
 }
 
 // Namespace is "db.collection".
@@ -162,6 +164,13 @@ func newCollection(db, name, uuid, tbl string, secondary []Index) *Collection {
 		}
 		col.keyCols = append(col.keyCols, kc)
 	}
+	cols := col.columns()
+	col.insertOneSQL, _ = insertSQL(col.table, cols, [][]any{make([]any, len(cols))})
+	sets := make([]string, 0, len(cols)-1)
+	for j := 1; j < len(cols); j++ {
+		sets = append(sets, fmt.Sprintf("%s = $%d", cols[j], j+2))
+	}
+	col.replaceSQL = `UPDATE ` + col.table + ` SET ` + strings.Join(sets, ", ") + ` WHERE _id = $1 AND doc = $2`
 	return col
 }
 

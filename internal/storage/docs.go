@@ -78,7 +78,13 @@ func (s *Store) insertBatch(ctx context.Context, c *Collection, docs []Doc) erro
 	for i, d := range docs {
 		rows[i] = c.rowValues(d.ID, d.D, d.Raw)
 	}
-	sql, args := insertSQL(c.table, cols, rows)
+	var sql string
+	var args []any
+	if len(rows) == 1 {
+		sql, args = c.insertOneSQL, rows[0]
+	} else {
+		sql, args = insertSQL(c.table, cols, rows)
+	}
 	_, err := s.pool(ctx).Exec(ctx, sql, args...)
 	return s.retryable(ctx, c, fromPGDup(ctx, err))
 }
@@ -280,15 +286,11 @@ func (s *Store) Explain(ctx context.Context, c *Collection, p ScanParams) (strin
 // another's changes without holding a transaction open across a round trip).
 // ok is false when the row changed or vanished since it was read.
 func (s *Store) Replace(ctx context.Context, c *Collection, key, old []byte, newDoc Doc) (bool, error) {
-	cols := c.columns()
 	vals := c.rowValues(newDoc.ID, newDoc.D, newDoc.Raw)
-	sets := make([]string, 0, len(cols))
-	args := []any{key, old}
-	for j := 1; j < len(cols); j++ { // the _id never changes
-		args = append(args, vals[j])
-		sets = append(sets, fmt.Sprintf("%s = $%d", cols[j], len(args)))
-	}
-	tag, err := s.pool(ctx).Exec(ctx, `UPDATE `+c.table+` SET `+strings.Join(sets, ", ")+` WHERE _id = $1 AND doc = $2`, args...)
+	args := make([]any, 0, len(vals)+1)
+	args = append(args, key, old)
+	args = append(args, vals[1:]...) // the _id never changes
+	tag, err := s.pool(ctx).Exec(ctx, c.replaceSQL, args...)
 	if err != nil {
 		err = fromPGDup(ctx, err)
 		if IsCode(err, ErrDuplicateKey) {
