@@ -13,15 +13,7 @@ import (
 )
 
 func (h *Handlers) listDatabases(ctx context.Context, req *Request) (bson.D, error) {
-	filterDoc, err := getDoc(req.Cmd, "filter")
-	if err != nil {
-		return nil, err
-	}
-	filter, err := query.ParseFilter(filterDoc)
-	if err != nil {
-		return nil, err
-	}
-	nameOnly, err := getBool(req.Cmd, "nameOnly", false)
+	filter, nameOnly, err := listOptions(req.Cmd)
 	if err != nil {
 		return nil, err
 	}
@@ -48,16 +40,22 @@ func (h *Handlers) listDatabases(ctx context.Context, req *Request) (bson.D, err
 	return bson.D{{Key: "databases", Value: out}, {Key: "totalSize", Value: total}, {Key: "totalSizeMb", Value: total >> 20}}, nil
 }
 
-func (h *Handlers) listCollections(ctx context.Context, req *Request) (bson.D, error) {
-	filterDoc, err := getDoc(req.Cmd, "filter")
+// listOptions reads the filter and nameOnly options of the list commands.
+func listOptions(cmd bson.D) (*query.Filter, bool, error) {
+	filterDoc, err := getDoc(cmd, "filter")
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	filter, err := query.ParseFilter(filterDoc)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	nameOnly, err := getBool(req.Cmd, "nameOnly", false)
+	nameOnly, err := getBool(cmd, "nameOnly", false)
+	return filter, nameOnly, err
+}
+
+func (h *Handlers) listCollections(ctx context.Context, req *Request) (bson.D, error) {
+	filter, nameOnly, err := listOptions(req.Cmd)
 	if err != nil {
 		return nil, err
 	}
