@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 
+	"tierdb/internal/bsonx"
+
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"tierdb/internal/mongoerr"
@@ -85,7 +87,7 @@ func (h *Handlers) aggregate(ctx context.Context, req *Request) (bson.D, error) 
 	}
 	raws := make([]bson.Raw, len(docs))
 	for i, d := range docs {
-		if raws[i], err = bson.Marshal(d); err != nil {
+		if raws[i], err = bsonx.Marshal(d); err != nil {
 			return nil, err
 		}
 	}

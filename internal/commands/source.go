@@ -139,7 +139,7 @@ func (s *scanSource) next(ctx context.Context, n int) ([]bson.Raw, bool, error) 
 		}
 		raw := bson.Raw(row.Doc)
 		if !s.raw && s.spec.proj != nil {
-			b, err := bson.Marshal(s.spec.proj.Apply(doc))
+			b, err := bsonx.Marshal(s.spec.proj.Apply(doc))
 			if err != nil {
 				return nil, false, err
 			}
@@ -245,7 +245,7 @@ func sortAll(ctx context.Context, scan *scanSource, rs *readSpec) (batchSource, 
 	for i, it := range items {
 		out[i] = it.raw
 		if rs.proj != nil {
-			b, err := bson.Marshal(rs.proj.Apply(it.doc))
+			b, err := bsonx.Marshal(rs.proj.Apply(it.doc))
 			if err != nil {
 				return nil, err
 			}

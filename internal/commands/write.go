@@ -94,7 +94,7 @@ func prepareDoc(d bson.D) (storage.Doc, error) {
 	if err := update.ValidateForStorage(d); err != nil {
 		return storage.Doc{}, err
 	}
-	raw, err := bson.Marshal(d)
+	raw, err := bsonx.Marshal(d)
 	if err != nil {
 		return storage.Doc{}, mongoerr.Newf(mongoerr.BadValue, "cannot encode document: %v", err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"tierdb/internal/bsonx"
 	"tierdb/internal/commands"
 	"tierdb/internal/qos"
 	"tierdb/internal/wire"
@@ -159,6 +160,8 @@ type conn struct {
 	sess *commands.Session
 	op   atomic.Pointer[opInfo]
 	opID int64
+	// body and out are reply buffers reused by write.
+	body, out []byte
 }
 
 type readResult struct {
@@ -284,17 +287,31 @@ func (c *conn) dispatch(ctx context.Context, db string, cmd bson.D) bson.D {
 	return c.srv.opts.Handlers.Dispatch(ctx, &commands.Request{DB: db, Cmd: cmd, Session: c.sess})
 }
 
+// write encodes reply and sends it as one message. The connection's two
+// buffers are reused from reply to reply: only its handler goroutine writes.
 func (c *conn) write(log *slog.Logger, responseTo int32, reply bson.D, legacy bool) bool {
-	body, err := bson.Marshal(reply)
+	body, err := bsonx.AppendDocument(c.body[:0], reply)
 	if err != nil || len(body) > wire.MaxBSONObjectSize+16*1024 {
 		log.Error("cannot encode reply", "err", err, "size", len(body))
-		body, _ = bson.Marshal(bson.D{{Key: "ok", Value: 0.0}, {Key: "errmsg", Value: "reply too large or not encodable"}, {Key: "code", Value: int32(10334)}, {Key: "codeName", Value: "BSONObjectTooLarge"}})
+		body, _ = bsonx.AppendDocument(c.body[:0], bson.D{{Key: "ok", Value: 0.0}, {Key: "errmsg", Value: "reply too large or not encodable"}, {Key: "code", Value: int32(10334)}, {Key: "codeName", Value: "BSONObjectTooLarge"}})
 	}
 	id := int32(c.srv.nextID.Add(1))
+	var msg []byte
 	if legacy {
-		err = wire.WriteReply(c.nc, id, responseTo, 0, body)
+		msg, err = wire.AppendReply(c.out[:0], id, responseTo, 0, body)
 	} else {
-		err = wire.WriteMsg(c.nc, id, responseTo, 0, body)
+		msg, err = wire.AppendMsg(c.out[:0], id, responseTo, 0, body)
+	}
+	if err == nil {
+		_, err = c.nc.Write(msg)
+	}
+	// Keep buffers of ordinary size for the next reply (a server holds
+	// thousands of connections); let a large one go.
+	if cap(body) <= 64<<10 {
+		c.body = body
+	}
+	if cap(msg) <= 64<<10 {
+		c.out = msg
 	}
 	if err != nil {
 		log.Debug("write failed", "err", err)
