@@ -66,6 +66,7 @@ type serveFlags struct {
 	postgresURL     string
 	postgresBin     string
 	backendsPerTier int
+	backends        string
 	versionCacheMB  int
 	cursorTimeout   time.Duration
 	logLevel        string
@@ -84,6 +85,7 @@ func serve(args []string) error {
 	fs.StringVar(&f.postgresBin, "postgres-bin", "", "directory with the PostgreSQL binaries (default: found with pg_config or under /usr/lib/postgresql)")
 	fs.IntVar(&f.versionCacheMB, "version-cache-mb", 64, "memory for last-written document versions, which let updates by _id run as one statement (0: off)")
 	fs.IntVar(&f.backendsPerTier, "backends-per-tier", 8, "PostgreSQL backends in each tier's pool")
+	fs.StringVar(&f.backends, "backends", "", `per-tier pool sizes overriding --backends-per-tier, e.g. "high=8,normal=8,low=2"`)
 	fs.DurationVar(&f.cursorTimeout, "cursor-timeout", 10*time.Minute, "close cursors idle for longer than this")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&f.metricsListen, "metrics-listen", "", "serve Prometheus metrics on this address, e.g. 127.0.0.1:9216 (empty: off)")
@@ -95,6 +97,10 @@ func serve(args []string) error {
 		return err
 	}
 	qcfg, err := f.qos.config()
+	if err != nil {
+		return err
+	}
+	sizes, err := backendSizes(f.backendsPerTier, f.backends)
 	if err != nil {
 		return err
 	}
@@ -115,7 +121,7 @@ func serve(args []string) error {
 			DataDir:        f.dataDir,
 			BinDir:         f.postgresBin,
 			Logger:         log,
-			MaxConnections: int(qos.NumTiers)*f.backendsPerTier + 20,
+			MaxConnections: sizes[qos.High] + sizes[qos.Normal] + sizes[qos.Low] + 20,
 		})
 		if err != nil {
 			return err
@@ -135,9 +141,7 @@ func serve(args []string) error {
 	// treatment of each tier's backends. With --qos=off neither exists.
 	var manager *tierctl.Manager
 	storeOpts := storage.Options{ConnString: connString, Logger: log, VersionCacheBytes: f.versionCacheMB << 20}
-	for i := range storeOpts.BackendsPerTier {
-		storeOpts.BackendsPerTier[i] = f.backendsPerTier
-	}
+	storeOpts.BackendsPerTier = sizes
 	if qcfg.Enabled {
 		ch, err := qos.NewChannel(qos.ChannelOptions{Threshold: qcfg.Threshold, StarvationGuard: qcfg.StarvationGuard})
 		if err != nil {

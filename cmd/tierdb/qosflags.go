@@ -165,3 +165,25 @@ func keepBackgroundIO(ctx context.Context, ctrl *tierctl.Controller) {
 		}
 	}
 }
+
+// backendSizes is each tier's pool size: def, overridden per tier by spec
+// ("high=8,normal=8,low=2").
+func backendSizes(def int, spec string) ([qos.NumTiers]int, error) {
+	var sizes [qos.NumTiers]int
+	for t := range sizes {
+		sizes[t] = def
+	}
+	err := eachPair(spec, ",", func(k, v string) error {
+		t, ok := qos.ParseTier(k)
+		n, err := strconv.Atoi(v)
+		if !ok || err != nil || n < 1 || n > 64 {
+			return fmt.Errorf("--backends wants tier=N with N in 1-64 for high, normal, low; got %q", spec)
+		}
+		sizes[t] = n
+		return nil
+	})
+	if def < 1 || def > 64 {
+		return sizes, fmt.Errorf("--backends-per-tier must be 1-64, got %d", def)
+	}
+	return sizes, err
+}
