@@ -85,7 +85,7 @@ func serve(args []string) error {
 	fs.StringVar(&f.postgresBin, "postgres-bin", "", "directory with the PostgreSQL binaries (default: found with pg_config or under /usr/lib/postgresql)")
 	fs.IntVar(&f.versionCacheMB, "version-cache-mb", 64, "memory for last-written document versions, which let updates by _id run as one statement (0: off)")
 	fs.IntVar(&f.backendsPerTier, "backends-per-tier", 8, "PostgreSQL backends in each tier's pool")
-	fs.StringVar(&f.backends, "backends", "", `per-tier pool sizes overriding --backends-per-tier, e.g. "high=8,normal=8,low=2"`)
+	fs.StringVar(&f.backends, "backends", "", `per-tier pool sizes overriding --backends-per-tier, e.g. "high=8,normal=8,low=2" (default with QoS on: "`+defaultQoSBackends+`")`)
 	fs.DurationVar(&f.cursorTimeout, "cursor-timeout", 10*time.Minute, "close cursors idle for longer than this")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&f.metricsListen, "metrics-listen", "", "serve Prometheus metrics on this address, e.g. 127.0.0.1:9216 (empty: off)")
@@ -100,7 +100,11 @@ func serve(args []string) error {
 	if err != nil {
 		return err
 	}
-	sizes, err := backendSizes(f.backendsPerTier, f.backends)
+	backends := f.backends
+	if backends == "" && qcfg.Enabled {
+		backends = defaultQoSBackends
+	}
+	sizes, err := backendSizes(f.backendsPerTier, backends)
 	if err != nil {
 		return err
 	}

@@ -166,6 +166,15 @@ func keepBackgroundIO(ctx context.Context, ctrl *tierctl.Controller) {
 	}
 }
 
+// defaultQoSBackends restricts the low tier to one PostgreSQL backend when
+// QoS is on. The priority channel only stops lower tiers from *starting*
+// requests; whatever they already run keeps committing to the same WAL and
+// keeps tierdb's goroutines busy. With one backend, batch tenants hold at
+// most one commit ahead of a high-tier request. Measured on fig5 (see
+// docs/benchmarks.md): time-sensitive p50 −83 % against QoS off (−5 % with
+// eight low backends), for −8 % of noise throughput.
+const defaultQoSBackends = "low=1"
+
 // backendSizes is each tier's pool size: def, overridden per tier by spec
 // ("high=8,normal=8,low=2").
 func backendSizes(def int, spec string) ([qos.NumTiers]int, error) {
