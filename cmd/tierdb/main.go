@@ -1,7 +1,3 @@
-// Command tierdb is the tierdb server and its tools.
-//
-//	tierdb serve [flags]   run the server (embedded PostgreSQL unless --postgres-url)
-//	tierdb bench <name>    run an evaluation scenario and write a report
 package main
 
 import (
