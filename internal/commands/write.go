@@ -2,6 +2,7 @@ package commands
 
 import (
 	"context"
+	"slices"
 
 	"tierdb/internal/bsonx"
 
@@ -156,11 +157,7 @@ func (h *Handlers) insert(ctx context.Context, req *Request) (bson.D, error) {
 }
 
 func sortErrors(errs []indexedError) {
-	for i := 1; i < len(errs); i++ {
-		for j := i; j > 0 && errs[j].index < errs[j-1].index; j-- {
-			errs[j], errs[j-1] = errs[j-1], errs[j]
-		}
-	}
+	slices.SortStableFunc(errs, func(a, b indexedError) int { return a.index - b.index })
 }
 
 // eachMatch calls fn for each document matching rs, in _id order, a batch at

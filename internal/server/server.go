@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -260,7 +261,7 @@ func (c *conn) handle(ctx context.Context, log *slog.Logger, m *wire.Message) bo
 // handshake (and old tools for commands): "<db>.$cmd" queries are commands.
 func (c *conn) handleQuery(ctx context.Context, log *slog.Logger, m *wire.Message) bool {
 	q := m.Query
-	db, coll, _ := cut(q.FullCollectionName)
+	db, coll, _ := strings.Cut(q.FullCollectionName, ".")
 	var cmd bson.D
 	if coll != "$cmd" {
 		return c.write(log, m.Header.RequestID, bson.D{{Key: "$err", Value: "OP_QUERY is only supported for commands; use OP_MSG"}, {Key: "code", Value: int32(5739101)}, {Key: "ok", Value: 0.0}}, true)
@@ -328,13 +329,4 @@ func dbField(cmd bson.D) (string, bool) {
 		}
 	}
 	return "", false
-}
-
-func cut(ns string) (db, coll string, ok bool) {
-	for i := 0; i < len(ns); i++ {
-		if ns[i] == '.' {
-			return ns[:i], ns[i+1:], true
-		}
-	}
-	return ns, "", false
 }
