@@ -1,9 +1,9 @@
 package main
 
 import (
-	"os"
 	"runtime"
-	"strings"
+
+	"tierdb/internal/bench/rig"
 )
 
 // machine describes where the benchmark ran, for the report.
@@ -18,36 +18,9 @@ type machine struct {
 }
 
 func describeMachine() machine {
-	m := machine{CPUs: onlineCPUs(), Go: runtime.Version()}
-	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		for line := range strings.SplitSeq(string(b), "\n") {
-			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
-				m.CPUModel = strings.TrimSpace(v)
-				break
-			}
-		}
+	m := rig.DescribeMachine()
+	if m.CPUs == 0 {
+		m.CPUs = runtime.NumCPU()
 	}
-	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
-		m.Kernel = strings.TrimSpace(string(b))
-	}
-	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
-		m.LoadAvg = strings.TrimSpace(string(b))
-	}
-	return m
-}
-
-// onlineCPUs counts the machine's CPUs, unlike runtime.NumCPU, which only
-// counts those this (possibly pinned) process may use.
-func onlineCPUs() int {
-	b, err := os.ReadFile("/proc/cpuinfo")
-	if err != nil {
-		return runtime.NumCPU()
-	}
-	n := 0
-	for line := range strings.SplitSeq(string(b), "\n") {
-		if k, _, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "processor" {
-			n++
-		}
-	}
-	return max(n, 1)
+	return machine{CPUs: m.CPUs, CPUModel: m.CPUModel, Kernel: m.Kernel, Go: m.Go, LoadAvg: m.LoadAvg}
 }

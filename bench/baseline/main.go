@@ -5,10 +5,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync/atomic"
@@ -33,7 +35,7 @@ func mainCode() int {
 		return 2
 	}
 	if cfg.pin {
-		if err := pinSelf(loadCPU); err != nil {
+		if err := pinLoadGenerator(); err != nil {
 			fmt.Fprintln(os.Stderr, "baseline:", err)
 			return 1
 		}
@@ -67,7 +69,7 @@ func benchmark(ctx context.Context, cfg config) (err error) {
 	}
 	fmt.Println("command:", rep.MakeCommand, "=", rep.Command)
 
-	srv, err := startServers(ctx, cfg)
+	srv, err := startServers(ctx, cfg, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	if err != nil {
 		return err
 	}
@@ -78,12 +80,12 @@ func benchmark(ctx context.Context, cfg config) (err error) {
 	rep.Layout = srv.layout
 	fmt.Println("layout:", rep.Layout)
 
-	mongoT, err := newMongoTarget(ctx, srv.addr, cfg.clients, cfg.monitoring)
+	mongoT, err := newMongoTarget(ctx, srv.tierdb.Addr(), cfg.clients, cfg.monitoring)
 	if err != nil {
 		return err
 	}
 	defer mongoT.close(context.Background())
-	sqlT, err := newSQLTarget(ctx, srv.cluster.ConnString(), cfg.clients)
+	sqlT, err := newSQLTarget(ctx, srv.pg.Cluster.ConnString(), cfg.clients)
 	if err != nil {
 		return err
 	}
@@ -104,12 +106,12 @@ func benchmark(ctx context.Context, cfg config) (err error) {
 		nextID[t].Store(int64(cfg.records))
 	}
 
-	pr := probe{tierdbPID: srv.tierdb.Process.Pid, postmasterPID: srv.cluster.PID()}
+	pr := probe{tierdbPID: srv.tierdb.PID(), postmasterPID: srv.pg.Cluster.PID()}
 	for _, op := range cfg.ops {
 		for round := 1; round <= cfg.rounds; round++ {
 			for _, t := range targets {
-				if srv.tierdbExited() {
-					return fmt.Errorf("tierdb exited during the benchmark; its log:\n%s", srv.logTail())
+				if srv.tierdb.Exited() {
+					return fmt.Errorf("tierdb exited during the benchmark; its log:\n%s", srv.tierdb.LogTail())
 				}
 				r := runOnce(ctx, runSpec{
 					op: op, target: t, round: round, clients: cfg.clients, records: cfg.records,
@@ -154,6 +156,18 @@ func roundAll(xs []float64) []int {
 		out[i] = int(x + 0.5)
 	}
 	return out
+}
+
+// tierdbPath is the tierdb executable's absolute path, checked to exist.
+func tierdbPath(bin string) (string, error) {
+	abs, err := filepath.Abs(bin)
+	if err != nil {
+		return "", err
+	}
+	if _, err := os.Stat(abs); err != nil {
+		return "", fmt.Errorf("tierdb binary: %w (run `make build`, or pass --tierdb)", err)
+	}
+	return abs, nil
 }
 
 func tierdbVersion(bin string) string {

@@ -4,6 +4,8 @@ import (
 	"maps"
 	"slices"
 	"time"
+
+	"tierdb/internal/bench/rig"
 )
 
 // usage is the CPU the servers spent during a run's measured window.
@@ -25,23 +27,23 @@ type probe struct {
 type snapshot struct {
 	tierdb   time.Duration
 	postgres map[int]time.Duration // by PID
-	cpus     map[int]cpuCounters
+	cpus     map[int]rig.CPUTimes
 }
 
 // snapshot reads the counters; a counter it cannot read stays zero, which
 // shows up as an implausible figure rather than a failed benchmark.
 func (p probe) snapshot() snapshot {
 	var s snapshot
-	if st, err := readProcStat(p.tierdbPID); err == nil {
-		s.tierdb = st.cpu
+	if st, err := rig.ReadProcStat(p.tierdbPID); err == nil {
+		s.tierdb = st.CPU()
 	}
 	s.postgres = map[int]time.Duration{}
-	if tree, err := processTree(p.postmasterPID); err == nil {
-		for pid, st := range tree {
-			s.postgres[pid] = st.cpu
+	if tree, err := rig.ProcessTree(p.postmasterPID); err == nil {
+		for _, proc := range tree {
+			s.postgres[proc.PID] = proc.CPU()
 		}
 	}
-	s.cpus, _ = readCPUCounters()
+	s.cpus, _ = rig.ReadCPUTimes()
 	return s
 }
 
@@ -61,10 +63,13 @@ func (s snapshot) until(later snapshot, ops uint64) usage {
 	for _, n := range slices.Sorted(maps.Keys(later.cpus)) {
 		a, b := s.cpus[n], later.cpus[n]
 		pct := 0.0
-		if b.total > a.total {
-			pct = 100 * float64(b.busy-a.busy) / float64(b.total-a.total)
+		// Steal counts as busy: the CPU was not free for the servers.
+		if b.Total() > a.Total() {
+			pct = 100 * float64(notIdle(b)-notIdle(a)) / float64(b.Total()-a.Total())
 		}
 		u.CPUBusyPct = append(u.CPUBusyPct, pct)
 	}
 	return u
 }
+
+func notIdle(c rig.CPUTimes) uint64 { return c.Busy + c.Steal }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"tierdb/internal/bench/rig"
 	"tierdb/internal/osprio"
 	"tierdb/internal/pgmanage"
 )
@@ -80,7 +81,7 @@ func TestSmokeEndToEnd(t *testing.T) {
 
 // restoreAffinity gives every thread of this process the CPUs it had.
 func restoreAffinity(cpus []int) error {
-	tids, err := threadIDs(os.Getpid())
+	tids, err := rig.ThreadIDs(os.Getpid())
 	if err != nil {
 		return err
 	}

@@ -15,6 +15,8 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
+
+	"tierdb/internal/bench/rig"
 )
 
 // engine runs the scenario's runs on one PostgreSQL.
@@ -36,10 +38,16 @@ func (e *engine) serverCPUs() []int {
 	return nil
 }
 
-func (e *engine) startTierdb(ctx context.Context, args, env []string, logName string) (*tierdbProc, error) {
-	args = append([]string{"--log-level", "info"}, args...)
-	return startTierdb(ctx, e.opts.Tierdb, e.pg.cluster.ConnString(), args, env, e.serverCPUs(),
-		filepath.Join(e.opts.OutDir, "logs", logName))
+func (e *engine) startTierdb(ctx context.Context, args, env []string, logName string) (*rig.Tierdb, error) {
+	return rig.StartTierdb(ctx, rig.TierdbOptions{
+		Bin:         e.opts.Tierdb,
+		PostgresURL: e.pg.Cluster.ConnString(),
+		Args:        append([]string{"--log-level", "info"}, args...),
+		Env:         env,
+		CPUs:        e.serverCPUs(),
+		LogPath:     filepath.Join(e.opts.OutDir, "logs", logName),
+		Metrics:     true,
+	})
 }
 
 // load inserts the records once, through a QoS-off tierdb.
@@ -49,9 +57,9 @@ func (e *engine) load(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	defer t.stop()
+	defer t.Stop()
 	const loaders, batch = 2, 500
-	c, err := mongo.Connect(clientOptions(t.addr, "bench-load", loaders))
+	c, err := mongo.Connect(clientOptions(t.Addr(), "bench-load", loaders))
 	if err != nil {
 		return err
 	}
@@ -101,7 +109,7 @@ func (e *engine) runOne(ctx context.Context, rep int, v Variant) (run RunResult,
 		return run, err
 	}
 	defer func() {
-		if serr := t.stop(); serr != nil && err == nil {
+		if serr := t.Stop(); serr != nil && err == nil {
 			err = serr
 		}
 	}()
@@ -137,7 +145,7 @@ func (e *engine) runOne(ctx context.Context, rep int, v Variant) (run RunResult,
 	}()
 	for gi, m := range groups {
 		for ci := range m.clients {
-			c, err := connectTierClient(ctx, t.addr, fmt.Sprintf("bench-%s-%d", m.g.Name, ci), m.g.Tier, m.g.WriteConcern)
+			c, err := connectTierClient(ctx, t.Addr(), fmt.Sprintf("bench-%s-%d", m.g.Name, ci), m.g.Tier, m.g.WriteConcern)
 			if err != nil {
 				return run, fmt.Errorf("client %d of group %s: %w", ci, m.g.Name, err)
 			}
@@ -145,15 +153,15 @@ func (e *engine) runOne(ctx context.Context, rep int, v Variant) (run RunResult,
 		}
 	}
 
-	syncsA, syncMsA, _ := walSyncs(ctx, e.pg.cluster.ConnString())
-	backendsA, _ := backendCPU(ctx, e.pg.cluster.ConnString())
-	sampler, err := startWaitSampler(ctx, e.pg.cluster.ConnString())
+	syncsA, syncMsA, _ := walSyncs(ctx, e.pg.Cluster.ConnString())
+	backendsA, _ := backendCPU(ctx, e.pg.Cluster.ConnString())
+	sampler, err := startWaitSampler(ctx, e.pg.Cluster.ConnString())
 	if err != nil {
 		return run, fmt.Errorf("sampling pg_stat_activity: %w", err)
 	}
 	defer sampler.stop()
-	cpuA, _ := readCPUTimes()
-	tierdbA, pgA, selfA := processCPU(t.pid()), treeCPU(e.pg.cluster.PID()), processCPU(os.Getpid())
+	cpuA, _ := rig.ReadCPUTimes()
+	tierdbA, pgA, selfA := processCPU(t.PID()), treeCPU(e.pg.Cluster.PID()), processCPU(os.Getpid())
 	runCtx, cancel := context.WithTimeout(ctx, e.sc.MaxRunTime.D())
 	defer cancel()
 	start := time.Now()
@@ -224,10 +232,10 @@ func (e *engine) runOne(ctx context.Context, rep int, v Variant) (run RunResult,
 		return run, ctx.Err()
 	}
 
-	cpuB, _ := readCPUTimes()
+	cpuB, _ := rig.ReadCPUTimes()
 	run.Server = ServerUsage{
-		TierdbCPU:   processCPU(t.pid()) - tierdbA,
-		PostgresCPU: treeCPU(e.pg.cluster.PID()) - pgA,
+		TierdbCPU:   processCPU(t.PID()) - tierdbA,
+		PostgresCPU: treeCPU(e.pg.Cluster.PID()) - pgA,
 	}
 	run.Server.BusyPct, run.Server.StealPct, run.Server.IOWait = cpuShares(cpuA, cpuB, e.layout.ServerCPUs)
 	if run.WallSeconds > 0 {
@@ -240,13 +248,13 @@ func (e *engine) runOne(ctx context.Context, rep int, v Variant) (run RunResult,
 	}
 	d := &run.Diagnostics
 	d.Waits, d.WaitRounds = sampler.stop()
-	if backendsB, err := backendCPU(ctx, e.pg.cluster.ConnString()); err == nil {
+	if backendsB, err := backendCPU(ctx, e.pg.Cluster.ConnString()); err == nil {
 		d.BackendCPU = backendCPUDelta(backendsA, backendsB)
 	}
-	if n, ms, err := walSyncs(ctx, e.pg.cluster.ConnString()); err == nil {
+	if n, ms, err := walSyncs(ctx, e.pg.Cluster.ConnString()); err == nil {
 		d.WALSyncs, d.WALSyncMs = n-syncsA, ms-syncMsA
 	}
-	if d.Tierdb, err = scrapeTierRequests(ctx, t.metricsAddr); err != nil {
+	if d.Tierdb, err = scrapeTierRequests(ctx, t.MetricsAddr()); err != nil {
 		return run, fmt.Errorf("reading tierdb's metrics: %w", err)
 	}
 
@@ -272,8 +280,8 @@ func (e *engine) runOne(ctx context.Context, rep int, v Variant) (run RunResult,
 			}
 		}
 	}
-	if t.exited() {
-		return run, fmt.Errorf("tierdb exited during the run; its log:\n%s", t.logTail())
+	if t.Exited() {
+		return run, fmt.Errorf("tierdb exited during the run; its log:\n%s", t.LogTail())
 	}
 	return run, nil
 }

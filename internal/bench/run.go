@@ -9,11 +9,10 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"time"
 
-	"tierdb/internal/osprio"
+	"tierdb/internal/bench/rig"
 )
 
 // Options configure Run.
@@ -79,7 +78,7 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 		return nil, fmt.Errorf("tierdb binary: %w", err)
 	}
 	if layout.Mode == LayoutSplit {
-		if err := pinSelf(layout.LoadCPUs); err != nil {
+		if err := rig.PinSelf(layout.LoadCPUs); err != nil {
 			return nil, err
 		}
 	}
@@ -125,7 +124,7 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 		}
 	}
 	res.Finished = time.Now().UTC().Truncate(time.Second)
-	res.Machine.LoadAvgEnd = readLoadAvg()
+	res.Machine.LoadAvgEnd = rig.ReadLoadAvg()
 	res.Summary = Summarize(sc, res.Runs)
 	res.Targets = Evaluate(sc, res.Summary)
 
@@ -187,29 +186,8 @@ func runLine(sc *Scenario, r RunResult) string {
 	return b.String()
 }
 
+// describeMachine copies the rig's description into the report's fields.
 func describeMachine() Machine {
-	m := Machine{Go: runtime.Version(), LoadAvgStart: readLoadAvg()}
-	if online, err := osprio.OnlineCPUs(); err == nil {
-		m.NProc = len(online)
-	}
-	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		for line := range strings.SplitSeq(string(b), "\n") {
-			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
-				m.CPUModel = strings.TrimSpace(v)
-				break
-			}
-		}
-	}
-	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
-		m.Kernel = strings.TrimSpace(string(b))
-	}
-	return m
-}
-
-func readLoadAvg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return ""
-	}
-	return strings.TrimSpace(string(b))
+	m := rig.DescribeMachine()
+	return Machine{NProc: m.CPUs, CPUModel: m.CPUModel, Kernel: m.Kernel, Go: m.Go, LoadAvgStart: m.LoadAvg}
 }

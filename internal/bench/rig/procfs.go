@@ -1,0 +1,179 @@
+package rig
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// clockTicks is USER_HZ, the unit of /proc's CPU times. It is part of the
+// kernel ABI and 100 on every Linux architecture Go runs on.
+const clockTicks = 100
+
+// ProcStat holds the fields of /proc/PID/stat the benchmarks use; times are
+// in clock ticks.
+type ProcStat struct {
+	PPID                         int
+	UTime, STime, CUTime, CSTime uint64
+}
+
+// CPU is the CPU time the process itself has used (user + system).
+func (s ProcStat) CPU() time.Duration { return ticks(s.UTime + s.STime) }
+
+// CPUWithChildren adds the time of its reaped children, which moves into
+// the parent's counters when they are waited for.
+func (s ProcStat) CPUWithChildren() time.Duration {
+	return ticks(s.UTime + s.STime + s.CUTime + s.CSTime)
+}
+
+func ticks(n uint64) time.Duration { return time.Duration(n) * time.Second / clockTicks }
+
+// ReadProcStat reads /proc/PID/stat.
+func ReadProcStat(pid int) (ProcStat, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return ProcStat{}, err
+	}
+	return parseProcStat(b)
+}
+
+// parseProcStat parses a /proc/PID/stat line. The command name is in
+// parentheses and may itself contain spaces and parentheses, so fields are
+// counted from the last ')'.
+func parseProcStat(b []byte) (ProcStat, error) {
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return ProcStat{}, fmt.Errorf("malformed stat line %q", b)
+	}
+	f := strings.Fields(s[i+1:])
+	// f[0] is field 3 (state); ppid is field 4, utime…cstime fields 14–17.
+	if len(f) < 15 {
+		return ProcStat{}, fmt.Errorf("short stat line %q", b)
+	}
+	ppid, err := strconv.Atoi(f[1])
+	if err != nil {
+		return ProcStat{}, fmt.Errorf("malformed stat line %q", b)
+	}
+	var t [4]uint64
+	for k := range t {
+		if t[k], err = strconv.ParseUint(f[11+k], 10, 64); err != nil {
+			return ProcStat{}, fmt.Errorf("malformed stat line %q", b)
+		}
+	}
+	return ProcStat{PPID: ppid, UTime: t[0], STime: t[1], CUTime: t[2], CSTime: t[3]}, nil
+}
+
+// Proc is one process of a tree.
+type Proc struct {
+	PID int
+	ProcStat
+}
+
+// ProcessTree returns root and all its descendants, root first, parents
+// before their children. Processes that exit while it runs are left out.
+func ProcessTree(root int) ([]Proc, error) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, err
+	}
+	children := map[int][]int{}
+	stats := map[int]ProcStat{}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		st, err := ReadProcStat(pid)
+		if err != nil {
+			continue // exited meanwhile
+		}
+		stats[pid] = st
+		children[st.PPID] = append(children[st.PPID], pid)
+	}
+	if _, ok := stats[root]; !ok {
+		return nil, fmt.Errorf("process %d is gone", root)
+	}
+	// Walking parent → children, not by PID order: after PID wrap-around a
+	// parent can have a larger PID than its children.
+	tree := []Proc{{PID: root, ProcStat: stats[root]}}
+	for i := 0; i < len(tree); i++ {
+		for _, c := range children[tree[i].PID] {
+			tree = append(tree, Proc{PID: c, ProcStat: stats[c]})
+		}
+	}
+	return tree, nil
+}
+
+// ThreadIDs lists the threads of pid.
+func ThreadIDs(pid int) ([]int, error) {
+	entries, err := os.ReadDir(filepath.Join("/proc", strconv.Itoa(pid), "task"))
+	if err != nil {
+		return nil, err
+	}
+	var out []int
+	for _, e := range entries {
+		if tid, err := strconv.Atoi(e.Name()); err == nil {
+			out = append(out, tid)
+		}
+	}
+	return out, nil
+}
+
+// CPUTimes are one CPU's cumulative counters from /proc/stat, in clock
+// ticks. Busy is user, nice, system, irq and softirq; guest time is already
+// inside user time.
+type CPUTimes struct {
+	Busy, Idle, IOWait, Steal uint64
+}
+
+// Total is every tick the CPU has counted.
+func (c CPUTimes) Total() uint64 { return c.Busy + c.Idle + c.IOWait + c.Steal }
+
+// ReadCPUTimes returns the counters of each CPU by number.
+func ReadCPUTimes() (map[int]CPUTimes, error) {
+	f, err := os.Open("/proc/stat")
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	out := map[int]CPUTimes{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if c, n, ok := parseCPULine(sc.Text()); ok {
+			out[n] = c
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	if len(out) == 0 {
+		return nil, errors.New("/proc/stat lists no CPUs")
+	}
+	return out, nil
+}
+
+// parseCPULine parses "cpuN user nice system idle iowait irq softirq steal
+// ..."; it skips the all-CPU line "cpu".
+func parseCPULine(line string) (CPUTimes, int, bool) {
+	f := strings.Fields(line)
+	if len(f) < 9 || !strings.HasPrefix(f[0], "cpu") || f[0] == "cpu" {
+		return CPUTimes{}, 0, false
+	}
+	n, err := strconv.Atoi(f[0][3:])
+	if err != nil {
+		return CPUTimes{}, 0, false
+	}
+	var v [8]uint64
+	for i := range v {
+		if v[i], err = strconv.ParseUint(f[i+1], 10, 64); err != nil {
+			return CPUTimes{}, 0, false
+		}
+	}
+	return CPUTimes{Busy: v[0] + v[1] + v[2] + v[5] + v[6], Idle: v[3], IOWait: v[4], Steal: v[7]}, n, true
+}
