@@ -73,6 +73,7 @@ func (h *Handlers) qosStatus(_ context.Context, req *Request) (bson.D, error) {
 		{Key: "tiers", Value: tiers},
 		{Key: "cpuPools", Value: pools},
 		{Key: "backgroundIOPriority", Value: cfg.IO.Background.String()},
+		{Key: "walWriterIOPriority", Value: cfg.IO.WALWriter.String()},
 		{Key: "osPriorities", Value: bson.D{
 			{Key: "applied", Value: os.Applied},
 			{Key: "negativeNiceAllowed", Value: !os.NoRaise},
@@ -143,13 +144,17 @@ func applyQoSField(c *qos.Config, e bson.E) error {
 			if err != nil {
 				return err
 			}
-			if f.Key == "background" {
+			switch f.Key {
+			case "background":
 				c.IO.Background = p
+				continue
+			case "walwriter":
+				c.IO.WALWriter = p
 				continue
 			}
 			t, ok := qos.ParseTier(f.Key)
 			if !ok {
-				return mongoerr.Newf(mongoerr.BadValue, "unknown ioPriority field %q; allowed: background, high, normal, low", f.Key)
+				return mongoerr.Newf(mongoerr.BadValue, "unknown ioPriority field %q; allowed: background, walwriter, high, normal, low", f.Key)
 			}
 			c.IO.Tiers[t] = p
 		}

@@ -52,8 +52,14 @@ const (
 
 // IOConfig holds the I/O priorities tierdb applies.
 type IOConfig struct {
+	// Background is the checkpointer, background writer and autovacuum:
+	// work no request waits for directly.
 	Background IOPrio
-	Tiers      [NumTiers]IOPrio
+	// WALWriter is PostgreSQL's WAL writer. Its writes are what commits
+	// wait for (seed 002 counts journaling as critical I/O), so it is not
+	// "background" here: deprioritising it slowed every tier's commits.
+	WALWriter IOPrio
+	Tiers     [NumTiers]IOPrio
 }
 
 // DefaultConfig is QoS on with the paper's defaults: threshold 1, nice -19,
@@ -65,6 +71,7 @@ func DefaultConfig() Config {
 		Nice:      [NumTiers]int{-19, 0, 19},
 		IO: IOConfig{
 			Background: IOPrio{Class: IOIdle},
+			WALWriter:  IOPrio{Class: IOBestEffort, Level: 0},
 			Tiers: [NumTiers]IOPrio{
 				{Class: IOBestEffort, Level: 0},
 				{Class: IOBestEffort, Level: 4},
@@ -119,7 +126,7 @@ func (c Config) Validate(onlineCPUs []int) error {
 			}
 		}
 	}
-	for _, p := range append([]IOPrio{c.IO.Background}, c.IO.Tiers[:]...) {
+	for _, p := range append([]IOPrio{c.IO.Background, c.IO.WALWriter}, c.IO.Tiers[:]...) {
 		if err := p.validate(); err != nil {
 			return err
 		}

@@ -154,9 +154,13 @@ func (c *Controller) applyBackground() {
 		c.warnOnce("bgpids", "cannot list PostgreSQL background processes", "err", err)
 		return
 	}
-	io := toOS(c.cfg.IO.Background)
+	background, walWriter := toOS(c.cfg.IO.Background), toOS(c.cfg.IO.WALWriter)
 	for _, pid := range pids {
-		c.report(pid, c.applier.Apply(pid, osprio.Settings{IO: &io}))
+		io := &background
+		if isWALWriter(pid) {
+			io = &walWriter
+		}
+		c.report(pid, c.applier.Apply(pid, osprio.Settings{IO: io}))
 	}
 }
 
@@ -220,6 +224,13 @@ func toOS(p qos.IOPrio) osprio.IOPrio {
 func isLocalPostgres(pid int) bool {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
 	return err == nil && strings.HasPrefix(string(b), "postgres")
+}
+
+// isWALWriter reports whether pid's process title names PostgreSQL's WAL
+// writer ("postgres: <cluster>: walwriter").
+func isWALWriter(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	return err == nil && strings.Contains(string(b), "walwriter")
 }
 
 // Status is a snapshot for qosStatus.
