@@ -4,6 +4,7 @@ priority of PostgreSQL backends, run-time configuration, and --qos=off.
 Checked from the outside: through pymongo and through /proc."""
 import os
 import socket
+import subprocess
 import threading
 import time
 import urllib.request
@@ -87,6 +88,14 @@ def run_in_thread(fn):
     return th, out
 
 
+def hold_high(server, high, millis):
+    """Keep one high-tier request in process for millis (the sleep test
+    command), and return once the channel counts it."""
+    th, out = run_in_thread(lambda: high.admin.command("sleep", 1, millis=millis))
+    assert wait_until(lambda: status(server)["tiers"]["high"]["inProcess"] == 1)
+    return th, out
+
+
 def test_set_client_priority_and_connection_status(qserver):
     c = qserver.client(maxPoolSize=1)
     assert c.admin.command("connectionStatus")["priority"] == "normal"
@@ -141,8 +150,7 @@ def test_no_lower_tier_request_is_processed_while_a_high_one_is(qserver):
     high, normal, low = (tier_client(qserver, t) for t in ("high", "normal", "low"))
     for c in (high, normal, low):
         c.test.order.find_one()
-    th_high, out_high = run_in_thread(lambda: high.admin.command("sleep", 1, millis=1000))
-    assert wait_until(lambda: status(qserver)["tiers"]["high"]["inProcess"] == 1)
+    th_high, out_high = hold_high(qserver, high, millis=1000)
     th_low, out_low = run_in_thread(lambda: low.test.order.find_one())
     th_norm, out_norm = run_in_thread(lambda: normal.test.order.find_one())
     for th in (th_high, th_low, th_norm):
@@ -160,8 +168,7 @@ def test_no_lower_tier_request_is_processed_while_a_high_one_is(qserver):
 def test_per_request_priority_overrides_the_session_tier(qserver):
     high, low = tier_client(qserver, "high"), tier_client(qserver, "low")
     low.test.order.find_one()
-    th, out_high = run_in_thread(lambda: high.admin.command("sleep", 1, millis=800))
-    assert wait_until(lambda: status(qserver)["tiers"]["high"]["inProcess"] == 1)
+    th, out_high = hold_high(qserver, high, millis=800)
     # The low session asks for high for one request: it does not wait.
     start = time.monotonic()
     low.test.command("find", "order", filter={}, priority="high")
@@ -174,8 +181,7 @@ def test_per_request_priority_overrides_the_session_tier(qserver):
 
 def test_waiting_request_of_a_vanished_client_leaves_the_queue(qserver):
     high = tier_client(qserver, "high")
-    th, _ = run_in_thread(lambda: high.admin.command("sleep", 1, millis=2000))
-    assert wait_until(lambda: status(qserver)["tiers"]["high"]["inProcess"] == 1)
+    th, _ = hold_high(qserver, high, millis=2000)
     before = status(qserver)["tiers"]["low"]["cancelled"]
     s = socket.create_connection(("127.0.0.1", qserver.port), timeout=5)
     s.sendall(op_msg({"setClientPriority": "low", "$db": "admin"}, request_id=1))
@@ -195,8 +201,7 @@ def test_waiting_request_of_a_vanished_client_leaves_the_queue(qserver):
 def test_max_time_ms_expires_while_waiting(qserver):
     high, low = tier_client(qserver, "high"), tier_client(qserver, "low")
     low.test.order.find_one()
-    th, _ = run_in_thread(lambda: high.admin.command("sleep", 1, millis=1500))
-    assert wait_until(lambda: status(qserver)["tiers"]["high"]["inProcess"] == 1)
+    th, _ = hold_high(qserver, high, millis=1500)
     start = time.monotonic()
     with pytest.raises(ExecutionTimeout) as e:
         low.test.order.find_one({}, max_time_ms=200)
@@ -214,8 +219,7 @@ def test_threshold_two_lets_normal_run_beside_one_high(qserver):
         assert admin.admin.command("setQoSConfig", 1, threshold=2)["threshold"] == 2
         high, normal = tier_client(qserver, "high"), tier_client(qserver, "normal")
         normal.test.order.find_one()
-        th, _ = run_in_thread(lambda: high.admin.command("sleep", 1, millis=1000))
-        assert wait_until(lambda: admin.admin.command("qosStatus")["tiers"]["high"]["inProcess"] == 1)
+        th, _ = hold_high(qserver, high, millis=1000)
         start = time.monotonic()
         normal.test.order.find_one()
         assert time.monotonic() - start < 0.5, "one high request is below threshold 2"
@@ -273,10 +277,10 @@ def test_set_cpu_pools_and_nice_at_run_time(qserver):
     c.close()
 
 
-def test_background_processes_get_idle_io_priority(qserver):
+def test_background_processes_idle_but_wal_writer_best_effort(qserver):
     with open(os.path.join(qserver.data_dir, "pg", "postmaster.pid")) as f:
         postmaster = int(f.readline())
-    children = []
+    helpers = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
@@ -286,12 +290,17 @@ def test_background_processes_get_idle_io_priority(qserver):
                     title = f.read()
             except OSError:
                 continue
-            if ppid == postmaster and "checkpointer" in title:
-                children.append(int(entry))
-    assert children, "checkpointer not found"
-    import subprocess
-    out = subprocess.run(["ionice", "-p", str(children[0])], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "idle"
+            for name in ("checkpointer", "walwriter"):
+                if ppid == postmaster and name in title:
+                    helpers[name] = int(entry)
+    assert set(helpers) == {"checkpointer", "walwriter"}, helpers
+
+    def ionice(pid):
+        return subprocess.run(["ionice", "-p", str(pid)], capture_output=True, text=True, check=True).stdout.strip()
+
+    assert ionice(helpers["checkpointer"]) == "idle"
+    # Commits wait for the WAL writer's writes: it is not deprioritised.
+    assert ionice(helpers["walwriter"]) == "best-effort: prio 0"
 
 
 def test_metrics_endpoint_exports_tier_figures(qserver):

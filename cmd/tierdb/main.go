@@ -114,7 +114,7 @@ func serve(args []string) error {
 	defer stop()
 
 	connString := f.postgresURL
-	var backgroundPIDs func() ([]int, error) // only known for the embedded PostgreSQL
+	var backgroundProcs func() ([]pgmanage.BackgroundProcess, error) // only known for the embedded PostgreSQL
 	if connString == "" {
 		log.Info("starting embedded PostgreSQL", "data_dir", f.dataDir)
 		cluster, err := pgmanage.Start(ctx, pgmanage.Options{
@@ -134,7 +134,7 @@ func serve(args []string) error {
 			}
 		}()
 		connString = cluster.ConnString()
-		backgroundPIDs = cluster.BackgroundPIDs
+		backgroundProcs = cluster.BackgroundProcesses
 	}
 
 	// QoS: the priority channel gates requests, the controller sets the OS
@@ -147,7 +147,7 @@ func serve(args []string) error {
 		if err != nil {
 			return err
 		}
-		ctrl := tierctl.New(tierctl.Options{Logger: log, BackgroundPIDs: backgroundPIDs}, qcfg)
+		ctrl := tierctl.New(tierctl.Options{Logger: log, BackgroundProcesses: backgroundProcs}, qcfg)
 		defer ctrl.Close()
 		manager = tierctl.NewManager(qcfg, ch, ctrl)
 		storeOpts.OnBackendOpen = ctrl.BackendOpened

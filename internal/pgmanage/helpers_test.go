@@ -75,6 +75,18 @@ func TestIsBackgroundTitle(t *testing.T) {
 	}
 }
 
+func TestBackgroundKindNamesTheProcess(t *testing.T) {
+	for title, want := range map[string]string{
+		"postgres: tierdb: walwriter":                                "walwriter",
+		"postgres: tierdb: checkpointer":                             "checkpointer",
+		"postgres: tierdb: logical replication worker for sub 16394": "logical replication worker",
+	} {
+		if got, ok := backgroundKind(title, "tierdb"); !ok || got != want {
+			t.Errorf("backgroundKind(%q) = %q, %v; want %q", title, got, ok, want)
+		}
+	}
+}
+
 func TestQuoteConnValue(t *testing.T) {
 	for in, want := range map[string]string{
 		"/tmp/tierdb-pg-1": "/tmp/tierdb-pg-1",

@@ -8,15 +8,16 @@ import (
 	"sync"
 
 	"tierdb/internal/osprio"
+	"tierdb/internal/pgmanage"
 	"tierdb/internal/qos"
 )
 
 // Options configure a Controller.
 type Options struct {
 	Logger *slog.Logger
-	// BackgroundPIDs lists PostgreSQL's background processes; nil when they
-	// are not ours (an external PostgreSQL).
-	BackgroundPIDs func() ([]int, error)
+	// BackgroundProcesses lists PostgreSQL's background processes; nil when
+	// they are not ours (an external PostgreSQL).
+	BackgroundProcesses func() ([]pgmanage.BackgroundProcess, error)
 }
 
 // Controller keeps the OS settings of known PostgreSQL processes in line with
@@ -24,7 +25,7 @@ type Options struct {
 type Controller struct {
 	log     *slog.Logger
 	applier *osprio.Applier
-	bgPIDs  func() ([]int, error)
+	bgProcs func() ([]pgmanage.BackgroundProcess, error)
 
 	mu         sync.Mutex
 	cfg        qos.Config
@@ -49,7 +50,7 @@ func New(opts Options, cfg qos.Config) *Controller {
 	c := &Controller{
 		log:        opts.Logger,
 		applier:    osprio.NewApplier(),
-		bgPIDs:     opts.BackgroundPIDs,
+		bgProcs:    opts.BackgroundProcesses,
 		cfg:        cfg,
 		backends:   map[int]qos.Tier{},
 		warned:     map[string]bool{},
@@ -146,21 +147,21 @@ func (c *Controller) ApplyBackground() {
 }
 
 func (c *Controller) applyBackground() {
-	if c.bgPIDs == nil || !c.cfg.Enabled {
+	if c.bgProcs == nil || !c.cfg.Enabled {
 		return
 	}
-	pids, err := c.bgPIDs()
+	procs, err := c.bgProcs()
 	if err != nil {
 		c.warnOnce("bgpids", "cannot list PostgreSQL background processes", "err", err)
 		return
 	}
 	background, walWriter := toOS(c.cfg.IO.Background), toOS(c.cfg.IO.WALWriter)
-	for _, pid := range pids {
+	for _, p := range procs {
 		io := &background
-		if isWALWriter(pid) {
+		if p.Title == "walwriter" {
 			io = &walWriter
 		}
-		c.report(pid, c.applier.Apply(pid, osprio.Settings{IO: io}))
+		c.report(p.PID, c.applier.Apply(p.PID, osprio.Settings{IO: io}))
 	}
 }
 
@@ -224,13 +225,6 @@ func toOS(p qos.IOPrio) osprio.IOPrio {
 func isLocalPostgres(pid int) bool {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
 	return err == nil && strings.HasPrefix(string(b), "postgres")
-}
-
-// isWALWriter reports whether pid's process title names PostgreSQL's WAL
-// writer ("postgres: <cluster>: walwriter").
-func isWALWriter(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
-	return err == nil && strings.Contains(string(b), "walwriter")
 }
 
 // Status is a snapshot for qosStatus.
