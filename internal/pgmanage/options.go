@@ -42,10 +42,30 @@ type Options struct {
 	// Logger receives supervision events; default slog.Default().
 	Logger *slog.Logger
 
+	// Standby, when set, makes this cluster a hot standby of another one:
+	// created on first start as a base backup of the primary, and always
+	// started in recovery, streaming the primary's WAL.
+	Standby *StandbyOptions
+
+	// ClusterName is cluster_name, which appears in the servers' process
+	// titles; default "tierdb".
+	ClusterName string
+
 	// StopTimeout is how long Stop waits for a fast shutdown before it falls
 	// back to an immediate one; default 30s. Also used for a leftover
 	// postmaster from an earlier run.
 	StopTimeout time.Duration
+}
+
+// StandbyOptions say where a standby streams from.
+type StandbyOptions struct {
+	// PrimaryConnString reaches the primary as a superuser, for the base
+	// backup and as primary_conninfo (keyword/value form, see
+	// Cluster.ReplicationConnString).
+	PrimaryConnString string
+	// SlotName is the physical replication slot on the primary that keeps
+	// the WAL this standby still needs; it must exist before Start.
+	SlotName string
 }
 
 const (
@@ -80,6 +100,12 @@ func (o Options) normalized() (Options, error) {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
+	}
+	if o.ClusterName == "" {
+		o.ClusterName = defaultClusterName
+	}
+	if o.Standby != nil && (o.Standby.PrimaryConnString == "" || o.Standby.SlotName == "") {
+		return o, errors.New("pgmanage: Options.Standby needs PrimaryConnString and SlotName")
 	}
 	if o.StopTimeout <= 0 {
 		o.StopTimeout = defaultStopTimeout

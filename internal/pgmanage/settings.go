@@ -30,7 +30,26 @@ func serverSettings(opts Options, socketDir string) map[string]string {
 		"logging_collector": "off",
 		"log_destination":   "stderr",
 		"log_min_messages":  "warning",
-		"cluster_name":      defaultClusterName,
+		"cluster_name":      opts.ClusterName,
+		// Replication: every cluster can serve standbys, and a former
+		// primary can be rewound (pg_rewind needs wal_log_hints) to follow
+		// the standby promoted in its place. A slot never keeps more than
+		// this much WAL for a standby that is gone.
+		"wal_level":              "replica",
+		"wal_log_hints":          "on",
+		"max_wal_senders":        "10",
+		"max_replication_slots":  "10",
+		"max_slot_wal_keep_size": "4GB",
+		"hot_standby":            "on",
+	}
+	if sb := opts.Standby; sb != nil {
+		s["primary_conninfo"] = sb.PrimaryConnString + " application_name=" + opts.ClusterName
+		s["primary_slot_name"] = sb.SlotName
+		// Reads on the standby hold back vacuum on the primary instead of
+		// being cancelled by replay conflicts.
+		s["hot_standby_feedback"] = "on"
+		// Replay positions reach the primary promptly, for status.
+		s["wal_receiver_status_interval"] = "1s"
 	}
 	if opts.Port > 0 {
 		s["listen_addresses"] = "127.0.0.1"

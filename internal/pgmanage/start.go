@@ -89,9 +89,23 @@ func prepareCluster(ctx context.Context, opts Options, l layout) (string, accoun
 	if err != nil {
 		return "", account{}, err
 	}
-	if !l.initialized() {
+	switch {
+	case l.initialized():
+	case opts.Standby != nil:
+		opts.Logger.Info("creating PostgreSQL standby from a base backup of the primary", "dir", l.pgDir, "slot", opts.Standby.SlotName)
+		if err := baseBackup(ctx, binDir, l.pgDir, acct, *opts.Standby); err != nil {
+			return "", account{}, err
+		}
+	default:
 		opts.Logger.Info("creating PostgreSQL cluster", "dir", l.pgDir, "bin", binDir, "os_user", acct.Name)
 		if err := initCluster(ctx, binDir, l.pgDir, acct); err != nil {
+			return "", account{}, err
+		}
+	}
+	if opts.Standby != nil {
+		// A standby always starts in recovery, also after a former primary
+		// was rewound to follow a new one.
+		if err := writeStandbySignal(l.pgDir, acct); err != nil {
 			return "", account{}, err
 		}
 	}
@@ -106,7 +120,7 @@ func (c *Cluster) startFirst(ctx context.Context) error {
 		return fmt.Errorf("pgmanage: starting postgres: %w", err)
 	}
 	err = c.waitReady(ctx, ch)
-	if err == nil {
+	if err == nil && c.opts.Standby == nil { // a standby has the primary's databases
 		err = ensureDatabase(ctx, c.AdminConnString(), "tierdb")
 	}
 	if err != nil {
