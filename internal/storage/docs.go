@@ -258,7 +258,7 @@ func (p *ScanParams) sql(c *Collection) (string, []any) {
 // Scan returns rows matching the prefilter, in _id order.
 func (s *Store) Scan(ctx context.Context, c *Collection, p ScanParams) ([]Row, error) {
 	sql, args := p.sql(c)
-	rows, err := s.pool(ctx).Query(ctx, sql, args...)
+	rows, err := s.readPool(ctx).Query(ctx, sql, args...)
 	if err != nil {
 		return nil, s.retryable(ctx, c, fromPG(ctx, err))
 	}
@@ -273,7 +273,7 @@ func (s *Store) Scan(ctx context.Context, c *Collection, p ScanParams) ([]Row, e
 // Explain returns PostgreSQL's plan for the scan, for the explain command and tests.
 func (s *Store) Explain(ctx context.Context, c *Collection, p ScanParams) (string, error) {
 	sql, args := p.sql(c)
-	rows, err := s.pool(ctx).Query(ctx, "EXPLAIN "+sql, args...)
+	rows, err := s.readPool(ctx).Query(ctx, "EXPLAIN "+sql, args...)
 	if err != nil {
 		return "", fromPG(ctx, err)
 	}
@@ -345,6 +345,6 @@ func (s *Store) Count(ctx context.Context, c *Collection, where string, args []a
 		sql += " WHERE " + where
 	}
 	var n int64
-	err := s.pool(ctx).QueryRow(ctx, sql, args...).Scan(&n)
+	err := s.readPool(ctx).QueryRow(ctx, sql, args...).Scan(&n)
 	return n, s.retryable(ctx, c, fromPG(ctx, err))
 }

@@ -2,9 +2,11 @@ package storage
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -14,9 +16,13 @@ import (
 
 // Options configure a Store.
 type Options struct {
-	// ConnString is a pgx connection string for the database that holds tierdb's data.
+	// ConnString is a pgx connection string for the database that holds
+	// tierdb's data on the primary.
 	ConnString string
-	// BackendsPerTier bounds each tier's pool of PostgreSQL backends (default 8).
+	// Standbys are hot standbys of the primary that reads may be routed to.
+	Standbys []NodeConfig
+	// BackendsPerTier bounds each tier's pool of PostgreSQL backends on
+	// every node (default 8).
 	BackendsPerTier [qos.NumTiers]int
 	Logger          *slog.Logger
 	// OnBackendOpen and OnBackendClose, when set, hear about every backend a
@@ -29,10 +35,35 @@ type Options struct {
 	VersionCacheBytes int
 }
 
+// NodeConfig names one PostgreSQL server and how to reach its database.
+type NodeConfig struct {
+	Name       string
+	ConnString string
+}
+
+// Node is a PostgreSQL server the store reaches: the primary or a standby.
+type Node struct {
+	Name    string
+	Primary bool
+	pools   [qos.NumTiers]*pgxpool.Pool
+	// probe is a small pool for monitoring and write-concern queries, which
+	// must never queue behind a tier's requests.
+	probe *pgxpool.Pool
+}
+
+// topology is the set of nodes; it is replaced whole at a failover.
+type topology struct {
+	nodes []*Node // primary first
+	// changing is closed when a failover that is under way ends; until then
+	// requests wait for the new primary instead of failing.
+	changing chan struct{}
+}
+
 // Store is the document store on PostgreSQL.
 type Store struct {
-	log   *slog.Logger
-	pools [qos.NumTiers]*pgxpool.Pool
+	log  *slog.Logger
+	opts Options
+	topo atomic.Pointer[topology]
 
 	mu       sync.Mutex
 	backends map[uint32]qos.Tier // backend PID → tier of the pool that owns it
@@ -41,50 +72,18 @@ type Store struct {
 	versions *versionCache
 }
 
-// Open connects the per-tier pools and makes sure the catalog exists.
+// Open connects the per-tier pools of every node and makes sure the catalog
+// exists on the primary.
 func Open(ctx context.Context, opts Options) (*Store, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	s := &Store{log: opts.Logger, backends: map[uint32]qos.Tier{}, versions: newVersionCache(opts.VersionCacheBytes)}
-	for t := qos.Tier(0); t < qos.NumTiers; t++ {
-		cfg, err := pgxpool.ParseConfig(opts.ConnString)
-		if err != nil {
-			s.Close()
-			return nil, fmt.Errorf("storage: bad connection string: %w", err)
-		}
-		n := opts.BackendsPerTier[t]
-		if n <= 0 {
-			n = 8
-		}
-		cfg.MaxConns = int32(n)
-		cfg.MinConns = 0
-		cfg.ConnConfig.RuntimeParams["application_name"] = "tierdb-" + t.String()
-		tier := t
-		cfg.AfterConnect = func(_ context.Context, c *pgx.Conn) error {
-			s.mu.Lock()
-			s.backends[c.PgConn().PID()] = tier
-			s.mu.Unlock()
-			if opts.OnBackendOpen != nil {
-				opts.OnBackendOpen(int(c.PgConn().PID()), tier)
-			}
-			return nil
-		}
-		cfg.BeforeClose = func(c *pgx.Conn) {
-			s.mu.Lock()
-			delete(s.backends, c.PgConn().PID())
-			s.mu.Unlock()
-			if opts.OnBackendClose != nil {
-				opts.OnBackendClose(int(c.PgConn().PID()))
-			}
-		}
-		p, err := pgxpool.NewWithConfig(ctx, cfg)
-		if err != nil {
-			s.Close()
-			return nil, fromPG(ctx, err)
-		}
-		s.pools[t] = p
+	s := &Store{log: opts.Logger, opts: opts, backends: map[uint32]qos.Tier{}, versions: newVersionCache(opts.VersionCacheBytes)}
+	nodes, err := s.openNodes(ctx, NodeConfig{Name: "primary", ConnString: opts.ConnString}, opts.Standbys)
+	if err != nil {
+		return nil, err
 	}
+	s.topo.Store(&topology{nodes: nodes})
 	s.cat = newCatalog(s)
 	if err := s.cat.bootstrap(ctx); err != nil {
 		s.Close()
@@ -93,22 +92,177 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	return s, nil
 }
 
-// Close closes every pool.
-func (s *Store) Close() {
-	for _, p := range s.pools {
-		if p != nil {
-			p.Close()
+func (s *Store) openNodes(ctx context.Context, primary NodeConfig, standbys []NodeConfig) ([]*Node, error) {
+	var nodes []*Node
+	for i, cfg := range append([]NodeConfig{primary}, standbys...) {
+		n, err := s.openNode(ctx, cfg, i == 0)
+		if err != nil {
+			closeNodes(nodes)
+			return nil, err
+		}
+		nodes = append(nodes, n)
+	}
+	return nodes, nil
+}
+
+func (s *Store) openNode(ctx context.Context, cfg NodeConfig, primary bool) (*Node, error) {
+	n := &Node{Name: cfg.Name, Primary: primary}
+	for t := qos.Tier(0); t < qos.NumTiers; t++ {
+		size := s.opts.BackendsPerTier[t]
+		if size <= 0 {
+			size = 8
+		}
+		p, err := s.newPool(ctx, cfg, size, "tierdb-"+t.String(), t, true)
+		if err != nil {
+			closeNodes([]*Node{n})
+			return nil, err
+		}
+		n.pools[t] = p
+	}
+	p, err := s.newPool(ctx, cfg, 4, "tierdb-monitor", qos.High, false)
+	if err != nil {
+		closeNodes([]*Node{n})
+		return nil, err
+	}
+	n.probe = p
+	return n, nil
+}
+
+// newPool opens a pool to a node; tracked pools report their backends to
+// the OS-priority hooks as serving tier t.
+func (s *Store) newPool(ctx context.Context, cfg NodeConfig, size int, appName string, t qos.Tier, tracked bool) (*pgxpool.Pool, error) {
+	pc, err := pgxpool.ParseConfig(cfg.ConnString)
+	if err != nil {
+		return nil, fmt.Errorf("storage: bad connection string for %s: %w", cfg.Name, err)
+	}
+	pc.MaxConns = int32(size)
+	pc.MinConns = 0
+	pc.ConnConfig.RuntimeParams["application_name"] = appName
+	if tracked {
+		pc.AfterConnect = func(_ context.Context, c *pgx.Conn) error {
+			s.mu.Lock()
+			s.backends[c.PgConn().PID()] = t
+			s.mu.Unlock()
+			if s.opts.OnBackendOpen != nil {
+				s.opts.OnBackendOpen(int(c.PgConn().PID()), t)
+			}
+			return nil
+		}
+		pc.BeforeClose = func(c *pgx.Conn) {
+			s.mu.Lock()
+			delete(s.backends, c.PgConn().PID())
+			s.mu.Unlock()
+			if s.opts.OnBackendClose != nil {
+				s.opts.OnBackendClose(int(c.PgConn().PID()))
+			}
+		}
+	}
+	p, err := pgxpool.NewWithConfig(ctx, pc)
+	if err != nil {
+		return nil, fromPG(ctx, err)
+	}
+	return p, nil
+}
+
+func closeNodes(nodes []*Node) {
+	for _, n := range nodes {
+		for _, p := range append(n.pools[:], n.probe) {
+			if p != nil {
+				p.Close()
+			}
 		}
 	}
 }
 
-// pool returns the pool of the tier the request runs at.
+// Close closes every pool.
+func (s *Store) Close() {
+	if t := s.topo.Load(); t != nil {
+		closeNodes(t.nodes)
+	}
+}
+
+// current returns the topology, waiting (until ctx ends) while a failover
+// is under way.
+func (s *Store) current(ctx context.Context) *topology {
+	t := s.topo.Load()
+	if t.changing != nil {
+		select {
+		case <-t.changing:
+		case <-ctx.Done():
+		}
+		t = s.topo.Load()
+	}
+	return t
+}
+
+// pool returns the primary's pool of the tier the request runs at.
 func (s *Store) pool(ctx context.Context) *pgxpool.Pool {
-	return s.pools[qos.TierFrom(ctx)]
+	return s.current(ctx).nodes[0].pools[qos.TierFrom(ctx)]
+}
+
+// readPool returns the pool of the node a read was routed to (OnNode), or
+// the primary's. A node that left the topology meanwhile is replaced by the
+// primary.
+func (s *Store) readPool(ctx context.Context) *pgxpool.Pool {
+	t := s.current(ctx)
+	if want, ok := ctx.Value(nodeKey{}).(*Node); ok {
+		for _, n := range t.nodes {
+			if n == want {
+				return n.pools[qos.TierFrom(ctx)]
+			}
+		}
+	}
+	return t.nodes[0].pools[qos.TierFrom(ctx)]
+}
+
+type nodeKey struct{}
+
+// OnNode makes the reads under ctx run on node n.
+func OnNode(ctx context.Context, n *Node) context.Context {
+	return context.WithValue(ctx, nodeKey{}, n)
+}
+
+// Nodes returns the nodes, primary first.
+func (s *Store) Nodes() []*Node { return s.topo.Load().nodes }
+
+// BeginFailover makes requests wait for the new topology that EndFailover
+// installs. Requests already running continue on the old primary (and fail
+// with ErrUnavailable if it stops under them).
+func (s *Store) BeginFailover() error {
+	old := s.topo.Load()
+	if old.changing != nil {
+		return newErr(ErrIllegal, "a failover is already under way")
+	}
+	s.topo.Store(&topology{nodes: old.nodes, changing: make(chan struct{})})
+	return nil
+}
+
+// EndFailover connects to the nodes of the new topology (when primary is
+// non-empty) and lets waiting requests continue there. With an empty
+// primary the old topology stays (the failover did not happen).
+func (s *Store) EndFailover(ctx context.Context, primary NodeConfig, standbys []NodeConfig) error {
+	cur := s.topo.Load()
+	if cur.changing == nil {
+		return errors.New("storage: no failover under way")
+	}
+	defer close(cur.changing)
+	if primary.ConnString == "" {
+		s.topo.Store(&topology{nodes: cur.nodes})
+		return nil
+	}
+	nodes, err := s.openNodes(ctx, primary, standbys)
+	if err != nil {
+		s.topo.Store(&topology{nodes: cur.nodes})
+		return err
+	}
+	s.topo.Store(&topology{nodes: nodes})
+	// Pools wait for their borrowed connections before closing.
+	go closeNodes(cur.nodes)
+	return nil
 }
 
 // BackendPIDs returns the PIDs of the PostgreSQL backends currently owned by
-// the pool of tier t.
+// the pools of tier t, on every node.
 func (s *Store) BackendPIDs(t qos.Tier) []int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -121,17 +275,17 @@ func (s *Store) BackendPIDs(t qos.Tier) []int {
 	return pids
 }
 
-// PoolStats reports, per tier, backends in use and total.
+// PoolStats reports, per tier, the primary's backends in use and total.
 func (s *Store) PoolStats() [qos.NumTiers][2]int32 {
 	var out [qos.NumTiers][2]int32
-	for t, p := range s.pools {
+	for t, p := range s.topo.Load().nodes[0].pools {
 		st := p.Stat()
 		out[t] = [2]int32{st.AcquiredConns(), st.TotalConns()}
 	}
 	return out
 }
 
-// Ping checks that PostgreSQL answers.
+// Ping checks that the primary answers.
 func (s *Store) Ping(ctx context.Context) error {
 	return fromPG(ctx, s.pool(ctx).Ping(ctx))
 }

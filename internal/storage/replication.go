@@ -1,0 +1,40 @@
+package storage
+
+import (
+	"context"
+)
+
+// WALPosition is where a node stands in the primary's write-ahead log, as
+// byte positions (PostgreSQL LSNs as integers).
+type WALPosition struct {
+	// InRecovery is true on a standby.
+	InRecovery bool
+	// Applied is, on a primary, the end of the WAL written so far (every
+	// acknowledged commit lies before it); on a standby, the end of the WAL
+	// replayed, i.e. visible to reads.
+	Applied uint64
+	// Received is, on a standby, the end of the WAL received and flushed;
+	// on a primary, Applied.
+	Received uint64
+}
+
+// Position reads node n's WAL position over its monitoring pool, which no
+// request ever waits behind.
+func (s *Store) Position(ctx context.Context, n *Node) (WALPosition, error) {
+	var p WALPosition
+	var received *int64
+	var applied int64
+	err := n.probe.QueryRow(ctx, `SELECT pg_is_in_recovery(),
+		CASE WHEN pg_is_in_recovery() THEN pg_wal_lsn_diff(COALESCE(pg_last_wal_replay_lsn(), '0/0'), '0/0')
+		     ELSE pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0') END::bigint,
+		pg_wal_lsn_diff(pg_last_wal_receive_lsn(), '0/0')::bigint`).Scan(&p.InRecovery, &applied, &received)
+	if err != nil {
+		return p, fromPG(ctx, err)
+	}
+	p.Applied = uint64(applied)
+	p.Received = p.Applied
+	if received != nil {
+		p.Received = uint64(*received)
+	}
+	return p, nil
+}
