@@ -94,7 +94,7 @@ CREATE TABLE IF NOT EXISTS `+catalogSchema+`.collections (
 	next_col int NOT NULL DEFAULT 1,
 	created  timestamptz NOT NULL DEFAULT now(),
 	PRIMARY KEY (db, name)
-)`)
+);`+authTablesSQL)
 		return err
 	})
 }
