@@ -58,6 +58,11 @@ const (
 	CannotIndexParallelArrays    Code = 171
 	ShutdownInProgress           Code = 91
 	PrimarySteppedDown           Code = 189
+	NoReplicationEnabled         Code = 76
+	UnknownReplWriteConcern      Code = 79
+	UnsatisfiableWriteConcern    Code = 100
+	FailedToSatisfyReadPref      Code = 133
+	InterruptedDueToReplChange   Code = 11602
 	UnknownError                 Code = 8
 	InvalidPipelineOperator      Code = 168
 	Location15952                Code = 15952
@@ -114,6 +119,11 @@ var names = map[Code]string{
 	CannotIndexParallelArrays:    "CannotIndexParallelArrays",
 	ShutdownInProgress:           "ShutdownInProgress",
 	PrimarySteppedDown:           "PrimarySteppedDown",
+	NoReplicationEnabled:         "NoReplicationEnabled",
+	UnknownReplWriteConcern:      "UnknownReplWriteConcern",
+	UnsatisfiableWriteConcern:    "UnsatisfiableWriteConcern",
+	FailedToSatisfyReadPref:      "FailedToSatisfyReadPreference",
+	InterruptedDueToReplChange:   "InterruptedDueToReplStateChange",
 	UnknownError:                 "UnknownError",
 	InvalidPipelineOperator:      "InvalidPipelineOperator",
 }
