@@ -70,6 +70,7 @@ type serveFlags struct {
 	metricsListen   string
 	pprof           bool
 	qos             qosFlags
+	auth            authFlags
 }
 
 func serve(args []string) error {
@@ -89,10 +90,15 @@ func serve(args []string) error {
 	fs.BoolVar(&f.testCommands, "enable-test-commands", false, "enable commands for tests (sleep)")
 	fs.StringVar(&f.configFile, "config", "", "YAML file of flag values (keys are flag names); flags given on the command line win")
 	f.qos.register(fs)
+	f.auth.register(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	qcfg, err := f.qos.config()
+	if err != nil {
+		return err
+	}
+	tlsCfg, err := f.auth.tlsConfig()
 	if err != nil {
 		return err
 	}
@@ -163,7 +169,11 @@ func serve(args []string) error {
 	}
 	defer store.Close()
 
-	srv, err := server.Listen(server.Options{Listen: f.listen, Logger: log})
+	registry, err := setupAuth(ctx, log, store, f.listen, f.auth)
+	if err != nil {
+		return err
+	}
+	srv, err := server.Listen(server.Options{Listen: f.listen, Logger: log, TLS: tlsCfg})
 	if err != nil {
 		return err
 	}
@@ -176,6 +186,7 @@ func serve(args []string) error {
 		CurrentOps:    srv.CurrentOps,
 		QoS:           manager,
 		TestCommands:  f.testCommands,
+		Auth:          registry,
 	})
 	defer h.Close()
 	srv.SetHandlers(h)
@@ -187,7 +198,7 @@ func serve(args []string) error {
 		log.Info("metrics endpoint", "url", "http://"+addr.String()+"/metrics")
 	}
 
-	log.Info("tierdb is ready", "listen", srv.Addr().String())
+	log.Info("tierdb is ready", "listen", srv.Addr().String(), "tls", tlsCfg != nil, "auth", registry.Required())
 	// The line above is what scripts and tests wait for; keep it stable.
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve() }()

@@ -171,6 +171,7 @@ type Conversation struct {
 	clientFirst string
 	serverFirst string
 	nonce       string
+	proven      bool
 }
 
 // NewConversation starts a conversation.
@@ -183,6 +184,11 @@ func NewConversation(opts ConversationOptions) *Conversation {
 
 // User is the user named in the client's first message ("" before it).
 func (c *Conversation) User() string { return c.user }
+
+// Authenticated reports whether the client has proven it knows the
+// password (from the client's final message on, even before the empty
+// exchange that may follow).
+func (c *Conversation) Authenticated() bool { return c.proven }
 
 const stepDone = -1
 
@@ -283,5 +289,6 @@ func (c *Conversation) final(in []byte) ([]byte, error) {
 		}
 		return nil, failed("wrong password")
 	}
+	c.proven = true
 	return []byte("v=" + base64.StdEncoding.EncodeToString(serverSig)), nil
 }

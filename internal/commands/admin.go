@@ -67,7 +67,7 @@ func (h *Handlers) hello(ctx context.Context, req *Request) (bson.D, error) {
 	if req.Name != "hello" {
 		primaryKey = "ismaster"
 	}
-	return append(reply,
+	reply = append(reply,
 		bson.E{Key: primaryKey, Value: true},
 		bson.E{Key: "topologyVersion", Value: bson.D{{Key: "processId", Value: h.processID}, {Key: "counter", Value: int64(0)}}},
 		bson.E{Key: "maxBsonObjectSize", Value: int32(wire.MaxBSONObjectSize)},
@@ -79,7 +79,16 @@ func (h *Handlers) hello(ctx context.Context, req *Request) (bson.D, error) {
 		bson.E{Key: "minWireVersion", Value: int32(0)},
 		bson.E{Key: "maxWireVersion", Value: int32(MaxWireVersion)},
 		bson.E{Key: "readOnly", Value: false},
-	), nil
+	)
+	// Authentication in the handshake: the mechanisms a user has, and the
+	// first SCRAM step when the driver sends it (speculative auth).
+	if mechs := h.saslSupportedMechs(req.Cmd); mechs != nil {
+		reply = append(reply, bson.E{Key: "saslSupportedMechs", Value: mechs})
+	}
+	if spec := h.speculativeAuth(ctx, req.Session, req.Cmd); spec != nil {
+		reply = append(reply, bson.E{Key: "speculativeAuthenticate", Value: spec})
+	}
+	return reply, nil
 }
 
 func (h *Handlers) ping(ctx context.Context, _ *Request) (bson.D, error) {
@@ -125,15 +134,37 @@ func (h *Handlers) getParameter(_ context.Context, req *Request) (bson.D, error)
 
 func (h *Handlers) connectionStatus(_ context.Context, req *Request) (bson.D, error) {
 	tier := qos.Normal
-	if req.Session != nil {
-		tier = req.Session.Tier
+	users, roles, privs := bson.A{}, bson.A{}, bson.A{}
+	var tiers bson.A
+	if s := req.Session; s != nil {
+		if s.User != nil && h.opts.Auth != nil {
+			h.refreshUser(s)
+		}
+		tier = s.Tier
+		if p := s.User; p != nil {
+			users = append(users, bson.D{{Key: "user", Value: p.User.Name.User}, {Key: "db", Value: p.User.Name.DB}})
+			roles = roleNamesArray(p.User.Roles)
+			privs = privilegesArray(h.opts.Auth.Privileges(p.User.Roles))
+			tiers = tiersArray(p.Grants)
+		}
+	}
+	if tiers == nil {
+		tiers = bson.A{}
+		if h.opts.Auth == nil || !h.opts.Auth.Required() {
+			tiers = bson.A{"high", "normal", "low"}
+		}
+	}
+	info := bson.D{
+		{Key: "authenticatedUsers", Value: users},
+		{Key: "authenticatedUserRoles", Value: roles},
+	}
+	if show, _ := getBool(req.Cmd, "showPrivileges", false); show {
+		info = append(info, bson.E{Key: "authenticatedUserPrivileges", Value: privs})
 	}
 	return bson.D{
-		{Key: "authInfo", Value: bson.D{
-			{Key: "authenticatedUsers", Value: bson.A{}},
-			{Key: "authenticatedUserRoles", Value: bson.A{}},
-		}},
+		{Key: "authInfo", Value: info},
 		{Key: "priority", Value: tier.String()},
+		{Key: "tiers", Value: tiers},
 	}, nil
 }
 

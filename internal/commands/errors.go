@@ -6,6 +6,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"tierdb/internal/auth"
 	"tierdb/internal/mongoerr"
 	"tierdb/internal/storage"
 )
@@ -16,6 +17,10 @@ import (
 func Map(err error) (e *mongoerr.Error, internal bool) {
 	if me, ok := mongoerr.As(err); ok {
 		return me, false
+	}
+	var ae *auth.Error
+	if errors.As(err, &ae) {
+		return mapAuth(ae, err), false
 	}
 	var se *storage.Error
 	if errors.As(err, &se) {
@@ -50,6 +55,32 @@ func Map(err error) (e *mongoerr.Error, internal bool) {
 		return &mongoerr.Error{Code: mongoerr.ClientDisconnect, Msg: "operation was interrupted", Cause: err}, false
 	}
 	return &mongoerr.Error{Code: mongoerr.InternalError, Msg: "internal error", Cause: err}, true
+}
+
+// mapAuth gives each kind of auth failure its MongoDB code. A failed
+// authentication always gets the same message, whatever the reason (which
+// stays in the log).
+func mapAuth(ae *auth.Error, err error) *mongoerr.Error {
+	code := mongoerr.BadValue
+	switch ae.Kind {
+	case auth.KindFailed:
+		return &mongoerr.Error{Code: mongoerr.AuthenticationFailed, Msg: auth.FailedMsg, Cause: err}
+	case auth.KindUnauthorized:
+		code = mongoerr.Unauthorized
+	case auth.KindMechanism:
+		code = mongoerr.MechanismUnavailable
+	case auth.KindNoConversation:
+		code = mongoerr.ProtocolError
+	case auth.KindUserNotFound:
+		code = mongoerr.UserNotFound
+	case auth.KindRoleNotFound:
+		code = mongoerr.RoleNotFound
+	case auth.KindUserExists:
+		code = mongoerr.UserAlreadyExists
+	case auth.KindRoleExists:
+		code = mongoerr.RoleAlreadyExists
+	}
+	return &mongoerr.Error{Code: code, Msg: ae.Msg}
 }
 
 // errorReply is the {ok: 0, errmsg, code, codeName} document.

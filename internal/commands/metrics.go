@@ -2,7 +2,9 @@ package commands
 
 import (
 	"sort"
+	"time"
 
+	"tierdb/internal/auth"
 	"tierdb/internal/metrics"
 	"tierdb/internal/qos"
 )
@@ -39,6 +41,24 @@ func (h *Handlers) Metrics(w *metrics.Writer) {
 		w.Counter("tierdb_connections_total", "Client connections accepted.", nil, float64(total))
 	}
 	w.Gauge("tierdb_cursors_open", "Open cursors.", nil, float64(h.cursors.len()))
+	// Per-user accounting: one label value per user that ran anything
+	// (bounded by the number of users, which administrators create).
+	for _, u := range h.accounts.list() {
+		for t := qos.Tier(0); t < qos.NumTiers; t++ {
+			if n := u.ops[t].Load(); n > 0 {
+				w.Counter("tierdb_user_operations_total", "Commands run, by user and tier.", metrics.Labels{{"user", u.label()}, {"tier", t.String()}}, float64(n))
+			}
+		}
+		w.Counter("tierdb_user_admission_wait_seconds_total", "Time spent waiting in the priority channel, by user.", metrics.Labels{{"user", u.label()}}, time.Duration(u.waitNanos.Load()).Seconds())
+	}
+	for _, m := range auth.Mechanisms {
+		ms := h.authStats.of(m)
+		l := metrics.Labels{{"mechanism", m.String()}}
+		w.Counter("tierdb_auth_attempts_total", "Authentications started, by mechanism.", l, float64(ms.received.Load()))
+		w.Counter("tierdb_auth_successes_total", "Authentications that succeeded, by mechanism.", l, float64(ms.successful.Load()))
+		w.Counter("tierdb_auth_failures_total", "Authentications that failed, by mechanism.", l, float64(ms.failed.Load()))
+	}
+	w.Gauge("tierdb_auth_required", "1 when every connection must authenticate.", nil, b2f(h.opts.Auth != nil && h.opts.Auth.Required()))
 	for t, st := range h.store.PoolStats() {
 		l := metrics.Labels{{"tier", qos.Tier(t).String()}}
 		w.Gauge("tierdb_backends_in_use", "PostgreSQL backends in use, by tier pool.", l, float64(st[0]))
@@ -67,4 +87,11 @@ func (h *Handlers) Metrics(w *metrics.Writer) {
 			w.Gauge("tierdb_qos_wait_seconds", "Recent admission wait quantiles, by tier.", append(l, [2]string{"quantile", q.name}), q.v)
 		}
 	}
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }

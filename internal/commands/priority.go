@@ -50,11 +50,26 @@ func (h *Handlers) requestTier(req *Request) (qos.Tier, error) {
 	return t, nil
 }
 
+// authorizeTier is the tier privilege check: a user may use the tiers its
+// roles grant (useTierHigh, useTierNormal, useTierLow; each includes the
+// less important ones) and its default tier. While access control is off
+// (no user yet, loopback only) every tier is open.
 func (h *Handlers) authorizeTier(s *Session, t qos.Tier) error {
-	if h.opts.AuthorizeTier == nil {
+	reg := h.opts.Auth
+	if reg == nil {
 		return nil
 	}
-	return h.opts.AuthorizeTier(s, t)
+	if s == nil || s.User == nil {
+		if !reg.Required() {
+			return nil
+		}
+		return mongoerr.Newf(mongoerr.Unauthorized, "using the %s tier requires authentication", t)
+	}
+	if s.User.Grants.MayUseTier(t) {
+		return nil
+	}
+	return mongoerr.Newf(mongoerr.Unauthorized, "not authorized to use the %s tier: user %s may use %s and less important tiers",
+		t, s.User.User.Name.User, s.User.Grants.BestTier)
 }
 
 // setClientPriority sets the tier of the session until changed or closed.

@@ -6,6 +6,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"tierdb/internal/auth"
 	"tierdb/internal/mongoerr"
 	"tierdb/internal/osprio"
 	"tierdb/internal/qos"
@@ -19,12 +20,26 @@ func (h *Handlers) qosOff() error {
 // the caller's own tier.
 func (h *Handlers) qosStatus(_ context.Context, req *Request) (bson.D, error) {
 	caller := qos.Normal
-	if req.Session != nil {
-		caller = req.Session.Tier
+	callerDoc := bson.D{}
+	if s := req.Session; s != nil {
+		caller = s.Tier
+		if s.User != nil {
+			callerDoc = append(callerDoc, bson.E{Key: "user", Value: s.User.User.Name.String()}, bson.E{Key: "tiers", Value: tiersArray(s.User.Grants)})
+		}
 	}
+	callerDoc = append(bson.D{{Key: "priority", Value: caller.String()}}, callerDoc...)
 	m := h.opts.QoS
+	// Other users' figures and the server's configuration are for those
+	// who monitor the cluster; anyone may see their own tier.
+	if !h.mayCluster(req.Session, auth.Actions(auth.ActQoSStatus)) {
+		return bson.D{{Key: "enabled", Value: m != nil}, {Key: "caller", Value: callerDoc}}, nil
+	}
+	users := bson.A{}
+	for _, u := range h.accounts.list() {
+		users = append(users, u.doc())
+	}
 	if m == nil {
-		return bson.D{{Key: "enabled", Value: false}, {Key: "caller", Value: bson.D{{Key: "priority", Value: caller.String()}}}}, nil
+		return bson.D{{Key: "enabled", Value: false}, {Key: "users", Value: users}, {Key: "caller", Value: callerDoc}}, nil
 	}
 	cfg := m.Config()
 	st := m.Channel.Stats()
@@ -79,7 +94,8 @@ func (h *Handlers) qosStatus(_ context.Context, req *Request) (bson.D, error) {
 			{Key: "negativeNiceAllowed", Value: !os.NoRaise},
 			{Key: "syscalls", Value: os.Syscalls},
 		}},
-		{Key: "caller", Value: bson.D{{Key: "priority", Value: caller.String()}}},
+		{Key: "users", Value: users},
+		{Key: "caller", Value: callerDoc},
 	}, nil
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"tierdb/internal/auth"
 	"tierdb/internal/metrics"
 	"tierdb/internal/mongoerr"
 	"tierdb/internal/qos"
@@ -17,13 +18,24 @@ import (
 	"tierdb/internal/tierctl"
 )
 
-// Session is the per-connection state commands may read and change.
+// Session is the per-connection state commands may read and change. Only
+// the connection's handler goroutine touches it.
 type Session struct {
 	ID         int64
 	RemoteAddr string
 	Tier       qos.Tier
 	// Client is the driver metadata sent with the first hello.
 	Client bson.D
+	// Loopback: the client connects from a loopback address, which the
+	// localhost exception (creating the first user) requires.
+	Loopback bool
+	// User is the authenticated principal; nil until authentication.
+	User *auth.Principal
+	// sasl is the authentication conversation in progress, if any.
+	sasl   *saslConv
+	convID int32
+	// acct is the per-user accounting of the authenticated user.
+	acct *userAccount
 }
 
 // Request is one command invocation.
@@ -51,6 +63,9 @@ type command struct {
 	// and the tier change itself (seed 000: the channel must not block the
 	// requests that change priority).
 	internal bool
+	// access is what the one authorization check requires; an entry that
+	// says nothing needs root.
+	access access
 }
 
 // Options configure the command layer.
@@ -73,9 +88,10 @@ type Options struct {
 	QoS *tierctl.Manager
 	// TestCommands enables commands only tests need (sleep).
 	TestCommands bool
-	// AuthorizeTier says whether a session may use a tier; nil allows every
-	// tier. The auth issue fills it with the user's tier privileges.
-	AuthorizeTier func(s *Session, t qos.Tier) error
+	// Auth holds users and roles; every request is checked against it
+	// (authorize) and tiers against the user's tier privileges. nil means
+	// no access control at all (unit tests).
+	Auth *auth.Registry
 }
 
 // Admitter is the admission contract: Admit blocks until a request of tier t
@@ -97,6 +113,9 @@ type Handlers struct {
 	latency [qos.NumTiers]*metrics.Histogram
 	// processID identifies this process in topologyVersion.
 	processID bson.ObjectID
+	// accounts are the per-user figures; authStats count authentications.
+	accounts  *accounts
+	authStats authStats
 }
 
 // New builds the command table.
@@ -112,6 +131,7 @@ func New(opts Options) *Handlers {
 	}
 	h := &Handlers{opts: opts, log: opts.Logger, store: opts.Store, started: time.Now(), processID: bson.NewObjectID()}
 	h.cursors = newCursorRegistry(opts.CursorTimeout)
+	h.accounts = newAccounts()
 	h.table = h.commands()
 	for name, c := range h.table {
 		if c.name == "" {
@@ -130,48 +150,64 @@ func (h *Handlers) Close() { h.cursors.close() }
 // commands is the table. Aliases point to the same entry.
 func (h *Handlers) commands() map[string]*command {
 	t := map[string]*command{
-		// handshake and diagnostics
-		"hello":                   {handler: h.hello, help: "describe this server to a driver", internal: true},
-		"qosStatus":               {handler: h.qosStatus, help: "priority channel, tiers, CPU pools and the caller's tier", internal: true},
-		"setQoSConfig":            {handler: h.setQoSConfig, help: "change threshold, starvation guard, nice levels, I/O priorities, CPU pools", internal: true},
-		"setCpuPools":             {handler: h.setCpuPools, help: "set the priority, standard and restricted CPU pools", internal: true},
-		"setClientPriority":       {handler: h.setClientPriority, help: "set this connection's tier: " + tierNames(), internal: true},
-		"ping":                    {handler: h.ping, help: "check the server answers", internal: true},
-		"buildInfo":               {handler: h.buildInfo, help: "server version and limits", internal: true},
-		"getParameter":            {handler: h.getParameter, help: "read server parameters", internal: true},
-		"connectionStatus":        {handler: h.connectionStatus, help: "authentication state of this connection", internal: true},
-		"whatsmyuri":              {handler: h.whatsmyuri, help: "the client's address as the server sees it", internal: true},
-		"endSessions":             {handler: h.ok, help: "accepted; sessions hold no server state", internal: true},
-		"serverStatus":            {handler: h.serverStatus, help: "uptime, connections, opcounters", internal: true},
-		"hostInfo":                {handler: h.hostInfo, help: "the host's OS and hardware", internal: true},
-		"getCmdLineOpts":          {handler: h.getCmdLineOpts, help: "the command line tierdb was started with", internal: true},
-		"getLog":                  {handler: h.getLog, help: "recent log lines (none are kept)", internal: true},
-		"currentOp":               {handler: h.currentOp, help: "operations in progress", internal: true},
-		"listCommands":            {handler: h.listCommands, help: "this list", internal: true},
-		"getFreeMonitoringStatus": {handler: h.freeMonitoring, help: "always disabled", internal: true},
+		// handshake, authentication and diagnostics
+		"hello":                   {handler: h.hello, help: "describe this server to a driver", internal: true, access: open},
+		"saslStart":               {handler: h.saslStart, help: "start a SCRAM-SHA-256 or SCRAM-SHA-1 authentication", internal: true, access: open},
+		"saslContinue":            {handler: h.saslContinue, help: "continue an authentication", internal: true, access: open},
+		"logout":                  {handler: h.logout, help: "end this connection's authentication", internal: true, access: open},
+		"qosStatus":               {handler: h.qosStatus, help: "priority channel, tiers, CPU pools, per-user figures and the caller's tier", internal: true, access: anyUser},
+		"setQoSConfig":            {handler: h.setQoSConfig, help: "change threshold, starvation guard, nice levels, I/O priorities, CPU pools", internal: true, access: onCluster(auth.ActSetQoSConfig)},
+		"setCpuPools":             {handler: h.setCpuPools, help: "set the priority, standard and restricted CPU pools", internal: true, access: onCluster(auth.ActSetCpuPools)},
+		"setClientPriority":       {handler: h.setClientPriority, help: "set this connection's tier: " + tierNames(), internal: true, access: anyUser},
+		"ping":                    {handler: h.ping, help: "check the server answers", internal: true, access: open},
+		"buildInfo":               {handler: h.buildInfo, help: "server version and limits", internal: true, access: open},
+		"getParameter":            {handler: h.getParameter, help: "read server parameters", internal: true, access: onCluster(auth.ActGetParameter)},
+		"connectionStatus":        {handler: h.connectionStatus, help: "authentication state of this connection", internal: true, access: open},
+		"whatsmyuri":              {handler: h.whatsmyuri, help: "the client's address as the server sees it", internal: true, access: open},
+		"endSessions":             {handler: h.ok, help: "accepted; sessions hold no server state", internal: true, access: open},
+		"serverStatus":            {handler: h.serverStatusWithSecurity, help: "uptime, connections, opcounters, authentications", internal: true, access: onCluster(auth.ActServerStatus)},
+		"hostInfo":                {handler: h.hostInfo, help: "the host's OS and hardware", internal: true, access: onCluster(auth.ActHostInfo)},
+		"getCmdLineOpts":          {handler: h.getCmdLineOpts, help: "the command line tierdb was started with", internal: true, access: onCluster(auth.ActGetCmdLineOpts)},
+		"getLog":                  {handler: h.getLog, help: "recent log lines (none are kept)", internal: true, access: onCluster(auth.ActGetLog)},
+		"currentOp":               {handler: h.currentOp, help: "operations in progress", internal: true, access: onCluster(auth.ActInprog)},
+		"listCommands":            {handler: h.listCommands, help: "this list", internal: true, access: open},
+		"getFreeMonitoringStatus": {handler: h.freeMonitoring, help: "always disabled", internal: true, access: anyUser},
+		// users and roles
+		"createUser":               {handler: h.createUser, help: "create a user", internal: true, access: onDB(auth.ActCreateUser)},
+		"updateUser":               {handler: h.updateUser, help: "change a user's password, roles, custom data or default tier", internal: true, access: onDB(auth.ActChangePassword)},
+		"dropUser":                 {handler: h.dropUser, help: "drop a user", internal: true, access: onDB(auth.ActDropUser)},
+		"usersInfo":                {handler: h.usersInfo, help: "describe users", internal: true, access: anyUser},
+		"createRole":               {handler: h.createRole, help: "create a role", internal: true, access: onDB(auth.ActCreateRole)},
+		"updateRole":               {handler: h.updateRole, help: "replace a role's privileges or roles", internal: true, access: onDB(auth.ActGrantRole, auth.ActRevokeRole)},
+		"dropRole":                 {handler: h.dropRole, help: "drop a role", internal: true, access: onDB(auth.ActDropRole)},
+		"rolesInfo":                {handler: h.rolesInfo, help: "describe roles", internal: true, access: anyUser},
+		"grantRolesToUser":         {handler: h.grantRolesToUser, help: "grant roles to a user", internal: true, access: onDB(auth.ActGrantRole)},
+		"revokeRolesFromUser":      {handler: h.revokeRolesFromUser, help: "revoke roles from a user", internal: true, access: onDB(auth.ActRevokeRole)},
+		"grantPrivilegesToRole":    {handler: h.grantPrivilegesToRole, help: "add privileges to a role", internal: true, access: onDB(auth.ActGrantRole)},
+		"revokePrivilegesFromRole": {handler: h.revokePrivilegesFromRole, help: "remove privileges from a role", internal: true, access: onDB(auth.ActRevokeRole)},
 		// databases and collections
-		"listDatabases":   {handler: h.listDatabases, help: "databases with their sizes"},
-		"listCollections": {handler: h.listCollections, help: "collections of a database"},
-		"create":          {handler: h.create, help: "create a collection"},
-		"drop":            {handler: h.drop, help: "drop a collection"},
-		"dropDatabase":    {handler: h.dropDatabase, help: "drop a database"},
-		"createIndexes":   {handler: h.createIndexes, help: "create indexes"},
-		"listIndexes":     {handler: h.listIndexes, help: "indexes of a collection"},
-		"dropIndexes":     {handler: h.dropIndexes, help: "drop indexes"},
+		"listDatabases":   {handler: h.listDatabases, help: "databases with their sizes", access: onCluster(auth.ActListDatabases)},
+		"listCollections": {handler: h.listCollections, help: "collections of a database", access: onDB(auth.ActListCollections)},
+		"create":          {handler: h.create, help: "create a collection", access: onColl(auth.ActCreateCollection)},
+		"drop":            {handler: h.drop, help: "drop a collection", access: onColl(auth.ActDropCollection)},
+		"dropDatabase":    {handler: h.dropDatabase, help: "drop a database", access: onDB(auth.ActDropDatabase)},
+		"createIndexes":   {handler: h.createIndexes, help: "create indexes", access: onColl(auth.ActCreateIndex)},
+		"listIndexes":     {handler: h.listIndexes, help: "indexes of a collection", access: onColl(auth.ActListIndexes)},
+		"dropIndexes":     {handler: h.dropIndexes, help: "drop indexes", access: onColl(auth.ActDropIndex)},
 		// CRUD
-		"insert":        {handler: h.insert, help: "insert documents", counter: opInsert},
-		"find":          {handler: h.find, help: "query documents", counter: opQuery},
-		"getMore":       {handler: h.getMore, help: "next batch of a cursor", counter: opGetMore},
-		"killCursors":   {handler: h.killCursors, help: "close cursors", internal: true},
-		"update":        {handler: h.update, help: "update documents", counter: opUpdate},
-		"delete":        {handler: h.delete, help: "delete documents", counter: opDelete},
-		"findAndModify": {handler: h.findAndModify, help: "update or remove one document and return it", counter: opCommand},
-		"count":         {handler: h.count, help: "count matching documents", counter: opCommand},
-		"aggregate":     {handler: h.aggregate, help: "aggregation pipeline ($match, $group, $count, $sort, $skip, $limit, $project)", counter: opCommand},
-		"explain":       {handler: h.explain, help: "the PostgreSQL plan of a find"},
+		"insert":        {handler: h.insert, help: "insert documents", counter: opInsert, access: onColl(auth.ActInsert)},
+		"find":          {handler: h.find, help: "query documents", counter: opQuery, access: onColl(auth.ActFind)},
+		"getMore":       {handler: h.getMore, help: "next batch of a cursor", counter: opGetMore, access: onColl(auth.ActFind)},
+		"killCursors":   {handler: h.killCursors, help: "close cursors", internal: true, access: onColl(auth.ActKillCursors)},
+		"update":        {handler: h.update, help: "update documents", counter: opUpdate, access: onColl(auth.ActUpdate)},
+		"delete":        {handler: h.delete, help: "delete documents", counter: opDelete, access: onColl(auth.ActRemove)},
+		"findAndModify": {handler: h.findAndModify, help: "update or remove one document and return it", counter: opCommand, access: findAndModifyAccess},
+		"count":         {handler: h.count, help: "count matching documents", counter: opCommand, access: onColl(auth.ActFind)},
+		"aggregate":     {handler: h.aggregate, help: "aggregation pipeline ($match, $group, $count, $sort, $skip, $limit, $project)", counter: opCommand, access: onColl(auth.ActFind)},
+		"explain":       {handler: h.explain, help: "the PostgreSQL plan of a find", access: onColl(auth.ActFind)},
 	}
 	if h.opts.TestCommands {
-		t["sleep"] = &command{handler: h.sleep, help: "test command: hold a request in process for millis"}
+		t["sleep"] = &command{handler: h.sleep, help: "test command: hold a request in process for millis", access: anyUser}
 	}
 	for name, c := range t {
 		c.name = name
@@ -180,6 +216,7 @@ func (h *Handlers) commands() map[string]*command {
 	t["ismaster"] = t["hello"]
 	t["buildinfo"] = t["buildInfo"]
 	t["findandmodify"] = t["findAndModify"]
+	t["authenticate"] = &command{handler: h.authenticateX509, help: "not supported: use SCRAM (saslStart)", internal: true, access: open, name: "authenticate"}
 	return t
 }
 
@@ -226,6 +263,9 @@ func (h *Handlers) run(ctx context.Context, req *Request) (bson.D, error) {
 	if err := validateDBName(req.DB); err != nil {
 		return nil, err
 	}
+	if err := h.authorize(req); err != nil {
+		return nil, err
+	}
 	tier, err := h.requestTier(req)
 	if err != nil {
 		return nil, err
@@ -237,12 +277,23 @@ func (h *Handlers) run(ctx context.Context, req *Request) (bson.D, error) {
 		return nil, err
 	}
 	defer cancel()
-	if h.opts.Admission != nil && !cmd.internal {
-		done, err := h.opts.Admission.Admit(ctx, tier, false)
-		if err != nil {
-			return nil, err
+	if !cmd.internal {
+		// Per-user accounting of the work requests (not handshakes and
+		// diagnostics): operations by tier, time waiting for admission.
+		acct := h.accounts.anon
+		if req.Session != nil && req.Session.acct != nil {
+			acct = req.Session.acct
 		}
-		defer done()
+		acct.ops[tier].Add(1)
+		if h.opts.Admission != nil {
+			t0 := time.Now()
+			done, err := h.opts.Admission.Admit(ctx, tier, false)
+			acct.waitNanos.Add(int64(time.Since(t0)))
+			if err != nil {
+				return nil, err
+			}
+			defer done()
+		}
 	}
 	return cmd.handler(ctx, req)
 }

@@ -69,6 +69,13 @@ const (
 	Location15955                Code = 15955
 	Location40234                Code = 40234
 	Location40323                Code = 40323
+	UserNotFound                 Code = 11
+	RoleNotFound                 Code = 31
+	MechanismUnavailable         Code = 334
+	// MongoDB reports an existing user or role with these numbered
+	// assertions (codeName "Location51003" / "Location51002").
+	UserAlreadyExists Code = 51003
+	RoleAlreadyExists Code = 51002
 )
 
 var names = map[Code]string{
@@ -126,6 +133,9 @@ var names = map[Code]string{
 	InterruptedDueToReplChange:   "InterruptedDueToReplStateChange",
 	UnknownError:                 "UnknownError",
 	InvalidPipelineOperator:      "InvalidPipelineOperator",
+	UserNotFound:                 "UserNotFound",
+	RoleNotFound:                 "RoleNotFound",
+	MechanismUnavailable:         "MechanismUnavailable",
 }
 
 // Name is the codeName MongoDB sends beside the code; "Location<N>" for the

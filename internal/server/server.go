@@ -3,6 +3,7 @@ package server
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"io"
 	"log/slog"
@@ -26,6 +27,8 @@ type Options struct {
 	Listen   string
 	Handlers *commands.Handlers
 	Logger   *slog.Logger
+	// TLS, when set, makes every connection TLS (drivers use tls=true).
+	TLS *tls.Config
 }
 
 // Server is the MongoDB-protocol endpoint.
@@ -51,6 +54,9 @@ func Listen(opts Options) (*Server, error) {
 	ln, err := net.Listen("tcp", opts.Listen)
 	if err != nil {
 		return nil, err
+	}
+	if opts.TLS != nil {
+		ln = tls.NewListener(ln, opts.TLS)
 	}
 	return &Server{opts: opts, log: opts.Logger, ln: ln, conns: map[int64]*conn{}, done: make(chan struct{})}, nil
 }
@@ -86,11 +92,16 @@ func (s *Server) Serve() error {
 			continue
 		}
 		delay = 0
-		if tc, ok := nc.(*net.TCPConn); ok {
+		tcp := nc
+		if tc, ok := nc.(*tls.Conn); ok {
+			tcp = tc.NetConn()
+		}
+		if tc, ok := tcp.(*net.TCPConn); ok {
 			_ = tc.SetNoDelay(true)
 			_ = tc.SetKeepAlive(true)
 		}
-		c := &conn{srv: s, nc: nc, sess: &commands.Session{ID: s.nextID.Add(1), RemoteAddr: nc.RemoteAddr().String(), Tier: qos.Normal}}
+		c := &conn{srv: s, nc: nc, sess: &commands.Session{ID: s.nextID.Add(1), RemoteAddr: nc.RemoteAddr().String(), Tier: qos.Normal,
+			Loopback: isLoopbackAddr(nc.RemoteAddr())}}
 		s.mu.Lock()
 		s.conns[c.sess.ID] = c
 		s.mu.Unlock()
@@ -181,6 +192,18 @@ func (c *conn) run() {
 	// (and the running request canceled) while a request is being processed.
 	msgs := make(chan readResult)
 	go func() {
+		if tc, ok := c.nc.(*tls.Conn); ok {
+			// Finish the TLS handshake before the first message, within a
+			// bound, so a client that never completes it does not hold a
+			// connection forever; its failure is worth a log line.
+			_ = tc.SetDeadline(time.Now().Add(tlsHandshakeTimeout))
+			if err := tc.HandshakeContext(ctx); err != nil {
+				log.Warn("TLS handshake failed", "err", err)
+				cancel()
+				return
+			}
+			_ = tc.SetDeadline(time.Time{})
+		}
 		br := bufio.NewReaderSize(c.nc, 64*1024)
 		for {
 			m, err := wire.ReadMessage(br, wire.MaxMessageSize)
@@ -225,6 +248,32 @@ func (c *conn) run() {
 			return
 		}
 	}
+}
+
+// tlsHandshakeTimeout bounds a client's TLS handshake.
+const tlsHandshakeTimeout = 10 * time.Second
+
+// isLoopbackAddr reports whether a peer address is on the loopback network.
+func isLoopbackAddr(a net.Addr) bool {
+	if ta, ok := a.(*net.TCPAddr); ok {
+		return ta.IP.IsLoopback()
+	}
+	return false
+}
+
+// IsLoopbackListen reports whether a listen address ("host:port") accepts
+// loopback clients only: 127.0.0.0/8, ::1 or localhost. An empty host,
+// 0.0.0.0 or :: listen on every interface.
+func IsLoopbackListen(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 func isFatal(err error) bool {

@@ -1,0 +1,142 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+
+	"tierdb/internal/auth"
+	"tierdb/internal/qos"
+	"tierdb/internal/server"
+	"tierdb/internal/storage"
+)
+
+// adminPasswordEnv holds the first administrator's password: the
+// environment, unlike argv, is not visible to other users in ps.
+const (
+	adminPasswordEnv = "TIERDB_ADMIN_PASSWORD"
+	adminUserEnv     = "TIERDB_ADMIN_USER"
+)
+
+type authFlags struct {
+	auth          bool
+	adminUser     string
+	adminPassword string
+	tlsCert       string
+	tlsKey        string
+	tlsCA         string
+}
+
+func (a *authFlags) register(fs *flag.FlagSet) {
+	fs.BoolVar(&a.auth, "auth", false, "require every connection to authenticate, even before the first user exists (a loopback client may then create it)")
+	fs.StringVar(&a.adminUser, "admin-user", os.Getenv(adminUserEnv), "create this administrator (root, in admin) at start if it does not exist; password from $"+adminPasswordEnv+" (default $"+adminUserEnv+")")
+	fs.StringVar(&a.adminPassword, "admin-password", "", "the administrator's password; visible in ps, prefer $"+adminPasswordEnv)
+	fs.StringVar(&a.tlsCert, "tls-cert", "", "PEM certificate (chain) to serve TLS with; clients then connect with tls=true")
+	fs.StringVar(&a.tlsKey, "tls-key", "", "PEM private key of --tls-cert")
+	fs.StringVar(&a.tlsCA, "tls-ca", "", "PEM CA certificates; when given, clients must present a certificate signed by one of them")
+}
+
+// tlsConfig builds the listener's TLS configuration; nil without --tls-cert.
+func (a *authFlags) tlsConfig() (*tls.Config, error) {
+	if a.tlsCert == "" && a.tlsKey == "" {
+		if a.tlsCA != "" {
+			return nil, errors.New("--tls-ca needs --tls-cert and --tls-key")
+		}
+		return nil, nil
+	}
+	if a.tlsCert == "" || a.tlsKey == "" {
+		return nil, errors.New("--tls-cert and --tls-key go together")
+	}
+	cert, err := tls.LoadX509KeyPair(a.tlsCert, a.tlsKey)
+	if err != nil {
+		return nil, fmt.Errorf("loading --tls-cert/--tls-key: %w", err)
+	}
+	cfg := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	if a.tlsCA != "" {
+		pem, err := os.ReadFile(a.tlsCA)
+		if err != nil {
+			return nil, fmt.Errorf("--tls-ca: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("--tls-ca: no PEM certificate in %s", a.tlsCA)
+		}
+		cfg.ClientCAs = pool
+		cfg.ClientAuth = tls.RequireAndVerifyClientCert
+	}
+	return cfg, nil
+}
+
+// setupAuth loads users and roles, creates the first administrator if
+// asked, and applies the secure default: without a user (and without
+// --auth) tierdb serves loopback only, and refuses any other address.
+func setupAuth(ctx context.Context, log *slog.Logger, store *storage.Store, listen string, f authFlags) (*auth.Registry, error) {
+	reg := auth.New(auth.Options{Store: store, Logger: log, Force: f.auth})
+	if err := reg.Load(ctx); err != nil {
+		return nil, fmt.Errorf("reading users: %w", err)
+	}
+	if f.adminUser != "" {
+		if err := createAdmin(ctx, log, reg, f); err != nil {
+			return nil, err
+		}
+	}
+	if !server.IsLoopbackListen(listen) {
+		if !reg.HasUsers() && !f.auth {
+			return nil, fmt.Errorf(`refusing to listen on %s: no user exists, so anyone who can reach that address would have full access.
+Configure authentication first, in one of these ways:
+  - create an administrator at start: %s=<password> tierdb serve --admin-user admin --listen %s
+  - or start with --auth (a client on 127.0.0.1 may then create the first user in the admin database)
+  - or create a user while listening on 127.0.0.1 (the default), then restart with --listen %s
+Or listen on 127.0.0.1 only`, listen, adminPasswordEnv, listen, listen)
+		}
+		// Dropping the last user must not open a server that listens
+		// beyond loopback.
+		reg.SetForce()
+	}
+	switch {
+	case !reg.Required():
+		log.Warn("access control is off: no user exists, so every client of " + listen + " has full access; " +
+			"this is allowed on loopback only. Create a user (--admin-user, or createUser) to turn it on")
+	case !reg.HasUsers():
+		log.Warn("access control is on and no user exists: a client on 127.0.0.1 may create the first user in the admin database")
+	default:
+		log.Info("access control is on", "users", len(reg.Users("")))
+	}
+	return reg, nil
+}
+
+func createAdmin(ctx context.Context, log *slog.Logger, reg *auth.Registry, f authFlags) error {
+	name := auth.UserName{User: f.adminUser, DB: "admin"}
+	pw := os.Getenv(adminPasswordEnv)
+	if f.adminPassword != "" {
+		log.Warn("--admin-password is visible to every user of this machine (ps, /proc); prefer $" + adminPasswordEnv)
+		if pw == "" {
+			pw = f.adminPassword
+		}
+	}
+	if reg.Lookup(name) != nil {
+		log.Info("administrator exists; left unchanged", "user", f.adminUser)
+		return nil
+	}
+	if pw == "" {
+		return fmt.Errorf("--admin-user %s needs a password: set %s in the environment", f.adminUser, adminPasswordEnv)
+	}
+	u := &auth.User{Name: name, Roles: []auth.RoleName{{Role: "root", DB: "admin"}}, DefaultTier: qos.Normal, Credentials: map[auth.Mechanism]auth.Credential{}}
+	for _, m := range auth.Mechanisms {
+		c, err := auth.NewCredential(m, name.User, pw, 0, nil)
+		if err != nil {
+			return fmt.Errorf("administrator password: %w", err)
+		}
+		u.Credentials[m] = c
+	}
+	if err := reg.CreateUser(ctx, u); err != nil {
+		return fmt.Errorf("creating the administrator: %w", err)
+	}
+	log.Info("administrator created", "user", f.adminUser, "db", "admin", "role", "root")
+	return nil
+}

@@ -1,0 +1,768 @@
+package commands
+
+import (
+	"context"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"tierdb/internal/auth"
+	"tierdb/internal/mongoerr"
+	"tierdb/internal/qos"
+	"tierdb/internal/query"
+)
+
+// The user and role commands (MongoDB's), on top of auth.Registry. The
+// table's check covers the command's own database; these handlers add what
+// it cannot see: granting a role needs grantRole on the role's database,
+// and only someone who may use a tier may hand it out as a default tier.
+
+func (h *Handlers) registry() (*auth.Registry, error) {
+	if h.opts.Auth == nil {
+		return nil, mongoerr.New(mongoerr.IllegalOperation, "users are not available in this server")
+	}
+	return h.opts.Auth, nil
+}
+
+func nameArg(req *Request, what string) (string, error) {
+	s, ok := req.Cmd[0].Value.(string)
+	if !ok || s == "" {
+		return "", mongoerr.Newf(mongoerr.BadValue, "%s needs a %s name as a non-empty string", req.Name, what)
+	}
+	return s, nil
+}
+
+// parseRoleNames reads roles given as "name" (in db) or {role, db}.
+func parseRoleNames(v any, db, field string) ([]auth.RoleName, error) {
+	arr, ok := v.(bson.A)
+	if !ok {
+		return nil, typeErr(field, "array", v)
+	}
+	out := make([]auth.RoleName, 0, len(arr))
+	for _, e := range arr {
+		switch r := e.(type) {
+		case string:
+			out = append(out, auth.RoleName{Role: r, DB: db})
+		case bson.D:
+			name, err := getString(r, "role", "")
+			if err != nil {
+				return nil, err
+			}
+			rdb, err := getString(r, "db", "")
+			if err != nil {
+				return nil, err
+			}
+			if name == "" || rdb == "" {
+				return nil, mongoerr.Newf(mongoerr.BadValue, "a role in %s needs both role and db", field)
+			}
+			out = append(out, auth.RoleName{Role: name, DB: rdb})
+		default:
+			return nil, mongoerr.Newf(mongoerr.BadValue, "roles in %s are strings or {role, db} documents, not %s", field, query.TypeName(e))
+		}
+	}
+	return out, nil
+}
+
+// parsePrivileges reads [{resource: {db, collection} | {cluster: true} |
+// {anyResource: true}, actions: [..]}].
+func parsePrivileges(v any) ([]auth.Privilege, error) {
+	arr, ok := v.(bson.A)
+	if !ok {
+		return nil, typeErr("privileges", "array", v)
+	}
+	var out []auth.Privilege
+	for _, e := range arr {
+		d, ok := e.(bson.D)
+		if !ok {
+			return nil, mongoerr.New(mongoerr.BadValue, "each privilege is a {resource, actions} document")
+		}
+		res, err := getDoc(d, "resource")
+		if err != nil {
+			return nil, err
+		}
+		if res == nil {
+			return nil, mongoerr.New(mongoerr.BadValue, "a privilege needs a resource")
+		}
+		var p auth.Privilege
+		cluster, _ := getBool(res, "cluster", false)
+		anyRes, _ := getBool(res, "anyResource", false)
+		_, hasDB := lookup(res, "db")
+		_, hasColl := lookup(res, "collection")
+		switch {
+		case cluster && !hasDB && !hasColl && !anyRes:
+			p.Resource.Cluster = true
+		case anyRes && !hasDB && !hasColl && !cluster:
+			p.Resource.AnyResource = true
+		case hasDB && hasColl && !cluster && !anyRes:
+			if p.Resource.DB, err = getString(res, "db", ""); err != nil {
+				return nil, err
+			}
+			if p.Resource.Collection, err = getString(res, "collection", ""); err != nil {
+				return nil, err
+			}
+		default:
+			return nil, mongoerr.New(mongoerr.BadValue, "a resource is {db: <db>, collection: <collection>} (\"\" for any), {cluster: true} or {anyResource: true}")
+		}
+		acts, err := getArray(d, "actions")
+		if err != nil {
+			return nil, err
+		}
+		if len(acts) == 0 {
+			return nil, mongoerr.New(mongoerr.BadValue, "a privilege needs at least one action")
+		}
+		for _, a := range acts {
+			s, _ := a.(string)
+			act, ok := auth.ParseAction(s)
+			if !ok {
+				return nil, mongoerr.Newf(mongoerr.BadValue, "Unrecognized action privilege string: %v", a)
+			}
+			p.Actions |= auth.Actions(act)
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// checkGrants: handing out roles needs grantRole (revokeRole to take them
+// away) on each role's database.
+func (h *Handlers) checkGrants(s *Session, roles []auth.RoleName, act auth.Action) error {
+	for _, r := range roles {
+		if !h.may(s, r.DB, auth.Actions(act)) {
+			return mongoerr.Newf(mongoerr.Unauthorized, "not authorized to %s %s", act, r)
+		}
+	}
+	return nil
+}
+
+// checkDefaultTier: a user admin may give a default tier only if it may use
+// that tier itself, or administers users in admin (who can grant any role
+// anyway); otherwise a database's user admin could mint gold users.
+func (h *Handlers) checkDefaultTier(s *Session, t qos.Tier) error {
+	if h.opts.Auth == nil || !h.opts.Auth.Required() || s == nil || s.User == nil {
+		return nil
+	}
+	if s.User.Grants.MayUseTier(t) || s.User.Grants.Allows("admin", "", auth.Actions(auth.ActGrantRole)) {
+		return nil
+	}
+	return mongoerr.Newf(mongoerr.Unauthorized, "not authorized to give the default tier %q", t)
+}
+
+func parseMechanisms(v any) ([]auth.Mechanism, error) {
+	arr, ok := v.(bson.A)
+	if !ok || len(arr) == 0 {
+		return nil, mongoerr.New(mongoerr.BadValue, "mechanisms must be a non-empty array of \"SCRAM-SHA-256\" and/or \"SCRAM-SHA-1\"")
+	}
+	var out []auth.Mechanism
+	for _, e := range arr {
+		s, _ := e.(string)
+		m, ok := auth.ParseMechanism(s)
+		if !ok {
+			return nil, mongoerr.Newf(mongoerr.BadValue, "Unknown auth mechanism '%v'; tierdb offers SCRAM-SHA-256 and SCRAM-SHA-1", e)
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// userFields applies the fields createUser and updateUser share.
+func (h *Handlers) userFields(req *Request, u *auth.User, creating bool) error {
+	pwd, hasPwd := lookup(req.Cmd[1:], "pwd")
+	mechs := auth.Mechanisms
+	if v, ok := lookup(req.Cmd[1:], "mechanisms"); ok {
+		m, err := parseMechanisms(v)
+		if err != nil {
+			return err
+		}
+		mechs = m
+		if !hasPwd {
+			// Dropping mechanisms without a new password keeps the others.
+			kept := map[auth.Mechanism]auth.Credential{}
+			for _, m := range mechs {
+				c, ok := u.Credentials[m]
+				if !ok {
+					return mongoerr.Newf(mongoerr.BadValue, "mechanism %s needs the password (pwd) to be set", m)
+				}
+				kept[m] = c
+			}
+			u.Credentials = kept
+		}
+	}
+	if digest, err := getBool(req.Cmd, "digestPassword", true); err != nil {
+		return err
+	} else if !digest {
+		return mongoerr.New(mongoerr.BadValue, "digestPassword: false is not supported: the server derives SCRAM credentials itself")
+	}
+	if hasPwd {
+		p, ok := pwd.(string)
+		if !ok || p == "" {
+			return mongoerr.New(mongoerr.BadValue, "pwd must be a non-empty string")
+		}
+		u.Credentials = map[auth.Mechanism]auth.Credential{}
+		for _, m := range mechs {
+			c, err := auth.NewCredential(m, u.Name.User, p, 0, nil)
+			if err != nil {
+				return err
+			}
+			u.Credentials[m] = c
+		}
+	} else if creating {
+		return mongoerr.New(mongoerr.BadValue, "createUser needs a password (pwd)")
+	}
+	if v, ok := lookup(req.Cmd[1:], "roles"); ok {
+		roles, err := parseRoleNames(v, req.DB, "roles")
+		if err != nil {
+			return err
+		}
+		added, removed := diffRoles(u.Roles, roles)
+		if err := h.checkGrants(req.Session, added, auth.ActGrantRole); err != nil {
+			return err
+		}
+		if err := h.checkGrants(req.Session, removed, auth.ActRevokeRole); err != nil {
+			return err
+		}
+		u.Roles = roles
+	} else if creating {
+		return mongoerr.New(mongoerr.BadValue, "createUser needs a roles array (it may be empty)")
+	}
+	if v, ok := lookup(req.Cmd[1:], "customData"); ok {
+		d, ok := v.(bson.D)
+		if !ok {
+			return typeErr("customData", "object", v)
+		}
+		raw, err := bson.Marshal(d)
+		if err != nil {
+			return mongoerr.New(mongoerr.BadValue, "customData is not encodable")
+		}
+		u.CustomData = raw
+	}
+	if v, ok := lookup(req.Cmd[1:], "defaultTier"); ok {
+		t, err := parseTier(v, "defaultTier")
+		if err != nil {
+			return err
+		}
+		if err := h.checkDefaultTier(req.Session, t); err != nil {
+			return err
+		}
+		u.DefaultTier = t
+	}
+	return nil
+}
+
+func diffRoles(old, new []auth.RoleName) (added, removed []auth.RoleName) {
+	has := func(rs []auth.RoleName, r auth.RoleName) bool {
+		for _, x := range rs {
+			if x == r {
+				return true
+			}
+		}
+		return false
+	}
+	for _, r := range new {
+		if !has(old, r) {
+			added = append(added, r)
+		}
+	}
+	for _, r := range old {
+		if !has(new, r) {
+			removed = append(removed, r)
+		}
+	}
+	return added, removed
+}
+
+func (h *Handlers) createUser(ctx context.Context, req *Request) (bson.D, error) {
+	reg, err := h.registry()
+	if err != nil {
+		return nil, err
+	}
+	name, err := nameArg(req, "user")
+	if err != nil {
+		return nil, err
+	}
+	u := &auth.User{Name: auth.UserName{User: name, DB: req.DB}, DefaultTier: qos.Normal}
+	if err := h.userFields(req, u, true); err != nil {
+		return nil, err
+	}
+	if err := reg.CreateUser(ctx, u); err != nil {
+		return nil, err
+	}
+	h.log.Info("user created", "user", name, "db", req.DB, "roles", len(u.Roles), "default_tier", u.DefaultTier.String())
+	return bson.D{}, nil
+}
+
+func (h *Handlers) updateUser(ctx context.Context, req *Request) (bson.D, error) {
+	reg, err := h.registry()
+	if err != nil {
+		return nil, err
+	}
+	name, err := nameArg(req, "user")
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range req.Cmd[1:] {
+		switch e.Key {
+		case "pwd", "roles", "customData", "mechanisms", "digestPassword", "defaultTier":
+		default:
+			if !isGenericField(e.Key) {
+				return nil, mongoerr.Newf(mongoerr.BadValue, "unknown updateUser field %q", e.Key)
+			}
+		}
+	}
+	err = reg.UpdateUser(ctx, auth.UserName{User: name, DB: req.DB}, func(u *auth.User) error { return h.userFields(req, u, false) })
+	if err != nil {
+		return nil, err
+	}
+	return bson.D{}, nil
+}
+
+func (h *Handlers) dropUser(ctx context.Context, req *Request) (bson.D, error) {
+	reg, err := h.registry()
+	if err != nil {
+		return nil, err
+	}
+	name, err := nameArg(req, "user")
+	if err != nil {
+		return nil, err
+	}
+	if err := reg.DropUser(ctx, auth.UserName{User: name, DB: req.DB}); err != nil {
+		return nil, err
+	}
+	h.log.Info("user dropped", "user", name, "db", req.DB)
+	return bson.D{}, nil
+}
+
+// usersInfo: {usersInfo: 1 | "name" | {user, db} | [..] | {forAllDBs: true}}.
+// Anyone may see themselves; others need viewUser on the user's database.
+func (h *Handlers) usersInfo(_ context.Context, req *Request) (bson.D, error) {
+	reg, err := h.registry()
+	if err != nil {
+		return nil, err
+	}
+	showPriv, _ := getBool(req.Cmd, "showPrivileges", false)
+	var users []*auth.Principal
+	var names []auth.UserName
+	all := false
+	switch v := req.Cmd[0].Value.(type) {
+	case bson.D:
+		if forAll, _ := getBool(v, "forAllDBs", false); forAll {
+			if !h.may(req.Session, "", auth.Actions(auth.ActViewUser)) {
+				return nil, mongoerr.New(mongoerr.Unauthorized, "not authorized to view users of every database")
+			}
+			users, all = reg.Users(""), true
+			break
+		}
+		n, err := userNameDoc(v)
+		if err != nil {
+			return nil, err
+		}
+		names = append(names, n)
+	case string:
+		names = append(names, auth.UserName{User: v, DB: req.DB})
+	case bson.A:
+		for _, e := range v {
+			switch x := e.(type) {
+			case string:
+				names = append(names, auth.UserName{User: x, DB: req.DB})
+			case bson.D:
+				n, err := userNameDoc(x)
+				if err != nil {
+					return nil, err
+				}
+				names = append(names, n)
+			default:
+				return nil, mongoerr.New(mongoerr.BadValue, "usersInfo takes user names or {user, db} documents")
+			}
+		}
+	default:
+		if _, ok := asInt(v); !ok {
+			return nil, mongoerr.New(mongoerr.BadValue, "usersInfo takes 1, a user name, {user, db}, an array of those, or {forAllDBs: true}")
+		}
+		if !h.may(req.Session, req.DB, auth.Actions(auth.ActViewUser)) {
+			return nil, mongoerr.Newf(mongoerr.Unauthorized, "not authorized on %s to view users", req.DB)
+		}
+		users, all = reg.Users(req.DB), true
+	}
+	if !all {
+		for _, n := range names {
+			self := req.Session != nil && req.Session.User != nil && req.Session.User.User.Name == n
+			if !self && !h.may(req.Session, n.DB, auth.Actions(auth.ActViewUser)) {
+				return nil, mongoerr.Newf(mongoerr.Unauthorized, "not authorized on %s to view user %s", n.DB, n.User)
+			}
+			if p := reg.Lookup(n); p != nil {
+				users = append(users, p)
+			}
+		}
+	}
+	out := bson.A{}
+	for _, p := range users {
+		out = append(out, h.userInfoDoc(p, showPriv))
+	}
+	return bson.D{{Key: "users", Value: out}}, nil
+}
+
+func userNameDoc(d bson.D) (auth.UserName, error) {
+	user, err := getString(d, "user", "")
+	if err != nil {
+		return auth.UserName{}, err
+	}
+	db, err := getString(d, "db", "")
+	if err != nil {
+		return auth.UserName{}, err
+	}
+	if user == "" || db == "" {
+		return auth.UserName{}, mongoerr.New(mongoerr.BadValue, "a user is named by {user, db}")
+	}
+	return auth.UserName{User: user, DB: db}, nil
+}
+
+// userInfoDoc never includes credentials: not even the derived keys leave
+// the server.
+func (h *Handlers) userInfoDoc(p *auth.Principal, showPriv bool) bson.D {
+	u := p.User
+	mechs := bson.A{}
+	for _, m := range u.Mechanisms() {
+		mechs = append(mechs, m.String())
+	}
+	d := bson.D{
+		{Key: "_id", Value: u.Name.String()},
+		{Key: "user", Value: u.Name.User},
+		{Key: "db", Value: u.Name.DB},
+		{Key: "roles", Value: roleNamesArray(u.Roles)},
+		{Key: "mechanisms", Value: mechs},
+		{Key: "defaultTier", Value: u.DefaultTier.String()},
+		{Key: "tiers", Value: tiersArray(p.Grants)},
+	}
+	if len(u.CustomData) > 0 {
+		var cd bson.D
+		if bson.Unmarshal(u.CustomData, &cd) == nil {
+			d = append(d, bson.E{Key: "customData", Value: cd})
+		}
+	}
+	if showPriv {
+		d = append(d,
+			bson.E{Key: "inheritedRoles", Value: roleNamesArray(h.opts.Auth.Inherited(u.Roles))},
+			bson.E{Key: "inheritedPrivileges", Value: privilegesArray(h.opts.Auth.Privileges(u.Roles))})
+	}
+	return d
+}
+
+// tiersArray lists the tiers a user may use, most important first.
+func tiersArray(g *auth.Grants) bson.A {
+	out := bson.A{}
+	for t := qos.Tier(0); t < qos.NumTiers; t++ {
+		if g.MayUseTier(t) {
+			out = append(out, t.String())
+		}
+	}
+	return out
+}
+
+func roleNamesArray(rs []auth.RoleName) bson.A {
+	out := bson.A{}
+	for _, r := range rs {
+		out = append(out, bson.D{{Key: "role", Value: r.Role}, {Key: "db", Value: r.DB}})
+	}
+	return out
+}
+
+func privilegesArray(ps []auth.Privilege) bson.A {
+	out := bson.A{}
+	for _, p := range ps {
+		var res bson.D
+		switch {
+		case p.Resource.Cluster:
+			res = bson.D{{Key: "cluster", Value: true}}
+		case p.Resource.AnyResource:
+			res = bson.D{{Key: "anyResource", Value: true}}
+		default:
+			res = bson.D{{Key: "db", Value: p.Resource.DB}, {Key: "collection", Value: p.Resource.Collection}}
+		}
+		acts := bson.A{}
+		for _, a := range p.Actions.Names() {
+			acts = append(acts, a)
+		}
+		out = append(out, bson.D{{Key: "resource", Value: res}, {Key: "actions", Value: acts}})
+	}
+	return out
+}
+
+func (h *Handlers) createRole(ctx context.Context, req *Request) (bson.D, error) {
+	reg, err := h.registry()
+	if err != nil {
+		return nil, err
+	}
+	name, err := nameArg(req, "role")
+	if err != nil {
+		return nil, err
+	}
+	role := &auth.Role{Name: auth.RoleName{Role: name, DB: req.DB}}
+	pv, ok := lookup(req.Cmd[1:], "privileges")
+	if !ok {
+		return nil, mongoerr.New(mongoerr.BadValue, "createRole needs a privileges array (it may be empty)")
+	}
+	if role.Privileges, err = parsePrivileges(pv); err != nil {
+		return nil, err
+	}
+	rv, ok := lookup(req.Cmd[1:], "roles")
+	if !ok {
+		return nil, mongoerr.New(mongoerr.BadValue, "createRole needs a roles array (it may be empty)")
+	}
+	if role.Roles, err = parseRoleNames(rv, req.DB, "roles"); err != nil {
+		return nil, err
+	}
+	if err := h.checkGrants(req.Session, role.Roles, auth.ActGrantRole); err != nil {
+		return nil, err
+	}
+	if err := reg.CreateRole(ctx, role); err != nil {
+		return nil, err
+	}
+	return bson.D{}, nil
+}
+
+func (h *Handlers) updateRole(ctx context.Context, req *Request) (bson.D, error) {
+	return h.changeRole(ctx, req, func(role *auth.Role) error {
+		if pv, ok := lookup(req.Cmd[1:], "privileges"); ok {
+			ps, err := parsePrivileges(pv)
+			if err != nil {
+				return err
+			}
+			role.Privileges = ps
+		}
+		if rv, ok := lookup(req.Cmd[1:], "roles"); ok {
+			rs, err := parseRoleNames(rv, req.DB, "roles")
+			if err != nil {
+				return err
+			}
+			added, removed := diffRoles(role.Roles, rs)
+			if err := h.checkGrants(req.Session, added, auth.ActGrantRole); err != nil {
+				return err
+			}
+			if err := h.checkGrants(req.Session, removed, auth.ActRevokeRole); err != nil {
+				return err
+			}
+			role.Roles = rs
+		}
+		return nil
+	})
+}
+
+func (h *Handlers) changeRole(ctx context.Context, req *Request, fn func(role *auth.Role) error) (bson.D, error) {
+	reg, err := h.registry()
+	if err != nil {
+		return nil, err
+	}
+	name, err := nameArg(req, "role")
+	if err != nil {
+		return nil, err
+	}
+	if err := reg.UpdateRole(ctx, auth.RoleName{Role: name, DB: req.DB}, fn); err != nil {
+		return nil, err
+	}
+	return bson.D{}, nil
+}
+
+func (h *Handlers) dropRole(ctx context.Context, req *Request) (bson.D, error) {
+	reg, err := h.registry()
+	if err != nil {
+		return nil, err
+	}
+	name, err := nameArg(req, "role")
+	if err != nil {
+		return nil, err
+	}
+	if err := reg.DropRole(ctx, auth.RoleName{Role: name, DB: req.DB}); err != nil {
+		return nil, err
+	}
+	return bson.D{}, nil
+}
+
+func (h *Handlers) grantPrivilegesToRole(ctx context.Context, req *Request) (bson.D, error) {
+	pv, ok := lookup(req.Cmd[1:], "privileges")
+	if !ok {
+		return nil, mongoerr.New(mongoerr.BadValue, "grantPrivilegesToRole needs privileges")
+	}
+	ps, err := parsePrivileges(pv)
+	if err != nil {
+		return nil, err
+	}
+	return h.changeRole(ctx, req, func(role *auth.Role) error {
+		role.Privileges = append(role.Privileges, ps...)
+		return nil
+	})
+}
+
+// revokePrivilegesFromRole removes the given actions from privileges on
+// the same resource; a privilege left with no action goes.
+func (h *Handlers) revokePrivilegesFromRole(ctx context.Context, req *Request) (bson.D, error) {
+	pv, ok := lookup(req.Cmd[1:], "privileges")
+	if !ok {
+		return nil, mongoerr.New(mongoerr.BadValue, "revokePrivilegesFromRole needs privileges")
+	}
+	ps, err := parsePrivileges(pv)
+	if err != nil {
+		return nil, err
+	}
+	return h.changeRole(ctx, req, func(role *auth.Role) error {
+		var kept []auth.Privilege
+		for _, p := range role.Privileges {
+			for _, r := range ps {
+				if r.Resource == p.Resource {
+					p.Actions &^= r.Actions
+				}
+			}
+			if p.Actions != 0 {
+				kept = append(kept, p)
+			}
+		}
+		role.Privileges = kept
+		return nil
+	})
+}
+
+func (h *Handlers) grantRolesToUser(ctx context.Context, req *Request) (bson.D, error) {
+	return h.changeUserRoles(ctx, req, true)
+}
+
+func (h *Handlers) revokeRolesFromUser(ctx context.Context, req *Request) (bson.D, error) {
+	return h.changeUserRoles(ctx, req, false)
+}
+
+func (h *Handlers) changeUserRoles(ctx context.Context, req *Request, grant bool) (bson.D, error) {
+	reg, err := h.registry()
+	if err != nil {
+		return nil, err
+	}
+	name, err := nameArg(req, "user")
+	if err != nil {
+		return nil, err
+	}
+	rv, ok := lookup(req.Cmd[1:], "roles")
+	if !ok {
+		return nil, mongoerr.Newf(mongoerr.BadValue, "%s needs roles", req.Name)
+	}
+	roles, err := parseRoleNames(rv, req.DB, "roles")
+	if err != nil {
+		return nil, err
+	}
+	act := auth.ActRevokeRole
+	if grant {
+		act = auth.ActGrantRole
+		for _, r := range roles {
+			if !reg.RoleExists(r) {
+				return nil, mongoerr.Newf(mongoerr.RoleNotFound, "Could not find role: %s", r)
+			}
+		}
+	}
+	if err := h.checkGrants(req.Session, roles, act); err != nil {
+		return nil, err
+	}
+	err = reg.UpdateUser(ctx, auth.UserName{User: name, DB: req.DB}, func(u *auth.User) error {
+		if grant {
+			added, _ := diffRoles(u.Roles, roles)
+			u.Roles = append(u.Roles, added...)
+			return nil
+		}
+		kept, _ := diffRoles(roles, u.Roles) // in u.Roles, not in roles
+		u.Roles = kept
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return bson.D{}, nil
+}
+
+// rolesInfo: {rolesInfo: 1 | "name" | {role, db} | [..], showPrivileges,
+// showBuiltinRoles}. Anyone may see the roles they hold; others need
+// viewRole on the role's database.
+func (h *Handlers) rolesInfo(_ context.Context, req *Request) (bson.D, error) {
+	reg, err := h.registry()
+	if err != nil {
+		return nil, err
+	}
+	showPriv, _ := getBool(req.Cmd, "showPrivileges", false)
+	showBuiltin, _ := getBool(req.Cmd, "showBuiltinRoles", false)
+	var names []auth.RoleName
+	switch v := req.Cmd[0].Value.(type) {
+	case string:
+		names = append(names, auth.RoleName{Role: v, DB: req.DB})
+	case bson.D:
+		n, err := roleNameDoc(v)
+		if err != nil {
+			return nil, err
+		}
+		names = append(names, n)
+	case bson.A:
+		rs, err := parseRoleNames(v, req.DB, "rolesInfo")
+		if err != nil {
+			return nil, err
+		}
+		names = rs
+	default:
+		if _, ok := asInt(v); !ok {
+			return nil, mongoerr.New(mongoerr.BadValue, "rolesInfo takes 1, a role name, {role, db} or an array of those")
+		}
+		if !h.may(req.Session, req.DB, auth.Actions(auth.ActViewRole)) {
+			return nil, mongoerr.Newf(mongoerr.Unauthorized, "not authorized on %s to view roles", req.DB)
+		}
+		for _, r := range reg.Roles(req.DB) {
+			names = append(names, r.Name)
+		}
+		if showBuiltin {
+			names = append(names, auth.BuiltinRoles(req.DB)...)
+		}
+	}
+	var held map[auth.RoleName]bool
+	if s := req.Session; s != nil && s.User != nil {
+		held = map[auth.RoleName]bool{}
+		for _, r := range reg.Inherited(s.User.User.Roles) {
+			held[r] = true
+		}
+	}
+	out := bson.A{}
+	for _, n := range names {
+		if !held[n] && !h.may(req.Session, n.DB, auth.Actions(auth.ActViewRole)) {
+			return nil, mongoerr.Newf(mongoerr.Unauthorized, "not authorized on %s to view role %s", n.DB, n.Role)
+		}
+		var sub []auth.RoleName
+		if r, ok := reg.Role(n); ok {
+			sub = r.Roles
+		} else if !auth.IsBuiltin(n) {
+			continue // MongoDB leaves unknown roles out
+		}
+		d := bson.D{
+			{Key: "_id", Value: n.DB + "." + n.Role},
+			{Key: "role", Value: n.Role},
+			{Key: "db", Value: n.DB},
+			{Key: "isBuiltin", Value: auth.IsBuiltin(n)},
+			{Key: "roles", Value: roleNamesArray(sub)},
+			{Key: "inheritedRoles", Value: roleNamesArray(reg.Inherited(sub))},
+		}
+		if showPriv {
+			var own []auth.Privilege
+			if r, ok := reg.Role(n); ok {
+				own = r.Privileges
+			} else {
+				own = auth.BuiltinPrivileges(n)
+			}
+			d = append(d, bson.E{Key: "privileges", Value: privilegesArray(own)},
+				bson.E{Key: "inheritedPrivileges", Value: privilegesArray(reg.Privileges([]auth.RoleName{n}))})
+		}
+		out = append(out, d)
+	}
+	return bson.D{{Key: "roles", Value: out}}, nil
+}
+
+func roleNameDoc(d bson.D) (auth.RoleName, error) {
+	role, err := getString(d, "role", "")
+	if err != nil {
+		return auth.RoleName{}, err
+	}
+	db, err := getString(d, "db", "")
+	if err != nil {
+		return auth.RoleName{}, err
+	}
+	if role == "" || db == "" {
+		return auth.RoleName{}, mongoerr.New(mongoerr.BadValue, "a role is named by {role, db}")
+	}
+	return auth.RoleName{Role: role, DB: db}, nil
+}
