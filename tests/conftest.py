@@ -3,6 +3,7 @@ import os
 import shutil
 import signal
 import socket
+import ssl
 import struct
 import subprocess
 import tempfile
@@ -40,8 +41,15 @@ class PortTaken(Exception):
 class Tierdb:
     """One tierdb server process with its own data directory."""
 
-    def __init__(self, binary, data_dir=None, extra_args=()):
+    def __init__(self, binary, data_dir=None, extra_args=(), env=None, listen_host="127.0.0.1", tls=None):
+        """env: extra environment variables (e.g. TIERDB_ADMIN_PASSWORD);
+        listen_host: the address tierdb listens on (readiness is checked
+        over 127.0.0.1); tls: {"ca": ..., "cert": ...} to check readiness
+        over TLS (cert is a client PEM with key, when the server wants one)."""
         self.binary = binary
+        self.env = env
+        self.listen_host = listen_host
+        self.tls = tls
         # /tmp is reachable by the unprivileged PostgreSQL user; pytest's
         # per-user temp root is not.
         self.data_dir = data_dir or tempfile.mkdtemp(prefix="tierdb-test-", dir="/tmp")
@@ -65,8 +73,9 @@ class Tierdb:
         self.log = open(self.log_path, "ab")
         log_start = self.log.tell()
         self.proc = subprocess.Popen(
-            [self.binary, "serve", "--listen", f"127.0.0.1:{self.port}", "--data-dir", self.data_dir, *self.extra_args],
+            [self.binary, "serve", "--listen", f"{self.listen_host}:{self.port}", "--data-dir", self.data_dir, *self.extra_args],
             stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            env={**os.environ, **(self.env or {})},
         )
         deadline = time.time() + timeout
         while time.time() < deadline:
@@ -89,6 +98,12 @@ class Tierdb:
         try:
             with socket.create_connection(("127.0.0.1", self.port), timeout=1) as s:
                 s.settimeout(1)
+                if self.tls:
+                    ctx = ssl.create_default_context(cafile=self.tls["ca"])
+                    if self.tls.get("cert"):
+                        ctx.load_cert_chain(self.tls["cert"])
+                    with ctx.wrap_socket(s, server_hostname="127.0.0.1") as ts:
+                        return rawwire.command(ts, {"hello": 1, "$db": "admin"}).get("ok") == 1.0
                 return rawwire.command(s, {"hello": 1, "$db": "admin"}).get("ok") == 1.0
         except (OSError, AssertionError, struct.error, bson.errors.BSONError):
             return False
