@@ -46,6 +46,7 @@ test-go:
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
 	$(GO) test -run '^$$' -fuzz FuzzReadMessage -fuzztime 15s ./internal/wire
+	$(GO) test -run '^$$' -fuzz FuzzSCRAMMessages -fuzztime 10s ./internal/auth
 
 test-py: deps-python build
 	TIERDB_BIN=$(abspath $(BIN)) $(PY) -m pytest -q tests
