@@ -2,6 +2,8 @@ package bench
 
 import (
 	"context"
+	cryptorand "crypto/rand"
+	"encoding/base64"
 	"fmt"
 	"time"
 
@@ -13,8 +15,12 @@ import (
 
 // clientOptions are shared by every connection the harness opens. Retries
 // are off so a latency is one attempt and a failure is counted, not hidden.
-func clientOptions(addr, appName string, poolSize uint64) *options.ClientOptions {
-	return options.Client().
+func clientOptions(addr, appName string, poolSize uint64, cred *options.Credential) *options.ClientOptions {
+	o := options.Client()
+	if cred != nil {
+		o.SetAuth(*cred)
+	}
+	return o.
 		ApplyURI("mongodb://" + addr + "/?directConnection=true").
 		SetMaxPoolSize(poolSize).
 		SetServerMonitoringMode(options.ServerMonitoringModePoll).
@@ -33,8 +39,8 @@ type tierClient struct {
 	tier   string
 }
 
-func connectTierClient(ctx context.Context, addr, appName, tier string, wc *WriteConcern) (*tierClient, error) {
-	c, err := mongo.Connect(clientOptions(addr, appName, 1))
+func connectTierClient(ctx context.Context, addr, appName, tier string, wc *WriteConcern, cred *options.Credential) (*tierClient, error) {
+	c, err := mongo.Connect(clientOptions(addr, appName, 1, cred))
 	if err != nil {
 		return nil, err
 	}
@@ -83,4 +89,28 @@ func (wc *WriteConcern) driver() *writeconcern.WriteConcern {
 		out.W = w
 	}
 	return out
+}
+
+// benchUser is the administrator an auth variant creates at start.
+const benchUser = "tierdb-bench"
+
+// benchCredential makes a fresh password for an auth variant's run: the
+// environment entry that hands it to tierdb, and the clients' credential.
+func benchCredential() (env string, cred *options.Credential) {
+	var b [18]byte
+	_, _ = cryptorand.Read(b[:])
+	pw := base64.RawURLEncoding.EncodeToString(b[:])
+	return "TIERDB_ADMIN_PASSWORD=" + pw, &options.Credential{Username: benchUser, Password: pw, AuthSource: "admin", AuthMechanism: "SCRAM-SHA-256"}
+}
+
+// dropBenchUser removes the run's administrator: users live in the shared
+// PostgreSQL, and the next variant must start without them (an auth-off
+// server with a user would require authentication).
+func dropBenchUser(ctx context.Context, addr string, cred *options.Credential) error {
+	c, err := mongo.Connect(clientOptions(addr, "bench-cleanup", 1, cred))
+	if err != nil {
+		return err
+	}
+	defer c.Disconnect(context.Background())
+	return c.Database("admin").RunCommand(ctx, bson.D{{Key: "dropUser", Value: benchUser}}).Err()
 }

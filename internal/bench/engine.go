@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,6 +16,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"tierdb/internal/bench/rig"
 )
@@ -59,7 +61,7 @@ func (e *engine) load(ctx context.Context) error {
 	}
 	defer t.Stop()
 	const loaders, batch = 2, 500
-	c, err := mongo.Connect(clientOptions(t.Addr(), "bench-load", loaders))
+	c, err := mongo.Connect(clientOptions(t.Addr(), "bench-load", loaders, nil))
 	if err != nil {
 		return err
 	}
@@ -104,7 +106,14 @@ func (e *engine) load(ctx context.Context) error {
 func (e *engine) runOne(ctx context.Context, rep int, v Variant) (run RunResult, err error) {
 	baseline := v.Name == BaselineVariant
 	run = RunResult{Rep: rep, Variant: v.Name, Args: v.ServeArgs()}
-	t, err := e.startTierdb(ctx, run.Args, v.Env, fmt.Sprintf("rep%d-%s.log", rep, v.Name))
+	env := v.Env
+	var cred *options.Credential
+	if v.Auth {
+		var pwEnv string
+		pwEnv, cred = benchCredential()
+		env = append(slices.Clone(v.Env), pwEnv)
+	}
+	t, err := e.startTierdb(ctx, run.Args, env, fmt.Sprintf("rep%d-%s.log", rep, v.Name))
 	if err != nil {
 		return run, err
 	}
@@ -113,6 +122,13 @@ func (e *engine) runOne(ctx context.Context, rep int, v Variant) (run RunResult,
 			err = serr
 		}
 	}()
+	if cred != nil {
+		defer func() {
+			if derr := dropBenchUser(context.Background(), t.Addr(), cred); derr != nil && err == nil {
+				err = fmt.Errorf("dropping the bench user: %w", derr)
+			}
+		}()
+	}
 	// A checkpoint now rather than in the middle of the measurement.
 	if err := e.pg.exec(ctx, "CHECKPOINT"); err != nil {
 		return run, fmt.Errorf("CHECKPOINT: %w", err)
@@ -145,7 +161,7 @@ func (e *engine) runOne(ctx context.Context, rep int, v Variant) (run RunResult,
 	}()
 	for gi, m := range groups {
 		for ci := range m.clients {
-			c, err := connectTierClient(ctx, t.Addr(), fmt.Sprintf("bench-%s-%d", m.g.Name, ci), m.g.Tier, m.g.WriteConcern)
+			c, err := connectTierClient(ctx, t.Addr(), fmt.Sprintf("bench-%s-%d", m.g.Name, ci), m.g.Tier, m.g.WriteConcern, cred)
 			if err != nil {
 				return run, fmt.Errorf("client %d of group %s: %w", ci, m.g.Name, err)
 			}

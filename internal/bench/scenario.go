@@ -124,6 +124,10 @@ type Variant struct {
 	// Env are extra NAME=value environment variables for the tierdb
 	// process, e.g. GOMAXPROCS=4.
 	Env []string `yaml:"env,omitempty" json:"env,omitempty"`
+	// Auth turns access control on: tierdb starts with --auth and an
+	// administrator (password from the environment, random per run), and
+	// every client authenticates with SCRAM-SHA-256 as that user.
+	Auth bool `yaml:"auth,omitempty" json:"auth,omitempty"`
 }
 
 // ServeArgs are the `tierdb serve` flags for the variant.
@@ -140,6 +144,9 @@ func (v Variant) ServeArgs() []string {
 	}
 	if v.BackendsPerTier > 0 {
 		args = append(args, "--backends-per-tier", fmt.Sprint(v.BackendsPerTier))
+	}
+	if v.Auth {
+		args = append(args, "--auth", "--admin-user", benchUser)
 	}
 	return append(args, v.Args...)
 }
