@@ -212,12 +212,30 @@ func (h *Handlers) commands() map[string]*command {
 	for name, c := range t {
 		c.name = name
 	}
+	// Commands defined elsewhere (replication's, in replset.go) get their
+	// access here, so this table stays the one place that decides it.
+	for name, a := range otherAccess {
+		if c, ok := t[name]; ok && c.access.kind == accessRoot {
+			c.access = a
+		}
+	}
 	t["isMaster"] = t["hello"]
 	t["ismaster"] = t["hello"]
 	t["buildinfo"] = t["buildInfo"]
 	t["findandmodify"] = t["findAndModify"]
 	t["authenticate"] = &command{handler: h.authenticateX509, help: "not supported: use SCRAM (saslStart)", internal: true, access: open, name: "authenticate"}
 	return t
+}
+
+// otherAccess is the access of commands whose entries are built outside
+// this table. Changing replication needs clusterManager or root;
+// watching it, clusterMonitor.
+var otherAccess = map[string]access{
+	"replSetGetStatus": onCluster(auth.ActReplSetGetStatus),
+	"replSetGetConfig": onCluster(auth.ActReplSetGetStatus),
+	"replSetStepDown":  onCluster(auth.ActReplSetConfigure),
+	"replSetReconfig":  onCluster(auth.ActReplSetConfigure),
+	"replSetFreeze":    onCluster(auth.ActReplSetConfigure),
 }
 
 // Dispatch runs one command and always returns a reply document. It is the
