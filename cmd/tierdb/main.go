@@ -70,6 +70,7 @@ type serveFlags struct {
 	metricsListen   string
 	pprof           bool
 	qos             qosFlags
+	repl            replFlags
 	auth            authFlags
 }
 
@@ -90,8 +91,12 @@ func serve(args []string) error {
 	fs.BoolVar(&f.testCommands, "enable-test-commands", false, "enable commands for tests (sleep)")
 	fs.StringVar(&f.configFile, "config", "", "YAML file of flag values (keys are flag names); flags given on the command line win")
 	f.qos.register(fs)
+	f.repl.register(fs)
 	f.auth.register(fs)
 	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := f.repl.validate(f.postgresURL != ""); err != nil {
 		return err
 	}
 	qcfg, err := f.qos.config()
@@ -120,33 +125,39 @@ func serve(args []string) error {
 	defer stop()
 
 	connString := f.postgresURL
-	var backgroundProcs func() ([]pgmanage.BackgroundProcess, error) // only known for the embedded PostgreSQL
+	primary, standbys := storage.NodeConfig{Name: "primary"}, f.repl.standbyConfigs()
+	// The embedded primary and its standbys, and their helper processes;
+	// neither is known for an external PostgreSQL.
+	var set *pgmanage.Set
+	var backgroundProcs func() ([]pgmanage.BackgroundProcess, error)
 	if connString == "" {
-		log.Info("starting embedded PostgreSQL", "data_dir", f.dataDir)
-		cluster, err := pgmanage.Start(ctx, pgmanage.Options{
-			DataDir:        f.dataDir,
-			BinDir:         f.postgresBin,
-			Logger:         log,
-			MaxConnections: sizes[qos.High] + sizes[qos.Normal] + sizes[qos.Low] + 20,
-		})
+		log.Info("starting embedded PostgreSQL", "data_dir", f.dataDir, "replicas", f.repl.replicas)
+		set, err = pgmanage.StartSet(ctx, pgmanage.Options{
+			DataDir: f.dataDir,
+			BinDir:  f.postgresBin,
+			Logger:  log,
+			// Every tier's pool, the monitor's, and room for walsenders and tools.
+			MaxConnections: sizes[qos.High] + sizes[qos.Normal] + sizes[qos.Low] + 30,
+		}, f.repl.replicas)
 		if err != nil {
 			return err
 		}
 		defer func() {
 			sctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
 			defer cancel()
-			if err := cluster.Stop(sctx); err != nil {
+			if err := set.Stop(sctx); err != nil {
 				log.Error("stopping PostgreSQL", "err", err)
 			}
 		}()
-		connString = cluster.ConnString()
-		backgroundProcs = cluster.BackgroundProcesses
+		primary, standbys = setNodeConfigs(set.Nodes())
+		connString = primary.ConnString
+		backgroundProcs = set.BackgroundProcesses
 	}
 
 	// QoS: the priority channel gates requests, the controller sets the OS
 	// treatment of each tier's backends. With --qos=off neither exists.
 	var manager *tierctl.Manager
-	storeOpts := storage.Options{ConnString: connString, Logger: log, VersionCacheBytes: f.versionCacheMB << 20}
+	storeOpts := storage.Options{ConnString: connString, PrimaryName: primary.Name, Standbys: standbys, Logger: log, VersionCacheBytes: f.versionCacheMB << 20}
 	storeOpts.BackendsPerTier = sizes
 	if qcfg.Enabled {
 		ch, err := qos.NewChannel(qos.ChannelOptions{Threshold: qcfg.Threshold, StarvationGuard: qcfg.StarvationGuard})
@@ -187,6 +198,7 @@ func serve(args []string) error {
 		QoS:           manager,
 		TestCommands:  f.testCommands,
 		Auth:          registry,
+		Replication:   f.repl.startReplication(ctx, store, set, log),
 	})
 	defer h.Close()
 	srv.SetHandlers(h)

@@ -32,7 +32,7 @@ func (q *qosFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&q.threshold, "threshold", d.Threshold, "activation threshold of the priority channel (≥ 1)")
 	fs.DurationVar(&q.guard, "starvation-guard", 0, "admit at least one waiting lower-tier request per interval (0: off)")
 	fs.StringVar(&q.nice, "nice", fmt.Sprintf("high=%d,normal=%d,low=%d", d.Nice[qos.High], d.Nice[qos.Normal], d.Nice[qos.Low]), "nice level of each tier's PostgreSQL backends")
-	fs.StringVar(&q.io, "io-priority", fmt.Sprintf("background=%s,walwriter=%s,high=%s,normal=%s,low=%s", d.IO.Background, d.IO.WALWriter, d.IO.Tiers[qos.High], d.IO.Tiers[qos.Normal], d.IO.Tiers[qos.Low]), "I/O priority of PostgreSQL's background processes (checkpointer, background writer, autovacuum), its WAL writer, and each tier's backends")
+	fs.StringVar(&q.io, "io-priority", fmt.Sprintf("background=%s,walwriter=%s,high=%s,normal=%s,low=%s", d.IO.Background, d.IO.WALWriter, d.IO.Tiers[qos.High], d.IO.Tiers[qos.Normal], d.IO.Tiers[qos.Low]), "I/O priority of PostgreSQL's background processes (checkpointer, background writer, autovacuum), its WAL path (WAL writer, senders, receivers, standby replay), and each tier's backends")
 	fs.StringVar(&q.pools, "cpu-pools", "", `CPU pools, e.g. "priority=0-1;standard=0-1;restricted=1" (empty: no pools)`)
 }
 

@@ -61,6 +61,11 @@ func (h *Handlers) aggregate(ctx context.Context, req *Request) (bson.D, error) 
 		return nil, err
 	}
 	var docs []bson.D
+	ctx, done, err := h.routeRead(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	col, err := h.store.Collection(ctx, req.DB, name)
 	switch {
 	case storage.IsCode(err, storage.ErrNamespaceNotFound):

@@ -49,6 +49,11 @@ func (h *Handlers) find(ctx context.Context, req *Request) (bson.D, error) {
 		return nil, err
 	}
 	ns := req.DB + "." + name
+	ctx, done, err := h.routeRead(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	col, err := h.store.Collection(ctx, req.DB, name)
 	if storage.IsCode(err, storage.ErrNamespaceNotFound) {
 		return cursorReply(0, ns, bson.A{}, true), nil
@@ -186,6 +191,11 @@ func (h *Handlers) count(ctx context.Context, req *Request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
+	ctx, done, err := h.routeRead(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	col, err := h.store.Collection(ctx, req.DB, name)
 	if storage.IsCode(err, storage.ErrNamespaceNotFound) {
 		return bson.D{{Key: "n", Value: int32(0)}}, nil

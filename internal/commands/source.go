@@ -68,7 +68,7 @@ func (rs *readSpec) scanParams(col *storage.Collection) storage.ScanParams {
 // newSource picks how to produce the results: a keyset scan in _id order when
 // the sort allows it, otherwise everything matching, sorted in memory.
 func (h *Handlers) newSource(ctx context.Context, col *storage.Collection, rs *readSpec) (batchSource, error) {
-	scan := &scanSource{store: h.store, col: col, spec: rs, params: rs.scanParams(col)}
+	scan := &scanSource{store: h.store, col: col, spec: rs, params: rs.scanParams(col), node: storage.NodeFrom(ctx)}
 	if rs.sort.IsEmpty() {
 		return scan, nil
 	}
@@ -82,7 +82,10 @@ func (h *Handlers) newSource(ctx context.Context, col *storage.Collection, rs *r
 // scanSource walks the collection in _id order in chunks, rechecking every
 // row against the filter (the SQL prefilter is only a superset).
 type scanSource struct {
-	store  *storage.Store
+	store *storage.Store
+	// node is where the cursor's first batch was read: later batches read
+	// there too, so a cursor never moves back in time to a staler standby.
+	node   *storage.Node
 	col    *storage.Collection
 	spec   *readSpec
 	params storage.ScanParams
@@ -173,6 +176,9 @@ func (s *scanSource) fetch(ctx context.Context, want int) error {
 	}
 	p := s.params
 	p.Limit = chunk
+	if s.node != nil {
+		ctx = storage.OnNode(ctx, s.node)
+	}
 	rows, err := s.store.Scan(ctx, s.col, p)
 	if err != nil {
 		return err

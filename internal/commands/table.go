@@ -3,6 +3,7 @@ package commands
 import (
 	"context"
 	"log/slog"
+	"maps"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -88,6 +89,9 @@ type Options struct {
 	QoS *tierctl.Manager
 	// TestCommands enables commands only tests need (sleep).
 	TestCommands bool
+	// Replication routes reads and waits for write concerns; nil runs
+	// every read on the primary and refuses w > 1.
+	Replication *Replication
 	// Auth holds users and roles; every request is checked against it
 	// (authorize) and tiers against the user's tier privileges. nil means
 	// no access control at all (unit tests).
@@ -212,6 +216,8 @@ func (h *Handlers) commands() map[string]*command {
 	for name, c := range t {
 		c.name = name
 	}
+	maps.Copy(t, h.replCommands())
+	h.withWriteConcern(t)
 	// Commands defined elsewhere (replication's, in replset.go) get their
 	// access here, so this table stays the one place that decides it.
 	for name, a := range otherAccess {

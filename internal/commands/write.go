@@ -33,37 +33,7 @@ func writeBatch(req *Request, key string) (bson.A, bool, error) {
 	if err != nil {
 		return nil, false, err
 	}
-	if wc, err := getDoc(req.Cmd, "writeConcern"); err != nil {
-		return nil, false, err
-	} else if err := checkWriteConcern(wc); err != nil {
-		return nil, false, err
-	}
 	return items, ordered, nil
-}
-
-// checkWriteConcern accepts what a single node can honour. Every acknowledged
-// write is committed with synchronous_commit=on, so w:1, w:"majority" and j:true
-// all mean "durable in PostgreSQL's WAL on this node".
-func checkWriteConcern(wc bson.D) error {
-	w, ok := lookup(wc, "w")
-	if !ok {
-		return nil
-	}
-	switch v := w.(type) {
-	case string:
-		if v != "majority" {
-			return mongoerr.Newf(mongoerr.BadValue, "unrecognized write concern mode: %s (tierdb has no tag sets)", v)
-		}
-	default:
-		n, ok := asInt(v)
-		if !ok || n < 0 {
-			return mongoerr.New(mongoerr.FailedToParse, "w has to be a non-negative number or a string")
-		}
-		if n > 1 {
-			return mongoerr.Newf(mongoerr.BadValue, "cannot use 'w' > 1 on a standalone tierdb (w: %d)", n)
-		}
-	}
-	return nil
 }
 
 // indexedError is a writeError waiting for its reply slot.

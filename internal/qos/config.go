@@ -55,9 +55,10 @@ type IOConfig struct {
 	// Background is the checkpointer, background writer and autovacuum:
 	// work no request waits for directly.
 	Background IOPrio
-	// WALWriter is PostgreSQL's WAL writer. Its writes are what commits
-	// wait for (seed 002 counts journaling as critical I/O), so it is not
-	// "background" here: deprioritising it slowed every tier's commits.
+	// WALWriter is PostgreSQL's WAL writer, and with replicas the WAL
+	// senders, WAL receivers and a standby's replay (startup) process: the
+	// path a commit takes to durability and to the standbys. Majority
+	// writes and fresh standby reads wait on it.
 	WALWriter IOPrio
 	Tiers     [NumTiers]IOPrio
 }

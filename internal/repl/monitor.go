@@ -26,6 +26,9 @@ type Options struct {
 	Interval time.Duration
 	// Now is the clock; default time.Now.
 	Now func() time.Time
+	// OnRTT, when set, hears every poll's round trip (the read balancer
+	// subtracts it from read latencies).
+	OnRTT func(standby bool, rtt time.Duration)
 }
 
 // Member is what the monitor knows about one node.
@@ -71,12 +74,14 @@ type Monitor struct {
 	opts Options
 	log  *slog.Logger
 	now  func() time.Time
-	wake chan struct{}
 
 	mu      sync.Mutex
 	primary *history
 	members map[*storage.Node]*Member
 	waiters []*waiter
+	// wake is closed (and replaced) when a write starts waiting, so that
+	// every standby's loop polls at once.
+	wake chan struct{}
 }
 
 type waiter struct {
@@ -99,25 +104,57 @@ func New(opts Options) *Monitor {
 	// Enough history for a standby lagging by about a minute at the
 	// slowest sampling rate; older lag reads as "unknown", i.e. stale.
 	size := int(time.Minute/opts.Interval) + 1
-	return &Monitor{opts: opts, log: opts.Logger, now: opts.Now, wake: make(chan struct{}, 1),
+	return &Monitor{opts: opts, log: opts.Logger, now: opts.Now, wake: make(chan struct{}),
 		primary: newHistory(size), members: map[*storage.Node]*Member{}}
 }
 
-// Run polls until ctx ends. While writes wait for replication it polls
-// the standbys back to back, so a write concern is answered within about
-// one round trip of the standby applying the write.
+// Run polls until ctx ends: one loop per node, so that a node that hangs
+// delays no news from the others. While writes wait for replication the
+// standbys are polled back to back, so a write concern is answered within
+// about one round trip of a standby applying the write.
 func (m *Monitor) Run(ctx context.Context) {
+	loops := map[*storage.Node]context.CancelFunc{}
+	defer func() {
+		for _, cancel := range loops {
+			cancel()
+		}
+	}()
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for {
+		nodes := m.opts.Store.Nodes()
+		for _, n := range nodes {
+			if loops[n] == nil {
+				nctx, cancel := context.WithCancel(ctx)
+				loops[n] = cancel
+				go m.runNode(nctx, n)
+			}
+		}
+		for n, cancel := range loops {
+			if !slices.Contains(nodes, n) {
+				cancel()
+				delete(loops, n)
+			}
+		}
+		m.forget(nodes)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (m *Monitor) runNode(ctx context.Context, n *storage.Node) {
 	t := time.NewTicker(m.opts.Interval)
 	defer t.Stop()
-	lastPrimary := time.Time{}
 	for {
-		fast := m.waiting()
-		if !fast || m.now().Sub(lastPrimary) >= m.opts.Interval {
-			lastPrimary = m.now()
-			m.Poll(ctx, true)
-		} else {
-			m.Poll(ctx, false)
-		}
+		m.pollNode(ctx, n)
+		m.mu.Lock()
+		m.releaseWaiters()
+		fast := len(m.waiters) > 0 && !n.Primary
+		wake := m.wake
+		m.mu.Unlock()
 		if fast {
 			select {
 			case <-ctx.Done():
@@ -130,19 +167,14 @@ func (m *Monitor) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-		case <-m.wake:
+		case <-wake:
 		}
 	}
 }
 
-func (m *Monitor) waiting() bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return len(m.waiters) > 0
-}
-
-// Poll reads every node's position once (the primary's only when
-// withPrimary) and updates freshness and waiting writes.
+// Poll reads every node's position once, the primary's first (only when
+// withPrimary), and updates freshness and waiting writes. Run does the
+// same continuously; Poll is for one-off rounds.
 func (m *Monitor) Poll(ctx context.Context, withPrimary bool) {
 	nodes := m.opts.Store.Nodes()
 	if len(nodes) == 0 {
@@ -151,18 +183,30 @@ func (m *Monitor) Poll(ctx context.Context, withPrimary bool) {
 	if withPrimary {
 		m.pollNode(ctx, nodes[0])
 	}
+	var wg sync.WaitGroup
 	for _, n := range nodes[1:] {
-		m.pollNode(ctx, n)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			m.pollNode(ctx, n)
+		}()
 	}
+	wg.Wait()
+	m.forget(nodes)
 	m.mu.Lock()
-	// Forget nodes a failover replaced.
+	m.releaseWaiters()
+	m.mu.Unlock()
+}
+
+// forget drops the members a failover replaced.
+func (m *Monitor) forget(nodes []*storage.Node) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	for n := range m.members {
 		if !slices.Contains(nodes, n) {
 			delete(m.members, n)
 		}
 	}
-	m.releaseWaiters()
-	m.mu.Unlock()
 }
 
 func (m *Monitor) pollNode(ctx context.Context, n *storage.Node) {
@@ -184,6 +228,9 @@ func (m *Monitor) pollNode(ctx context.Context, n *storage.Node) {
 		return
 	}
 	mem.LastPoll, mem.RTT = got, got.Sub(sent)
+	if m.opts.OnRTT != nil {
+		m.opts.OnRTT(!n.Primary, mem.RTT)
+	}
 	mem.Applied, mem.Received = pos.Applied, pos.Received
 	if n.Primary {
 		// Everything acknowledged before sent lies before pos.Applied.
@@ -237,11 +284,9 @@ func (m *Monitor) AwaitApplied(ctx context.Context, lsn uint64, standbys int) er
 	}
 	w := &waiter{lsn: lsn, need: standbys, done: make(chan struct{})}
 	m.waiters = append(m.waiters, w)
+	close(m.wake)
+	m.wake = make(chan struct{})
 	m.mu.Unlock()
-	select {
-	case m.wake <- struct{}{}:
-	default:
-	}
 	select {
 	case <-w.done:
 		return nil

@@ -40,4 +40,24 @@ type Preference struct {
 	// MaxStaleness bounds how old the served view may be; 0 means no bound
 	// (except for Adaptive, where 0 means "no stale data": primary only).
 	MaxStaleness time.Duration
+	// Tags, when not empty, restrict standbys to those matching one of the
+	// tag sets (an empty set matches every node), as MongoDB's tag sets do.
+	Tags []map[string]string
+}
+
+// matches says whether a node with these tags may serve p.
+func (p Preference) matches(tags map[string]string) bool {
+	if len(p.Tags) == 0 {
+		return true
+	}
+	for _, set := range p.Tags {
+		ok := true
+		for k, v := range set {
+			ok = ok && tags[k] == v
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
 }

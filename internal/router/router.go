@@ -11,6 +11,8 @@ type NodeView struct {
 	Up        bool
 	Staleness time.Duration
 	InFlight  int64 // reads running on it
+	// Tags are matched against a preference's tag sets.
+	Tags map[string]string
 }
 
 // PrimaryNode is the choice of the primary in Route's result.
@@ -60,18 +62,18 @@ func (r *Router) Route(p Preference, primary NodeView, standbys []NodeView) (int
 		if primary.Up {
 			return PrimaryNode, nil
 		}
-		return r.standby(p.MaxStaleness, standbys)
+		return r.standby(p, standbys)
 	case Secondary:
-		return r.standby(p.MaxStaleness, standbys)
+		return r.standby(p, standbys)
 	case SecondaryPreferred:
-		if i, err := r.standby(p.MaxStaleness, standbys); err == nil {
+		if i, err := r.standby(p, standbys); err == nil {
 			return i, nil
 		}
 		return PrimaryNode, nil
 	case Nearest:
 		// Nearest by load: every node is on this machine's network, so
 		// the one with fewest reads in flight answers soonest.
-		i, err := r.standby(p.MaxStaleness, standbys)
+		i, err := r.standby(p, standbys)
 		if err != nil || primary.Up && primary.InFlight <= standbys[i].InFlight {
 			return PrimaryNode, nil
 		}
@@ -80,7 +82,7 @@ func (r *Router) Route(p Preference, primary NodeView, standbys []NodeView) (int
 		if r.rand() >= r.Fraction(p.MaxStaleness, standbys) {
 			return PrimaryNode, nil
 		}
-		if i, err := r.standby(p.MaxStaleness, standbys); err == nil {
+		if i, err := r.standby(p, standbys); err == nil {
 			return i, nil
 		}
 		return PrimaryNode, nil
@@ -116,12 +118,12 @@ func (r *Router) fresh(s NodeView, bound time.Duration) bool {
 	return bound <= 0 || s.Staleness <= bound-r.margin
 }
 
-// standby picks the least busy standby that is up and within bound (0: any
-// staleness).
-func (r *Router) standby(bound time.Duration, standbys []NodeView) (int, error) {
+// standby picks the least busy standby that is up, matches the tags and is
+// within the bound (0: any staleness).
+func (r *Router) standby(p Preference, standbys []NodeView) (int, error) {
 	best := -1
 	for i, s := range standbys {
-		if s.Up && r.fresh(s, bound) && (best < 0 || s.InFlight < standbys[best].InFlight) {
+		if s.Up && r.fresh(s, p.MaxStaleness) && p.matches(s.Tags) && (best < 0 || s.InFlight < standbys[best].InFlight) {
 			best = i
 		}
 	}

@@ -144,6 +144,17 @@ func (s *Store) retryable(_ context.Context, c *Collection, err error) error {
 	return err
 }
 
+// readError is retryable for reads, except that a standby that has not yet
+// replayed the creation of the collection's table shows the collection as
+// it was then: empty, without error.
+func (s *Store) readError(ctx context.Context, c *Collection, err error) error {
+	err = fromPG(ctx, err)
+	if n := NodeFrom(ctx); n != nil && !n.Primary && IsCode(err, ErrNamespaceNotFound) {
+		return nil
+	}
+	return s.retryable(ctx, c, err)
+}
+
 // fromPGDup is fromPG keeping the violated constraint's name.
 func fromPGDup(ctx context.Context, err error) error {
 	e := fromPG(ctx, err)
@@ -260,14 +271,14 @@ func (s *Store) Scan(ctx context.Context, c *Collection, p ScanParams) ([]Row, e
 	sql, args := p.sql(c)
 	rows, err := s.readPool(ctx).Query(ctx, sql, args...)
 	if err != nil {
-		return nil, s.retryable(ctx, c, fromPG(ctx, err))
+		return nil, s.readError(ctx, c, err)
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Row, error) {
 		var row Row
 		err := r.Scan(&row.Key, &row.Doc)
 		return row, err
 	})
-	return out, s.retryable(ctx, c, fromPG(ctx, err))
+	return out, s.readError(ctx, c, err)
 }
 
 // Explain returns PostgreSQL's plan for the scan, for the explain command and tests.
@@ -346,5 +357,5 @@ func (s *Store) Count(ctx context.Context, c *Collection, where string, args []a
 	}
 	var n int64
 	err := s.readPool(ctx).QueryRow(ctx, sql, args...).Scan(&n)
-	return n, s.retryable(ctx, c, fromPG(ctx, err))
+	return n, s.readError(ctx, c, err)
 }

@@ -19,6 +19,8 @@ type Options struct {
 	// ConnString is a pgx connection string for the database that holds
 	// tierdb's data on the primary.
 	ConnString string
+	// PrimaryName names the primary in status reports (default "primary").
+	PrimaryName string
 	// Standbys are hot standbys of the primary that reads may be routed to.
 	Standbys []NodeConfig
 	// BackendsPerTier bounds each tier's pool of PostgreSQL backends on
@@ -79,7 +81,10 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		opts.Logger = slog.Default()
 	}
 	s := &Store{log: opts.Logger, opts: opts, backends: map[uint32]qos.Tier{}, versions: newVersionCache(opts.VersionCacheBytes)}
-	nodes, err := s.openNodes(ctx, NodeConfig{Name: "primary", ConnString: opts.ConnString}, opts.Standbys)
+	if opts.PrimaryName == "" {
+		opts.PrimaryName = "primary"
+	}
+	nodes, err := s.openNodes(ctx, NodeConfig{Name: opts.PrimaryName, ConnString: opts.ConnString}, opts.Standbys)
 	if err != nil {
 		return nil, err
 	}
@@ -220,6 +225,12 @@ type nodeKey struct{}
 // OnNode makes the reads under ctx run on node n.
 func OnNode(ctx context.Context, n *Node) context.Context {
 	return context.WithValue(ctx, nodeKey{}, n)
+}
+
+// NodeFrom returns the node OnNode put in ctx, or nil.
+func NodeFrom(ctx context.Context) *Node {
+	n, _ := ctx.Value(nodeKey{}).(*Node)
+	return n
 }
 
 // Nodes returns the nodes, primary first.

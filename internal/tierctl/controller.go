@@ -158,11 +158,23 @@ func (c *Controller) applyBackground() {
 	background, walWriter := toOS(c.cfg.IO.Background), toOS(c.cfg.IO.WALWriter)
 	for _, p := range procs {
 		io := &background
-		if p.Title == "walwriter" {
+		if onWALPath(p.Title) {
 			io = &walWriter
 		}
 		c.report(p.PID, c.applier.Apply(p.PID, osprio.Settings{IO: io}))
 	}
+}
+
+// onWALPath says whether a helper process carries commits to durability or
+// to the standbys (WAL writer, WAL sender, WAL receiver, and a standby's
+// startup process, which replays): majority writes and fresh standby reads
+// wait on them, so they get the WAL writer's I/O class, not the background's.
+func onWALPath(title string) bool {
+	switch title {
+	case "walwriter", "walsender", "walreceiver", "startup":
+		return true
+	}
+	return false
 }
 
 // apply sets one backend's nice level, CPU pool and I/O priority; the
