@@ -13,7 +13,9 @@ type memStore struct {
 	users, roles map[string][]byte
 }
 
-func newMemStore() *memStore { return &memStore{users: map[string][]byte{}, roles: map[string][]byte{}} }
+func newMemStore() *memStore {
+	return &memStore{users: map[string][]byte{}, roles: map[string][]byte{}}
+}
 
 func (m *memStore) LoadAuth(context.Context) (users, roles [][]byte, err error) {
 	for _, d := range m.users {

@@ -239,7 +239,9 @@ func (r *Registry) RoleExists(n RoleName) bool {
 }
 
 // Inherited lists the roles reachable from roles, themselves included.
-func (r *Registry) Inherited(roles []RoleName) []RoleName { return inherited(roles, r.snap.Load().roles) }
+func (r *Registry) Inherited(roles []RoleName) []RoleName {
+	return inherited(roles, r.snap.Load().roles)
+}
 
 // Privileges lists the privileges roles grant (flattened, custom and
 // built-in), for usersInfo/rolesInfo with showPrivileges.
