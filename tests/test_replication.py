@@ -207,8 +207,19 @@ def test_adaptive_reads_split_by_the_balance_fraction(rdb):
     to_standbys = n - to_primary
     # The fraction is between 10% and 90%: both sides get reads.
     assert to_primary > 0 and to_standbys > 0
-    # A tag set {tierdb: adaptive} is the same request in a form drivers pass through.
-    assert find_on(rdb, "c", {"_id": 1}, "nearest", tags=[{"tierdb": "adaptive"}]) == [{"_id": 1}]
+    # A tag set {tierdb: adaptive} is the same request in a form drivers pass
+    # through, here with a driver's own read preference.
+    c = rdb.c.with_options(read_preference=pymongo.read_preferences.Nearest(
+        tag_sets=[{"tierdb": "adaptive", "maxStalenessMS": "1000"}]))
+    before = served(rdb)
+    for _ in range(100):
+        assert c.find_one({"_id": 1}) == {"_id": 1}
+    after = served(rdb)
+    assert sum(after.values()) - sum(before.values()) == 100
+    assert after["node0"] - before["node0"] < 100  # some went to standbys
+    with pytest.raises(OperationFailure) as ei:
+        find_on(rdb, "c", {}, "nearest", tags=[{"tierdb": "fast"}])
+    assert ei.value.code == 9
 
 
 def test_adaptive_bound_defaults_and_zero_is_refused(rdb):

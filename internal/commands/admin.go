@@ -69,6 +69,10 @@ func (h *Handlers) hello(ctx context.Context, req *Request) (bson.D, error) {
 	}
 	reply = append(reply,
 		bson.E{Key: primaryKey, Value: true},
+		// tierdb routes every request to a PostgreSQL node as mongos routes
+		// to shards; answering as one makes drivers send $readPreference
+		// with each read instead of assuming a single server.
+		bson.E{Key: "msg", Value: "isdbgrid"},
 		bson.E{Key: "topologyVersion", Value: bson.D{{Key: "processId", Value: h.processID}, {Key: "counter", Value: int64(0)}}},
 		bson.E{Key: "maxBsonObjectSize", Value: int32(wire.MaxBSONObjectSize)},
 		bson.E{Key: "maxMessageSizeBytes", Value: int32(wire.MaxMessageSize)},

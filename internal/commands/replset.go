@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -176,9 +177,11 @@ func (h *Handlers) awaitWriteConcern(ctx context.Context, wc writeConcern) bson.
 }
 
 // readPreference reads a read's $readPreference. tierdb extensions: mode
-// "adaptive", a tag set {tierdb: "adaptive"} (which drivers pass through
-// unchanged) meaning the same, and maxStalenessMS. maxStalenessSeconds has
-// no 90-second minimum here.
+// "adaptive", maxStalenessMS, and the same two as a tag set {tierdb:
+// "adaptive", maxStalenessMS: "250"}, which drivers pass through unchanged
+// (tierdb: "route" takes the driver's mode with the bound). Other tag sets
+// match node names ({node: "node1"}). maxStalenessSeconds has no
+// 90-second minimum here.
 func (h *Handlers) readPreference(req *Request) (router.Preference, error) {
 	p := router.Preference{Mode: router.Primary}
 	doc, err := getDoc(req.Cmd, "$readPreference")
@@ -196,14 +199,11 @@ func (h *Handlers) readPreference(req *Request) (router.Preference, error) {
 	if err != nil {
 		return p, err
 	}
+	tagMS := -1.0
 	for _, t := range tags {
 		set, ok := t.(bson.D)
 		if !ok {
 			return p, mongoerr.New(mongoerr.FailedToParse, "read preference tags must be documents")
-		}
-		if v, _ := lookup(set, "tierdb"); v == "adaptive" && len(set) == 1 {
-			p.Mode = router.Adaptive
-			continue
 		}
 		m := make(map[string]string, len(set))
 		for _, e := range set {
@@ -213,13 +213,22 @@ func (h *Handlers) readPreference(req *Request) (router.Preference, error) {
 			}
 			m[e.Key] = v
 		}
+		if _, ok := m["tierdb"]; ok {
+			if tagMS, err = tierdbTags(m); err != nil {
+				return p, err
+			}
+			if m["tierdb"] == "adaptive" {
+				p.Mode = router.Adaptive
+			}
+			continue
+		}
 		p.Tags = append(p.Tags, m)
 	}
 	secs, err := getNumber(doc, "maxStalenessSeconds", -1)
 	if err != nil {
 		return p, err
 	}
-	ms, err := getNumber(doc, "maxStalenessMS", -1)
+	ms, err := getNumber(doc, "maxStalenessMS", tagMS)
 	if err != nil {
 		return p, err
 	}
@@ -237,6 +246,30 @@ func (h *Handlers) readPreference(req *Request) (router.Preference, error) {
 		return p, mongoerr.New(mongoerr.BadValue, "mode 'primary' does not allow a staleness bound")
 	}
 	return p, nil
+}
+
+// tierdbTags reads the tag set that carries tierdb's read options through
+// drivers, which pass tag sets on unchanged but know nothing of tierdb:
+// {tierdb: "adaptive" | "route", maxStalenessMS: "250"}.
+func tierdbTags(m map[string]string) (float64, error) {
+	if v := m["tierdb"]; v != "adaptive" && v != "route" {
+		return 0, mongoerr.Newf(mongoerr.FailedToParse, "tag tierdb must be \"adaptive\" or \"route\", got %q", v)
+	}
+	ms := -1.0
+	for k, v := range m {
+		switch k {
+		case "tierdb":
+		case "maxStalenessMS":
+			n, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				return 0, mongoerr.Newf(mongoerr.FailedToParse, "tag maxStalenessMS must be a number, got %q", v)
+			}
+			ms = n
+		default:
+			return 0, mongoerr.Newf(mongoerr.FailedToParse, "unknown key %q in the tierdb tag set (allowed: tierdb, maxStalenessMS)", k)
+		}
+	}
+	return ms, nil
 }
 
 // getNumber reads a number of any BSON numeric type.
