@@ -338,3 +338,51 @@ def test_without_replicas_secondary_reads_fail_clearly(db):
     with pytest.raises(OperationFailure) as ei:
         db.client.admin.command("replSetGetStatus")
     assert ei.value.code == 76
+
+
+def test_session_read_preference_applies_to_reads_without_one(rs, rdb):
+    rdb.c.with_options(write_concern=WriteConcern(w=3)).insert_one({"_id": 1})
+    c = rs.client(maxPoolSize=1)  # one connection: the session is the connection
+    db = c[rdb.name]
+    try:
+        db.command("setReadPreference", {"mode": "secondary", "tags": [{"node": "node2"}], "maxStalenessMS": 5000})
+        before = served(rdb)
+        assert db.c.find_one({"_id": 1}) == {"_id": 1}
+        after = served(rdb)
+        assert after["node2"] == before["node2"] + 1
+        # A read's own $readPreference still wins.
+        assert find_on(db, "c", {"_id": 1}, "secondary", tags=[{"node": "node1"}]) == [{"_id": 1}]
+        assert served(rdb)["node1"] == after["node1"] + 1
+        db.command("setReadPreference", None)
+        before = served(rdb)
+        db.c.find_one({"_id": 1})
+        assert served(rdb)["node0"] == before["node0"] + 1
+        for bad, code in (({"mode": "fastest"}, 9), ({"mode": "primary", "maxStalenessMS": 100}, 2)):
+            with pytest.raises(OperationFailure) as ei:
+                db.command("setReadPreference", bad)
+            assert ei.value.code == code
+        with pytest.raises(OperationFailure) as ei:
+            db.command("setReadPreference", "secondary")
+        assert ei.value.code == 14
+    finally:
+        c.close()
+
+
+def test_user_default_read_preference(new_server):
+    import conftest
+    pw = "s3cret-" + os.urandom(4).hex()
+    t = new_server(env={"TIERDB_ADMIN_PASSWORD": pw},
+                   extra_args=["--replicas", "1", "--admin-user", "admin",
+                               "--user-read-preference", "reporter=secondary:5s"]).start()
+    admin = t.client(username="admin", password=pw)
+    admin.r.command("createUser", "reporter", pwd="pw-reporter", roles=["read"])
+    admin.r.c.with_options(write_concern=WriteConcern(w=2)).insert_one({"_id": 1})
+    reporter = t.client(username="reporter", password="pw-reporter", authSource="r")
+    before = served(admin.r)
+    assert reporter.r.c.find_one({"_id": 1}) == {"_id": 1}
+    assert served(admin.r)["node1"] == before["node1"] + 1
+    # Other users keep reading the primary.
+    assert admin.r.c.find_one({"_id": 1}) == {"_id": 1}
+    assert served(admin.r)["node0"] == before["node0"] + 1
+    admin.close()
+    reporter.close()

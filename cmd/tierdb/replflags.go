@@ -27,6 +27,7 @@ type replFlags struct {
 	balancePeriod time.Duration
 	wcTimeout     time.Duration
 	poll          time.Duration
+	userPrefs     string
 }
 
 func (r *replFlags) register(fs *flag.FlagSet) {
@@ -35,6 +36,7 @@ func (r *replFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&r.adaptiveBound, "adaptive-max-staleness", "10s", `staleness bound of adaptive reads that give none: one duration, or per tier "high=250ms,normal=1s,low=10s"`)
 	fs.DurationVar(&r.balancePeriod, "balance-period", 10*time.Second, "period of the adaptive read balancer (≥ 1s)")
 	fs.DurationVar(&r.wcTimeout, "write-concern-timeout", 10*time.Second, "longest wait for replication of a write that gives no wtimeout")
+	fs.StringVar(&r.userPrefs, "user-read-preference", "", `default read preference per user name for reads that carry none, e.g. "web=adaptive:250ms,reports=secondary:5s" (mode[:staleness bound])`)
 	fs.DurationVar(&r.poll, "staleness-poll", 20*time.Millisecond, "how often each node's WAL position is read (1ms-100ms)")
 }
 
@@ -53,8 +55,35 @@ func (r *replFlags) validate(external bool) error {
 	case r.wcTimeout <= 0:
 		return errors.New("--write-concern-timeout must be positive")
 	}
-	_, err := r.bounds()
+	if _, err := r.bounds(); err != nil {
+		return err
+	}
+	_, err := r.userDefaults()
 	return err
+}
+
+// userDefaults parses --user-read-preference.
+func (r *replFlags) userDefaults() (map[string]router.Preference, error) {
+	out := map[string]router.Preference{}
+	err := eachPair(r.userPrefs, ",", func(user, v string) error {
+		modeText, boundText, _ := strings.Cut(v, ":")
+		mode, err := router.ParseMode(modeText)
+		if err != nil {
+			return fmt.Errorf("--user-read-preference %s: %w", user, err)
+		}
+		p := router.Preference{Mode: mode}
+		if boundText != "" {
+			if p.MaxStaleness, err = time.ParseDuration(boundText); err != nil || p.MaxStaleness <= 0 {
+				return fmt.Errorf("--user-read-preference %s: bad staleness bound %q", user, boundText)
+			}
+		}
+		if mode == router.Primary && p.MaxStaleness > 0 {
+			return fmt.Errorf("--user-read-preference %s: mode primary takes no staleness bound", user)
+		}
+		out[user] = p
+		return nil
+	})
+	return out, err
 }
 
 // bounds parses --adaptive-max-staleness.
@@ -110,6 +139,7 @@ func setNodeConfigs(nodes []pgmanage.NodeInfo) (storage.NodeConfig, []storage.No
 // PostgreSQL, where failover is not managed by tierdb.
 func (r *replFlags) startReplication(ctx context.Context, store *storage.Store, set *pgmanage.Set, log *slog.Logger) *commands.Replication {
 	bounds, _ := r.bounds() // validated
+	users, _ := r.userDefaults()
 	balancer := router.NewBalancer(router.BalancerConfig{Period: r.balancePeriod}, time.Now())
 	monitor := repl.New(repl.Options{Store: store, Logger: log, Interval: r.poll, OnRTT: balancer.ObserveRTT})
 	// One round before clients come, so that standbys start with a known
@@ -138,6 +168,7 @@ func (r *replFlags) startReplication(ctx context.Context, store *storage.Store, 
 		Router:              router.New(router.Options{Balancer: balancer}),
 		Balancer:            balancer,
 		AdaptiveBound:       bounds,
+		UserDefaults:        users,
 		WriteConcernTimeout: r.wcTimeout,
 	}
 	if set != nil {

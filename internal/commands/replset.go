@@ -34,6 +34,9 @@ type Replication struct {
 	// AdaptiveBound is the staleness bound of adaptive reads that give
 	// none, per tier.
 	AdaptiveBound [qos.NumTiers]time.Duration
+	// UserDefaults are read preferences by user name, for reads that carry
+	// none and sessions that set none.
+	UserDefaults map[string]router.Preference
 	// WriteConcernTimeout caps the wait for replication of a write that
 	// gives no wtimeout, so that an unsatisfiable write concern ends in a
 	// writeConcernError instead of a hang.
@@ -59,8 +62,9 @@ func (r *Replication) counters(name string) *nodeCounters {
 // replCommands are the replication commands of the table.
 func (h *Handlers) replCommands() map[string]*command {
 	return map[string]*command{
-		"replSetGetStatus": {handler: h.replSetGetStatus, help: "members, their state, WAL positions, staleness; the read balancer", internal: true},
-		"replSetStepDown":  {handler: h.replSetStepDown, help: "promote a standby (to: \"nodeN\", default the most caught-up) and make it the primary", internal: true},
+		"replSetGetStatus":  {handler: h.replSetGetStatus, help: "members, their state, WAL positions, staleness; the read balancer", internal: true},
+		"setReadPreference": {handler: h.setReadPreference, help: "set this connection's default read preference, e.g. {mode: \"adaptive\", maxStalenessMS: 250}; null resets", internal: true},
+		"replSetStepDown":   {handler: h.replSetStepDown, help: "promote a standby (to: \"nodeN\", default the most caught-up) and make it the primary", internal: true},
 	}
 }
 
@@ -182,12 +186,47 @@ func (h *Handlers) awaitWriteConcern(ctx context.Context, wc writeConcern) bson.
 // (tierdb: "route" takes the driver's mode with the bound). Other tag sets
 // match node names ({node: "node1"}). maxStalenessSeconds has no
 // 90-second minimum here.
+//
+// A read without $readPreference takes the session's (setReadPreference),
+// else the user's default (--user-read-preference), else primary. An
+// adaptive read without a bound takes its tier's --adaptive-max-staleness.
 func (h *Handlers) readPreference(req *Request) (router.Preference, error) {
-	p := router.Preference{Mode: router.Primary}
 	doc, err := getDoc(req.Cmd, "$readPreference")
-	if err != nil || doc == nil {
-		return p, err
+	if err != nil {
+		return router.Preference{}, err
 	}
+	var p router.Preference
+	switch {
+	case doc != nil:
+		if p, err = parsePreference(doc); err != nil {
+			return p, err
+		}
+	case req.Session != nil && req.Session.ReadPreference != nil:
+		p = *req.Session.ReadPreference
+	default:
+		p = h.userReadPreference(req.Session)
+	}
+	if p.Mode == router.Adaptive && p.MaxStaleness == 0 && h.opts.Replication != nil {
+		p.MaxStaleness = h.opts.Replication.AdaptiveBound[req.tier]
+	}
+	return p, nil
+}
+
+// userReadPreference is the authenticated user's configured default.
+func (h *Handlers) userReadPreference(s *Session) router.Preference {
+	r := h.opts.Replication
+	if r == nil || s == nil || s.User == nil {
+		return router.Preference{Mode: router.Primary}
+	}
+	if p, ok := r.UserDefaults[s.User.User.Name.User]; ok {
+		return p
+	}
+	return router.Preference{Mode: router.Primary}
+}
+
+// parsePreference reads a read preference document.
+func parsePreference(doc bson.D) (router.Preference, error) {
+	p := router.Preference{Mode: router.Primary}
 	mode, err := getString(doc, "mode", "primary")
 	if err != nil {
 		return p, err
@@ -239,8 +278,6 @@ func (h *Handlers) readPreference(req *Request) (router.Preference, error) {
 		p.MaxStaleness = time.Duration(secs * float64(time.Second))
 	case ms == 0 || secs == 0 || ms < -1 || secs < -1:
 		return p, mongoerr.New(mongoerr.BadValue, "maxStalenessSeconds and maxStalenessMS must be positive, or -1 for no bound")
-	case p.Mode == router.Adaptive && h.opts.Replication != nil:
-		p.MaxStaleness = h.opts.Replication.AdaptiveBound[req.tier]
 	}
 	if p.Mode == router.Primary && p.MaxStaleness > 0 {
 		return p, mongoerr.New(mongoerr.BadValue, "mode 'primary' does not allow a staleness bound")
@@ -439,6 +476,28 @@ func (h *Handlers) replSetStepDown(ctx context.Context, req *Request) (bson.D, e
 	}
 	if err := r.Failover(ctx, strings.TrimSpace(target), time.Duration(catchUp)*time.Second); err != nil {
 		return nil, err
+	}
+	return bson.D{}, nil
+}
+
+// setReadPreference sets the session's read preference for reads that carry
+// none: {setReadPreference: {mode, maxStalenessMS | maxStalenessSeconds,
+// tags}}; null goes back to the user's default.
+func (h *Handlers) setReadPreference(_ context.Context, req *Request) (bson.D, error) {
+	if req.Session == nil {
+		return nil, mongoerr.New(mongoerr.IllegalOperation, "no session")
+	}
+	switch v := req.Cmd[0].Value.(type) {
+	case nil:
+		req.Session.ReadPreference = nil
+	case bson.D:
+		p, err := parsePreference(v)
+		if err != nil {
+			return nil, err
+		}
+		req.Session.ReadPreference = &p
+	default:
+		return nil, typeErr("setReadPreference", "object or null", v)
 	}
 	return bson.D{}, nil
 }

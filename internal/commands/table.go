@@ -15,6 +15,7 @@ import (
 	"tierdb/internal/mongoerr"
 	"tierdb/internal/qos"
 	"tierdb/internal/query"
+	"tierdb/internal/router"
 	"tierdb/internal/storage"
 	"tierdb/internal/tierctl"
 )
@@ -30,6 +31,9 @@ type Session struct {
 	// Loopback: the client connects from a loopback address, which the
 	// localhost exception (creating the first user) requires.
 	Loopback bool
+	// ReadPreference is the default of reads that carry none
+	// (setReadPreference); nil: the user's default, else primary.
+	ReadPreference *router.Preference
 	// User is the authenticated principal; nil until authentication.
 	User *auth.Principal
 	// sasl is the authentication conversation in progress, if any.
@@ -237,11 +241,12 @@ func (h *Handlers) commands() map[string]*command {
 // this table. Changing replication needs clusterManager or root;
 // watching it, clusterMonitor.
 var otherAccess = map[string]access{
-	"replSetGetStatus": onCluster(auth.ActReplSetGetStatus),
-	"replSetGetConfig": onCluster(auth.ActReplSetGetStatus),
-	"replSetStepDown":  onCluster(auth.ActReplSetConfigure),
-	"replSetReconfig":  onCluster(auth.ActReplSetConfigure),
-	"replSetFreeze":    onCluster(auth.ActReplSetConfigure),
+	"setReadPreference": anyUser,
+	"replSetGetStatus":  onCluster(auth.ActReplSetGetStatus),
+	"replSetGetConfig":  onCluster(auth.ActReplSetGetStatus),
+	"replSetStepDown":   onCluster(auth.ActReplSetConfigure),
+	"replSetReconfig":   onCluster(auth.ActReplSetConfigure),
+	"replSetFreeze":     onCluster(auth.ActReplSetConfigure),
 }
 
 // Dispatch runs one command and always returns a reply document. It is the
