@@ -102,6 +102,27 @@ def test_status_lists_primary_and_standbys(rdb):
     assert ei.value.code == 13
 
 
+def test_server_status_and_metrics_show_replication(new_server):
+    import urllib.request
+    import conftest
+    mport = conftest.free_port()
+    t = new_server(extra_args=["--replicas", "1", "--metrics-listen", f"127.0.0.1:{mport}"]).start()
+    c = t.client()
+    c.r.c.with_options(write_concern=WriteConcern(w=2)).insert_one({"_id": 1})
+    find_on(c.r, "c", {}, "secondary")
+    repl = c.admin.command("serverStatus")["repl"]
+    assert repl["primary"] == "node0" and repl["hosts"] == ["node0", "node1"]
+    sb = repl["standbys"][0]
+    assert sb["name"] == "node1" and sb["up"] is True and sb["readsServed"] == 1
+    assert sb["stalenessMillis"] is not None and sb["lagBytes"] >= 0
+    assert 0 < repl["readBalancer"]["fraction"] <= 0.9
+    text = urllib.request.urlopen(f"http://127.0.0.1:{mport}/metrics", timeout=5).read().decode()
+    assert 'tierdb_repl_reads_total{node="node1"} 1' in text
+    assert 'tierdb_repl_staleness_seconds{node="node1"}' in text
+    assert "tierdb_read_balance_fraction " in text
+    c.close()
+
+
 def test_w3_is_visible_on_every_standby_at_once(rdb):
     c = rdb.c.with_options(write_concern=WriteConcern(w=3))
     for i in range(20):

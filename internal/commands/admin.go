@@ -207,6 +207,7 @@ func (h *Handlers) serverStatus(context.Context, *Request) (bson.D, error) {
 			{Key: "getmore", Value: h.ops[opGetMore].Load()},
 			{Key: "command", Value: h.ops[opCommand].Load()},
 		}},
+		{Key: "repl", Value: h.replStatus()},
 		{Key: "tierdb", Value: bson.D{{Key: "backends", Value: h.backendStats()}, {Key: "versionCache", Value: h.versionCacheStats()}}},
 		{Key: "metrics", Value: bson.D{{Key: "cursor", Value: bson.D{
 			{Key: "open", Value: bson.D{{Key: "total", Value: int64(h.cursors.len())}}},

@@ -64,6 +64,7 @@ func (h *Handlers) Metrics(w *metrics.Writer) {
 		w.Gauge("tierdb_backends_in_use", "PostgreSQL backends in use, by tier pool.", l, float64(st[0]))
 		w.Gauge("tierdb_backends_open", "PostgreSQL backends open, by tier pool.", l, float64(st[1]))
 	}
+	h.replMetrics(w)
 	if h.opts.QoS == nil {
 		w.Gauge("tierdb_qos_enabled", "1 when the priority channel is on.", nil, 0)
 		return

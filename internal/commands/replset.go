@@ -12,6 +12,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"tierdb/internal/metrics"
 	"tierdb/internal/mongoerr"
 	"tierdb/internal/qos"
 	"tierdb/internal/repl"
@@ -500,4 +501,73 @@ func (h *Handlers) setReadPreference(_ context.Context, req *Request) (bson.D, e
 		return nil, typeErr("setReadPreference", "object or null", v)
 	}
 	return bson.D{}, nil
+}
+
+// replStatus is serverStatus's repl section: MongoDB's fields plus each
+// standby's staleness and the read balancer.
+func (h *Handlers) replStatus() bson.D {
+	r := h.opts.Replication
+	if r == nil {
+		return bson.D{}
+	}
+	now := time.Now()
+	members := r.Monitor.Members()
+	hosts := bson.A{}
+	var standbys bson.A
+	for _, m := range members {
+		hosts = append(hosts, m.Name)
+		if m.Primary {
+			continue
+		}
+		st := m.Staleness(now)
+		var ms any
+		if st != repl.Unbounded {
+			ms = st.Milliseconds()
+		}
+		standbys = append(standbys, bson.D{
+			{Key: "name", Value: m.Name},
+			{Key: "up", Value: m.Up},
+			{Key: "stalenessMillis", Value: ms},
+			{Key: "lagBytes", Value: int64(members[0].Applied - min(m.Applied, members[0].Applied))},
+			{Key: "readsServed", Value: r.counters(m.Name).served.Load()},
+		})
+	}
+	return bson.D{
+		{Key: "setName", Value: r.SetName},
+		{Key: "ismaster", Value: true},
+		{Key: "secondary", Value: false},
+		{Key: "hosts", Value: hosts},
+		{Key: "primary", Value: members[0].Name},
+		{Key: "standbys", Value: standbys},
+		{Key: "readBalancer", Value: h.balancerStatus()},
+	}
+}
+
+// replMetrics exports staleness, lag, reads per node and the balancer.
+func (h *Handlers) replMetrics(w *metrics.Writer) {
+	r := h.opts.Replication
+	if r == nil {
+		return
+	}
+	now := time.Now()
+	members := r.Monitor.Members()
+	for _, m := range members {
+		l := metrics.Labels{{"node", m.Name}}
+		w.Counter("tierdb_repl_reads_total", "Reads routed, by node.", l, float64(r.counters(m.Name).served.Load()))
+		w.Gauge("tierdb_repl_reads_in_flight", "Reads running, by node.", l, float64(r.counters(m.Name).inFlight.Load()))
+		if m.Primary {
+			continue
+		}
+		w.Gauge("tierdb_repl_up", "1 when the standby answered its last poll.", l, b2f(m.Up))
+		if st := m.Staleness(now); st != repl.Unbounded {
+			w.Gauge("tierdb_repl_staleness_seconds", "Conservative staleness of a standby: how old its view may be.", l, st.Seconds())
+		}
+		w.Gauge("tierdb_repl_lag_bytes", "WAL the primary has written that the standby has not replayed.", l, float64(members[0].Applied-min(m.Applied, members[0].Applied)))
+	}
+	st := r.Balancer.Status()
+	w.Gauge("tierdb_read_balance_fraction", "Share of adaptive reads sent to standbys (before staleness gating).", nil, st.Fraction)
+	w.Gauge("tierdb_read_balance_latency_ratio", "Last period's primary/standby server-side read latency ratio (0: no data).", nil, st.LastRatio)
+	for _, reason := range []string{"raise", "lower", "explore", "hold", "no data"} {
+		w.Counter("tierdb_read_balance_decisions_total", "Read balancer period decisions, by kind.", metrics.Labels{{"decision", reason}}, float64(st.Counts[reason]))
+	}
 }

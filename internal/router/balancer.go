@@ -1,6 +1,7 @@
 package router
 
 import (
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -20,6 +21,7 @@ type Balancer struct {
 	recent      [4]float64         // RecentBal, oldest first
 	lastRatio   float64
 	decisions   []Decision
+	counts      map[string]int64 // decisions since start, by reason
 }
 
 // BalancerConfig holds Algorithm 1's constants; zero values take the
@@ -71,7 +73,7 @@ const maxSamples = 8192
 // NewBalancer starts at the lowest non-zero fraction, as the paper does.
 func NewBalancer(cfg BalancerConfig, now time.Time) *Balancer {
 	cfg = cfg.withDefaults()
-	b := &Balancer{cfg: cfg, periodStart: now}
+	b := &Balancer{cfg: cfg, periodStart: now, counts: map[string]int64{}}
 	for i := range b.recent {
 		b.recent[i] = cfg.Low
 	}
@@ -162,6 +164,7 @@ func (b *Balancer) Tick(now time.Time) bool {
 	b.lastRatio = d.Ratio
 	d.Fraction = next
 	b.decisions = append(b.decisions, d)
+	b.counts[d.Reason]++
 	if len(b.decisions) > 32 {
 		b.decisions = slices.Delete(b.decisions, 0, len(b.decisions)-32)
 	}
@@ -192,12 +195,13 @@ func (b *Balancer) Fraction() float64 {
 type Status struct {
 	Fraction  float64
 	LastRatio float64
-	Decisions []Decision
+	Decisions []Decision       // the last 32
+	Counts    map[string]int64 // every decision since start, by reason
 }
 
 // Status returns the fraction, the last ratio and recent decisions.
 func (b *Balancer) Status() Status {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return Status{Fraction: b.recent[len(b.recent)-1], LastRatio: b.lastRatio, Decisions: slices.Clone(b.decisions)}
+	return Status{Fraction: b.recent[len(b.recent)-1], LastRatio: b.lastRatio, Decisions: slices.Clone(b.decisions), Counts: maps.Clone(b.counts)}
 }
