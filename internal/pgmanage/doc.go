@@ -12,6 +12,13 @@
 //	postgres.log        the server's stderr, appended across runs
 //	postgres.socketdir  where the current socket directory is, so that the
 //	                    first start after a crash can remove the old one
+//	node<i>/            with StartSet: standby i, the same layout inside
+//	replset.json        with StartSet: which node is the primary
+//
+// StartSet runs a primary with hot standbys: each standby is created from a
+// base backup taken through its own replication slot and streams the
+// primary's WAL; Set.Failover promotes one (after it has replayed all the
+// primary wrote) and rewinds the old primary into a standby of it.
 //
 // The server listens on a Unix socket in a short private directory created
 // under the temp dir at each start (socket paths are limited to ~107 bytes,
@@ -33,7 +40,8 @@
 // starting its own, and terminates orphaned backends of a dead postmaster.
 //
 // This package must never create schemas, tables or connection pools, and
-// never touch data inside the cluster beyond creating the "tierdb" database:
+// never touch data inside the cluster beyond creating the "tierdb" database
+// and replication slots:
 // that is the storage layer's job. It must never delete a cluster directory
 // or any file in it (apart from a postmaster.pid whose PID now belongs to an
 // unrelated process), and never signal a process it has not identified as a
