@@ -352,7 +352,7 @@ def test_per_user_accounting(authsrv):
         b.shop.items.find_one()
     users = {u["user"]: u for u in authsrv.admin.admin.command("qosStatus")["users"]}
     assert users["admin.batch"]["ops"]["low"] >= 3 and users["admin.batch"]["ops"]["high"] == 0
-    assert "waitMicros" in users["admin.batch"]
+    assert "waitMicros" in users["admin.batch"] and users["admin.batch"]["defaultTier"] == "low"
     text = urllib.request.urlopen(authsrv.metrics_url, timeout=10).read().decode()
     m = re.search(r'tierdb_user_operations_total\{user="admin.batch",tier="low"\} (\d+)', text)
     assert m and int(m.group(1)) >= 3, text[-2000:]

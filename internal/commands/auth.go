@@ -296,7 +296,7 @@ func (h *Handlers) authenticated(s *Session, sc *saslConv) error {
 	}
 	s.User = p
 	s.Tier = p.User.DefaultTier
-	s.acct = h.accounts.get(name.String())
+	s.acct = h.accounts.get(name)
 	h.authStats.of(sc.mech).successful.Add(1)
 	h.log.Info("authenticated", "conn", s.ID, "user", name.User, "db", name.DB, "mechanism", sc.mech.String(), "tier", s.Tier.String())
 	return nil
@@ -445,6 +445,7 @@ func (h *Handlers) serverStatusWithSecurity(ctx context.Context, req *Request) (
 // userAccount is one user's figures: operations per tier and time spent
 // waiting for admission. The fair-admission work builds on these.
 type userAccount struct {
+	user      auth.UserName
 	name      string
 	ops       [qos.NumTiers]atomic.Int64
 	waitNanos atomic.Int64
@@ -462,12 +463,13 @@ func newAccounts() *accounts {
 	return &accounts{m: map[string]*userAccount{}, anon: &userAccount{name: ""}}
 }
 
-func (a *accounts) get(name string) *userAccount {
+func (a *accounts) get(user auth.UserName) *userAccount {
+	name := user.String()
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	u := a.m[name]
 	if u == nil {
-		u = &userAccount{name: name}
+		u = &userAccount{user: user, name: name}
 		a.m[name] = u
 	}
 	return u

@@ -36,7 +36,14 @@ func (h *Handlers) qosStatus(_ context.Context, req *Request) (bson.D, error) {
 	}
 	users := bson.A{}
 	for _, u := range h.accounts.list() {
-		users = append(users, u.doc())
+		d := u.doc()
+		// The tier the user starts at, as configured now.
+		if h.opts.Auth != nil && u.name != "" {
+			if p := h.opts.Auth.Lookup(u.user); p != nil {
+				d = append(d, bson.E{Key: "defaultTier", Value: p.User.DefaultTier.String()})
+			}
+		}
+		users = append(users, d)
 	}
 	if m == nil {
 		return bson.D{{Key: "enabled", Value: false}, {Key: "users", Value: users}, {Key: "caller", Value: callerDoc}}, nil
