@@ -336,13 +336,19 @@ func (h *Handlers) routeRead(ctx context.Context, req *Request) (context.Context
 	if err != nil || r == nil {
 		return ctx, func() {}, err
 	}
-	members := r.Monitor.Members()
-	if len(members) < 2 {
-		if pref.Mode == router.Secondary {
-			return ctx, nil, mongoerr.New(mongoerr.FailedToSatisfyReadPref, "no standby: tierdb runs without replicas (--replicas)")
-		}
+	nodes := h.store.Nodes()
+	switch {
+	case len(nodes) < 2 && pref.Mode == router.Secondary:
+		return ctx, nil, mongoerr.New(mongoerr.FailedToSatisfyReadPref, "no standby: tierdb runs without replicas (--replicas)")
+	case len(nodes) < 2:
 		return ctx, func() {}, nil
+	case pref.Mode == router.Primary:
+		// The common case skips the node views; the balancer still hears
+		// of the primary's latency.
+		ctx, done := h.readOn(ctx, nodes[0], false)
+		return ctx, done, nil
 	}
+	members := r.Monitor.Members()
 	now := time.Now()
 	views := make([]router.NodeView, len(members))
 	for i, m := range members {
@@ -353,15 +359,22 @@ func (h *Handlers) routeRead(ctx context.Context, req *Request) (context.Context
 	if err != nil {
 		return ctx, nil, mongoerr.Newf(mongoerr.FailedToSatisfyReadPref, "no standby within the read's staleness bound (%s) is up", boundText(pref.MaxStaleness))
 	}
-	m := members[choice+1]
-	c := r.counters(m.Name)
+	ctx, done := h.readOn(ctx, members[choice+1].Node(), choice != router.PrimaryNode)
+	return ctx, done, nil
+}
+
+// readOn counts a read into node n and returns its context and done, which
+// counts it out and tells the balancer its latency.
+func (h *Handlers) readOn(ctx context.Context, n *storage.Node, standby bool) (context.Context, func()) {
+	r := h.opts.Replication
+	c := r.counters(n.Name)
 	c.inFlight.Add(1)
 	c.served.Add(1)
 	start := time.Now()
-	return storage.OnNode(ctx, m.Node()), func() {
+	return storage.OnNode(ctx, n), func() {
 		c.inFlight.Add(-1)
-		r.Balancer.Observe(choice != router.PrimaryNode, time.Since(start))
-	}, nil
+		r.Balancer.Observe(standby, time.Since(start))
+	}
 }
 
 func boundText(d time.Duration) string {
