@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 
 	"tierdb/internal/auth"
 	"tierdb/internal/qos"
@@ -139,4 +140,23 @@ func createAdmin(ctx context.Context, log *slog.Logger, reg *auth.Registry, f au
 	}
 	log.Info("administrator created", "user", f.adminUser, "db", "admin", "role", "root")
 	return nil
+}
+
+// redactArgv hides the value of --admin-password in the command line that
+// getCmdLineOpts reports to clients.
+func redactArgv(argv []string) []string {
+	out := make([]string, len(argv))
+	copy(out, argv)
+	for i, a := range out {
+		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !strings.HasPrefix(a, "-") || name != "admin-password" {
+			continue
+		}
+		if hasValue {
+			out[i] = a[:strings.Index(a, "=")+1] + "<redacted>"
+		} else if i+1 < len(out) {
+			out[i+1] = "<redacted>"
+		}
+	}
+	return out
 }

@@ -192,7 +192,7 @@ func serve(args []string) error {
 		Store:         store,
 		Logger:        log,
 		CursorTimeout: f.cursorTimeout,
-		Argv:          os.Args,
+		Argv:          redactArgv(os.Args),
 		Connections:   srv.Connections,
 		CurrentOps:    srv.CurrentOps,
 		QoS:           manager,
