@@ -540,3 +540,29 @@ def test_admin_user_needs_a_password(tierdb_bin):
         assert p.returncode != 0 and "TIERDB_ADMIN_PASSWORD" in out, out
     finally:
         subprocess.run(["rm", "-rf", data])
+
+
+def test_sha1_only_user_is_negotiated_by_the_driver(authsrv):
+    authsrv.admin.admin.command("createUser", "old", pwd=PLAIN_PW, roles=[{"role": "read", "db": "shop"}], mechanisms=["SCRAM-SHA-1"])
+    try:
+        with rawwire.connect(authsrv) as s:
+            hello = rawwire.command(s, {"hello": 1, "saslSupportedMechs": "admin.old", "$db": "admin"})
+            assert hello["saslSupportedMechs"] == ["SCRAM-SHA-1"]
+        c = login(authsrv, "old", PLAIN_PW)  # no mechanism given: the driver picks SCRAM-SHA-1
+        assert c.shop.items.count_documents({}) >= 5
+        c.close()
+        forced = login(authsrv, "old", PLAIN_PW, authMechanism="SCRAM-SHA-256")
+        expect_code(18, forced.shop.items.find_one)
+        forced.close()
+    finally:
+        authsrv.admin.admin.command("dropUser", "old")
+
+
+def test_admin_password_in_argv_is_warned_about_and_hidden(new_server):
+    secret = "argv-" + uuid.uuid4().hex
+    t = new_server(extra_args=["--admin-user", "boss", "--admin-password", secret]).start()
+    c = t.client(username="boss", password=secret)
+    argv = c.admin.command("getCmdLineOpts")["argv"]
+    assert secret not in argv and "<redacted>" in argv
+    log = t.read_log()
+    assert "--admin-password is visible" in log and secret not in log

@@ -344,6 +344,19 @@ func (h *Handlers) speculativeAuth(ctx context.Context, s *Session, cmd bson.D) 
 	if err != nil || db == "" {
 		return nil
 	}
+	// A user who exists without this mechanism's credential (a SCRAM-SHA-1
+	// only user, when drivers speculate with SCRAM-SHA-256): leave the
+	// speculation out, so the driver picks a mechanism from
+	// saslSupportedMechs. An unknown user still gets the decoy exchange,
+	// so the reply does not tell who exists.
+	if m, ok := auth.ParseMechanism(mech); ok {
+		if cf, err := auth.ParseClientFirst(payload); err == nil {
+			name := auth.UserName{User: cf.User, DB: db}
+			if _, has := h.opts.Auth.Credential(name, m); !has && h.opts.Auth.Lookup(name) != nil {
+				return nil
+			}
+		}
+	}
 	opts, _ := getDoc(spec, "options")
 	skip, _ := getBool(opts, "skipEmptyExchange", false)
 	reply, err := h.startSASL(ctx, s, db, mech, payload, skip, true)
