@@ -41,6 +41,10 @@ def test_tls_connection(new_server, certs):
     c.test.x.insert_one({"_id": 1})
     assert c.test.x.find_one() == {"_id": 1}
     assert "tls=true" in t.read_log()
+    # SCRAM over TLS, as a deployment beyond loopback would run.
+    c.admin.command("createUser", "u", pwd="p", roles=["root"])
+    authed = t.client(tls=True, tlsCAFile=str(certs / "ca.pem"), username="u", password="p")
+    assert authed.test.x.find_one() == {"_id": 1}
     # A client that does not speak TLS gets nothing from the server.
     plain = t.client(serverSelectionTimeoutMS=1500)
     with pytest.raises((ServerSelectionTimeoutError, AutoReconnect)):
