@@ -5,12 +5,15 @@ import (
 	cryptorand "crypto/rand"
 	"encoding/base64"
 	"fmt"
+	"strconv"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"go.mongodb.org/mongo-driver/v2/mongo/readpref"
 	"go.mongodb.org/mongo-driver/v2/mongo/writeconcern"
+	"go.mongodb.org/mongo-driver/v2/tag"
 )
 
 // clientOptions are shared by every connection the harness opens. Retries
@@ -36,10 +39,11 @@ func clientOptions(addr, appName string, poolSize uint64, cred *options.Credenti
 type tierClient struct {
 	client *mongo.Client
 	coll   *mongo.Collection
+	stale  *mongo.Collection // the S workload's documents
 	tier   string
 }
 
-func connectTierClient(ctx context.Context, addr, appName, tier string, wc *WriteConcern, cred *options.Credential) (*tierClient, error) {
+func connectTierClient(ctx context.Context, addr, appName, tier string, wc *WriteConcern, rp *ReadPreference, cred *options.Credential) (*tierClient, error) {
 	c, err := mongo.Connect(clientOptions(addr, appName, 1, cred))
 	if err != nil {
 		return nil, err
@@ -49,7 +53,11 @@ func connectTierClient(ctx context.Context, addr, appName, tier string, wc *Writ
 	if wc != nil {
 		collOpts.SetWriteConcern(wc.driver())
 	}
+	if rp != nil {
+		collOpts.SetReadPreference(rp.driver())
+	}
 	tc.coll = c.Database(benchDatabase).Collection(benchCollection, collOpts)
+	tc.stale = c.Database(benchDatabase).Collection(stalenessCollection, collOpts)
 	var reply bson.D
 	err = c.Database("admin").RunCommand(ctx, bson.D{{Key: "setClientPriority", Value: tier}}).Decode(&reply)
 	if err != nil {
@@ -113,4 +121,37 @@ func dropBenchUser(ctx context.Context, addr string, cred *options.Credential) e
 	}
 	defer c.Disconnect(context.Background())
 	return c.Database("admin").RunCommand(ctx, bson.D{{Key: "dropUser", Value: benchUser}}).Err()
+}
+
+// driver is the driver's read preference. Bounds and adaptive routing
+// travel as a tag set, which the driver passes through unchanged: its own
+// maxStalenessSeconds has a 90 s floor, tierdb's tag takes milliseconds.
+func (rp *ReadPreference) driver() *readpref.ReadPref {
+	var tags []tag.Set
+	route := "route"
+	if rp.Mode == "adaptive" {
+		route = "adaptive"
+	}
+	if rp.Mode == "adaptive" || rp.MaxStalenessMS > 0 {
+		set := tag.Set{{Name: "tierdb", Value: route}}
+		if rp.MaxStalenessMS > 0 {
+			set = append(set, tag.Tag{Name: "maxStalenessMS", Value: strconv.Itoa(rp.MaxStalenessMS)})
+		}
+		tags = []tag.Set{set}
+	}
+	var opts []readpref.Option
+	if len(tags) > 0 {
+		opts = append(opts, readpref.WithTagSets(tags...))
+	}
+	switch rp.Mode {
+	case "primaryPreferred":
+		return readpref.PrimaryPreferred(opts...)
+	case "secondary":
+		return readpref.Secondary(opts...)
+	case "secondaryPreferred":
+		return readpref.SecondaryPreferred(opts...)
+	case "nearest", "adaptive":
+		return readpref.Nearest(opts...)
+	}
+	return readpref.Primary()
 }

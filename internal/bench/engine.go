@@ -41,10 +41,14 @@ func (e *engine) serverCPUs() []int {
 }
 
 func (e *engine) startTierdb(ctx context.Context, args, env []string, logName string) (*rig.Tierdb, error) {
+	pre := []string{"--log-level", "info"}
+	if standbys := e.pg.StandbyConnStrings(); len(standbys) > 0 {
+		pre = append(pre, "--standby-urls", strings.Join(standbys, ","))
+	}
 	return rig.StartTierdb(ctx, rig.TierdbOptions{
 		Bin:         e.opts.Tierdb,
 		PostgresURL: e.pg.Cluster.ConnString(),
-		Args:        append([]string{"--log-level", "info"}, args...),
+		Args:        append(pre, args...),
 		Env:         env,
 		CPUs:        e.serverCPUs(),
 		LogPath:     filepath.Join(e.opts.OutDir, "logs", logName),
@@ -148,24 +152,43 @@ func (e *engine) runOne(ctx context.Context, rep int, v Variant) (run RunResult,
 			}
 			g.StartAfter = 0
 		}
-		groups = append(groups, member{g, e.clients[i]})
+		groups = append(groups, member{g, g.clientsIn(v, e.clients[i])})
 	}
 
 	conns := make([][]*tierClient, len(groups))
+	writers := make([]*tierClient, len(groups)) // S groups' writers
 	defer func() {
 		for _, cs := range conns {
 			for _, c := range cs {
 				c.close()
 			}
 		}
+		for _, c := range writers {
+			if c != nil {
+				c.close()
+			}
+		}
 	}()
+	stamps := make([]*stampWriter, len(groups))
 	for gi, m := range groups {
+		rp := m.g.readPreference(v)
 		for ci := range m.clients {
-			c, err := connectTierClient(ctx, t.Addr(), fmt.Sprintf("bench-%s-%d", m.g.Name, ci), m.g.Tier, m.g.WriteConcern, cred)
+			c, err := connectTierClient(ctx, t.Addr(), fmt.Sprintf("bench-%s-%d", m.g.Name, ci), m.g.Tier, m.g.WriteConcern, rp, cred)
 			if err != nil {
 				return run, fmt.Errorf("client %d of group %s: %w", ci, m.g.Name, err)
 			}
 			conns[gi] = append(conns[gi], c)
+		}
+		if m.g.Kind == KindStaleness {
+			c, err := connectTierClient(ctx, t.Addr(), "bench-"+m.g.Name+"-writer", m.g.Tier, m.g.WriteConcern, nil, cred)
+			if err != nil {
+				return run, fmt.Errorf("the writer of group %s: %w", m.g.Name, err)
+			}
+			writers[gi] = c
+			stamps[gi] = &stampWriter{doc: fmt.Sprintf("%s-rep%d-%s", m.g.Name, rep, v.Name), log: &stampLog{}}
+			if err := stamps[gi].init(ctx, c, e.sc.Replicas+1); err != nil {
+				return run, fmt.Errorf("group %s: writing stamp 0: %w", m.g.Name, err)
+			}
 		}
 	}
 
@@ -177,26 +200,67 @@ func (e *engine) runOne(ctx context.Context, rep int, v Variant) (run RunResult,
 	}
 	defer sampler.stop()
 	cpuA, _ := rig.ReadCPUTimes()
-	tierdbA, pgA, selfA := processCPU(t.PID()), treeCPU(e.pg.Cluster.PID()), processCPU(os.Getpid())
+	tierdbA, pgA, selfA := processCPU(t.PID()), e.pg.postgresCPU(), processCPU(os.Getpid())
 	runCtx, cancel := context.WithTimeout(ctx, e.sc.MaxRunTime.D())
 	defer cancel()
 	start := time.Now()
 	run.Start = start.UTC()
+	var poller *replPoller
+	if e.sc.Replicas > 0 {
+		interval := min(max(e.sc.Period.D()/10, 200*time.Millisecond), time.Second)
+		if poller, err = startReplPoller(ctx, t.Addr(), cred, start, interval); err != nil {
+			return run, fmt.Errorf("polling replSetGetStatus: %w", err)
+		}
+		defer func() {
+			if poller != nil {
+				_, _, _ = poller.stop()
+			}
+		}()
+	}
 
 	// Groups that end afterOthers stop that long after all the others.
 	var bounded sync.WaitGroup
 	stops := make([]chan struct{}, len(groups))
 	recs := make([][]*recorder, len(groups))
+	readers := make([][]*staleReader, len(groups))
+	writerRecs := make([]*recorder, len(groups))
+	writerStops := make([]chan struct{}, len(groups))
+	var writersDone sync.WaitGroup
 	progress := make([]atomic.Int64, len(groups))
 	var all sync.WaitGroup
+	var groupsDone []*sync.WaitGroup
 	for gi, m := range groups {
 		seed := uint64(rep)<<32 | uint64(gi)<<16
+		var groupDone sync.WaitGroup
+		groupsDone = append(groupsDone, &groupDone)
+		if sw := stamps[gi]; sw != nil {
+			// The writer stamps from the group's start until its readers
+			// are done.
+			sw.start = start
+			wg := m.g
+			wg.Duration, wg.Ops, wg.Mode, wg.Rate = 0, 0, ModeClosed, 0
+			if m.g.WriteRate > 0 {
+				wg.Mode, wg.Rate = ModeRate, m.g.WriteRate
+			}
+			writerRecs[gi] = newRecorder(false, seed|0xffff)
+			writerStops[gi] = make(chan struct{})
+			var ignored atomic.Int64
+			w := worker{g: wg, client: writers[gi], rec: writerRecs[gi], start: start, done: &ignored, stop: writerStops[gi], stampW: sw}
+			writersDone.Go(func() { w.run(runCtx) })
+		}
 		for ci, c := range conns[gi] {
 			rec := newRecorder(*m.g.Samples, seed|uint64(ci))
+			if e.sc.Replicas > 0 && m.g.Kind == KindYCSB {
+				rec.keepPeriods(e.sc.Period.D())
+			}
 			recs[gi] = append(recs[gi], rec)
 			w := worker{
 				g: m.g, wl: e.wl, client: c, rec: rec, start: start, done: &progress[gi],
 				rng: rand.New(rand.NewPCG(seed|uint64(ci), uint64(len(v.Name)))),
+			}
+			if stamps[gi] != nil {
+				w.stampR = &staleReader{doc: stamps[gi].doc, start: start}
+				readers[gi] = append(readers[gi], w.stampR)
 			}
 			if m.g.AfterOthers > 0 {
 				if stops[gi] == nil {
@@ -206,12 +270,20 @@ func (e *engine) runOne(ctx context.Context, rep int, v Variant) (run RunResult,
 			} else {
 				bounded.Add(1)
 			}
+			groupDone.Add(1)
 			all.Go(func() {
+				defer groupDone.Done()
 				if w.stop == nil {
 					defer bounded.Done()
 				}
 				w.run(runCtx)
 			})
+		}
+		if stop := writerStops[gi]; stop != nil {
+			go func() {
+				groupDone.Wait()
+				close(stop)
+			}()
 		}
 	}
 	othersDone := make(chan struct{})
@@ -241,8 +313,21 @@ func (e *engine) runOne(ctx context.Context, rep int, v Variant) (run RunResult,
 	}
 	stopProgress := showProgress(e.opts.Progress, fmt.Sprintf("rep %d/%d %s", rep, e.sc.Repeat, v.Name), start, names, progress)
 	all.Wait()
+	writersDone.Wait()
 	stopProgress()
 	run.WallSeconds = time.Since(start).Seconds()
+	if poller != nil {
+		var last bson.Raw
+		var perr error
+		run.Repl, last, perr = poller.stop()
+		poller = nil
+		if perr != nil {
+			return run, fmt.Errorf("polling replSetGetStatus: %w", perr)
+		}
+		if js, err := bson.MarshalExtJSON(last, false, false); err == nil {
+			run.ReplStatus = js
+		}
+	}
 	run.CutOff = runCtx.Err() != nil && ctx.Err() == nil
 	if ctx.Err() != nil {
 		return run, ctx.Err()
@@ -251,7 +336,7 @@ func (e *engine) runOne(ctx context.Context, rep int, v Variant) (run RunResult,
 	cpuB, _ := rig.ReadCPUTimes()
 	run.Server = ServerUsage{
 		TierdbCPU:   processCPU(t.PID()) - tierdbA,
-		PostgresCPU: treeCPU(e.pg.Cluster.PID()) - pgA,
+		PostgresCPU: e.pg.postgresCPU() - pgA,
 	}
 	run.Server.BusyPct, run.Server.StealPct, run.Server.IOWait = cpuShares(cpuA, cpuB, e.layout.ServerCPUs)
 	if run.WallSeconds > 0 {
@@ -274,15 +359,51 @@ func (e *engine) runOne(ctx context.Context, rep int, v Variant) (run RunResult,
 		return run, fmt.Errorf("reading tierdb's metrics: %w", err)
 	}
 
+	var readSeries []int32
+	var readLatency []*Histogram
 	for gi, m := range groups {
-		run.Groups = append(run.Groups, mergeGroup(m.g, m.clients, recs[gi]))
+		gr := mergeGroup(m.g, m.clients, recs[gi])
+		gr.ReadPreference = m.g.readPreference(v)
+		if sw := stamps[gi]; sw != nil {
+			var rs [][]staleRead
+			for _, r := range readers[gi] {
+				rs = append(rs, r.reads)
+			}
+			gr.Staleness = stalenessOf(stalenessBound(gr.ReadPreference), sw.log.snapshot(), rs)
+			wr := writerRecs[gi]
+			gr.Staleness.WriteLatency = &wr.hist
+			if wr.errs > 0 && gr.FirstError == "" {
+				gr.FirstError = "writer: " + wr.firstErr
+			}
+			gr.Errors += wr.errs
+		} else if e.sc.Replicas > 0 {
+			for i, c := range gr.ReadSeries {
+				for len(readSeries) <= i {
+					readSeries = append(readSeries, 0)
+				}
+				readSeries[i] += c
+			}
+			for p, h := range periodReadLatency(recs[gi]) {
+				for len(readLatency) <= p {
+					readLatency = append(readLatency, &Histogram{})
+				}
+				readLatency[p].Merge(h)
+			}
+		}
+		run.Groups = append(run.Groups, gr)
+	}
+	if e.sc.Replicas > 0 {
+		run.Periods = periodSeries(e.sc.Period.D(), run.WallSeconds, readSeries, readLatency, run.Repl)
 	}
 	run.TSStart, run.TSEnd = tsPhase(run.Groups)
 
 	// The tiers must still be what the clients declared, or the run
 	// measured something else.
 	for gi := range groups {
-		for _, c := range conns[gi] {
+		for _, c := range append(slices.Clone(conns[gi]), writers[gi]) {
+			if c == nil {
+				continue
+			}
 			if err := c.checkTier(ctx); err != nil {
 				return run, err
 			}

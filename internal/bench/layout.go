@@ -23,6 +23,10 @@ type LayoutOptions struct {
 	// PGCPUQuota caps PostgreSQL (all its processes) at this many CPUs with
 	// a cgroup v1 CPU quota; 0 means no cap.
 	PGCPUQuota float64
+	// Nodes is how many PostgreSQL nodes run (the primary and its
+	// standbys); set by Run from the scenario. With a quota each node gets
+	// its own cgroup with it.
+	Nodes int
 }
 
 // planLayout decides the CPUs of each side. In the split layout the server
@@ -36,7 +40,7 @@ func planLayout(o LayoutOptions) (Layout, error) {
 	if o.Mode == "" {
 		o.Mode = LayoutSplit
 	}
-	l := Layout{Mode: o.Mode, PGCPUQuota: o.PGCPUQuota}
+	l := Layout{Mode: o.Mode, PGCPUQuota: o.PGCPUQuota, Nodes: max(o.Nodes, 1)}
 	if o.PGCPUQuota < 0 {
 		return l, fmt.Errorf("--pg-cpu-quota must be positive, got %g", o.PGCPUQuota)
 	}
@@ -79,8 +83,16 @@ func planLayout(o LayoutOptions) (Layout, error) {
 	default:
 		return l, fmt.Errorf("--layout must be %s or %s, got %q", LayoutSplit, LayoutShared, o.Mode)
 	}
-	if o.PGCPUQuota > 0 {
+	if l.Nodes > 1 {
+		l.Text += fmt.Sprintf("; PostgreSQL is %d nodes (a primary and %d hot standbys, each its own postmaster) on those CPUs", l.Nodes, l.Nodes-1)
+	}
+	switch {
+	case o.PGCPUQuota > 0 && l.Nodes > 1:
+		l.Text += fmt.Sprintf("; each node in its own cgroup v1 cpu group capped at %g CPU (equal-capacity nodes emulated on one machine: %g CPU of PostgreSQL in all)", o.PGCPUQuota, o.PGCPUQuota*float64(l.Nodes))
+	case o.PGCPUQuota > 0:
 		l.Text += fmt.Sprintf("; PostgreSQL capped at %g CPU by a cgroup quota", o.PGCPUQuota)
+	case l.Nodes > 1:
+		l.Text += "; no CPU quota: the nodes share the server CPUs freely, so routing reads to standbys adds no capacity"
 	}
 	return l, nil
 }

@@ -81,6 +81,9 @@ func writePlots(dir string, res *Results) ([]plotFile, error) {
 			return out, err
 		}
 	}
+	if err := replPlots(res, add); err != nil {
+		return out, err
+	}
 	return out, nil
 }
 

@@ -14,6 +14,7 @@ func (s *Scenario) Clone() *Scenario {
 	for i := range c.Variants {
 		c.Variants[i].Args = slices.Clone(s.Variants[i].Args)
 		c.Variants[i].Env = slices.Clone(s.Variants[i].Env)
+		c.Variants[i].Clients = maps.Clone(s.Variants[i].Clients)
 	}
 	c.Targets = slices.Clone(s.Targets)
 	c.Postgres = maps.Clone(s.Postgres)
@@ -29,6 +30,7 @@ func (s *Scenario) Quick() *Scenario {
 	c.Repeat = 1
 	c.Records = min(c.Records, 2000)
 	c.Warmup /= factor
+	c.Period = max(c.Period/factor, Duration(time.Second))
 	c.MaxRunTime = min(c.MaxRunTime, Duration(time.Minute))
 	floor := func(d Duration) Duration {
 		if d == 0 {

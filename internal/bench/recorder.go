@@ -22,10 +22,42 @@ type recorder struct {
 	samples    [][2]int64
 	seen       int64
 	reservoirR *rand.Rand
+	// reads counts the successful reads (and scans) per SeriesBucket, and
+	// periodHists holds their latencies per period (nil: not kept), for a
+	// replicated run's per-period series.
+	reads       []int32
+	period      time.Duration
+	periodHists []*Histogram
 }
 
 func newRecorder(keepSamples bool, seed uint64) *recorder {
 	return &recorder{keep: keepSamples, first: -1, reservoirR: rand.New(rand.NewPCG(seed, 0x5a))}
+}
+
+// keepPeriods makes the recorder keep read latencies per period.
+func (r *recorder) keepPeriods(period time.Duration) { r.period = period }
+
+// recordRead is record for a read: it also counts in the read series.
+func (r *recorder) recordRead(sent, done time.Duration, err error) {
+	r.record(sent, done, err)
+	if err != nil {
+		return
+	}
+	b := int(done / SeriesBucket)
+	for len(r.reads) <= b {
+		r.reads = append(r.reads, 0)
+	}
+	r.reads[b]++
+	if r.period > 0 {
+		p := int(done / r.period)
+		for len(r.periodHists) <= p {
+			r.periodHists = append(r.periodHists, nil)
+		}
+		if r.periodHists[p] == nil {
+			r.periodHists[p] = &Histogram{}
+		}
+		r.periodHists[p].Record(done - sent)
+	}
 }
 
 // record notes one operation sent at sent and answered at done (both from
@@ -85,6 +117,12 @@ func mergeGroup(g Group, clients int, recs []*recorder) GroupRun {
 		for i, c := range r.series {
 			gr.Series[i] += c
 		}
+		for len(gr.ReadSeries) < len(r.reads) {
+			gr.ReadSeries = append(gr.ReadSeries, 0)
+		}
+		for i, c := range r.reads {
+			gr.ReadSeries[i] += c
+		}
 		if r.keep {
 			s := slices.Clone(r.samples)
 			slices.SortFunc(s, func(a, b [2]int64) int { return cmp.Compare(a[0], b[0]) })
@@ -95,4 +133,20 @@ func mergeGroup(g Group, clients int, recs []*recorder) GroupRun {
 		gr.Start, gr.End = first.Seconds(), last.Seconds()
 	}
 	return gr
+}
+
+// periodReadLatency merges the recorders' read latencies of each period.
+func periodReadLatency(recs []*recorder) []*Histogram {
+	var out []*Histogram
+	for _, r := range recs {
+		for p, h := range r.periodHists {
+			for len(out) <= p {
+				out = append(out, &Histogram{})
+			}
+			if h != nil {
+				out[p].Merge(h)
+			}
+		}
+	}
+	return out
 }

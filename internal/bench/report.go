@@ -117,7 +117,7 @@ func markdown(res *Results, plots []plotFile) string {
 			}
 		}
 		dist := cmp.Or(g.Distribution, sc.Distribution)
-		p("| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", g.Name, clients, g.Tier, g.Role, mixText(g.Mix), dist, modeText(g), g.StartAfter, endText(g))
+		p("| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", g.Name, clients, g.Tier, g.Role, groupMixText(g), dist, modeText(g), g.StartAfter, endText(g))
 	}
 	p("\n| variant | tierdb serve flags |\n|---|---|\n")
 	if sc.BaselineOn() {
@@ -128,7 +128,16 @@ func markdown(res *Results, plots []plotFile) string {
 		if len(v.Env) > 0 {
 			env = " (environment: `" + strings.Join(v.Env, " ") + "`)"
 		}
-		p("| %s | `%s`%s |\n", v.Name, strings.Join(v.ServeArgs(), " "), env)
+		extra := ""
+		if v.ReadPreference != nil {
+			extra += "; reads: " + v.ReadPreference.String()
+		}
+		for _, g := range sc.Groups {
+			if n, ok := v.Clients[g.Name]; ok {
+				extra += fmt.Sprintf("; %d clients in %s", n, g.Name)
+			}
+		}
+		p("| %s | `%s`%s%s |\n", v.Name, strings.Join(v.ServeArgs(), " "), env, extra)
 	}
 	if len(sc.Postgres) > 0 {
 		p("\nPostgreSQL settings: %v\n", sc.Postgres)
@@ -174,6 +183,10 @@ func markdown(res *Results, plots []plotFile) string {
 		}
 	}
 	p("\n")
+
+	if r := replicationText(res); r != "" {
+		p("%s", r)
+	}
 
 	if hasNoiseWindows(sum) {
 		p("### Noise throughput around the time-sensitive phase\n\n")
@@ -236,6 +249,22 @@ func markdown(res *Results, plots []plotFile) string {
 	return b.String()
 }
 
+func groupMixText(g Group) string {
+	var t string
+	if g.Kind == KindStaleness {
+		t = "S workload: 1 writer stamping back to back, clients read the stamp"
+		if g.WriteRate > 0 {
+			t = fmt.Sprintf("S workload: 1 writer stamping %g/s, clients read the stamp", g.WriteRate)
+		}
+	} else {
+		t = mixText(g.Mix)
+	}
+	if g.ReadPreference != nil {
+		t += "; reads: " + g.ReadPreference.String()
+	}
+	return t
+}
+
 func mixText(m Mix) string {
 	t := m.total()
 	var parts []string
@@ -279,6 +308,10 @@ func limitText(t TargetResult) string {
 		return fmt.Sprintf("≤ %.0f%% drop", 100*t.Limit)
 	case "minRecovery":
 		return fmt.Sprintf("after ≥ %.0f%% of before", 100*t.Limit)
+	case "minVsBest":
+		return fmt.Sprintf("≥ %g× the better", t.Limit)
+	case "maxViolations":
+		return fmt.Sprintf("≤ %g violations", t.Limit)
 	}
 	return ""
 }

@@ -50,7 +50,10 @@ type Layout struct {
 	ServerCPUs []int   `json:"serverCPUs"`
 	LoadCPUs   []int   `json:"loadCPUs"`
 	PGCPUQuota float64 `json:"pgCPUQuota,omitempty"` // CPUs, 0 = none
-	Text       string  `json:"text"`
+	// Nodes is how many PostgreSQL nodes there are (primary and standbys);
+	// with a quota each has its own cgroup capped at PGCPUQuota.
+	Nodes int    `json:"nodes,omitempty"`
+	Text  string `json:"text"`
 }
 
 // RunResult is one variant (or the baseline) in one repetition, on a fresh
@@ -77,6 +80,12 @@ type RunResult struct {
 	Diagnostics Diagnostics `json:"diagnostics"`
 	// QoSStatus is tierdb's {qosStatus: 1} reply at the end of a QoS-on run.
 	QoSStatus json.RawMessage `json:"qosStatus,omitempty"`
+	// Repl are the replSetGetStatus polls of a replicated run, ReplStatus
+	// the last reply, and Periods the per-period series derived from them
+	// and from the clients' reads.
+	Repl       []ReplSample    `json:"repl,omitempty"`
+	ReplStatus json.RawMessage `json:"replStatus,omitempty"`
+	Periods    []PeriodStats   `json:"periods,omitempty"`
 }
 
 // GroupRun is one group's figures in one run.
@@ -97,6 +106,12 @@ type GroupRun struct {
 	// Series counts the operations answered in each SeriesBucket from the
 	// run's start.
 	Series []int32 `json:"series"`
+	// ReadSeries counts the reads (and scans) among them.
+	ReadSeries []int32 `json:"readSeries,omitempty"`
+	// ReadPreference is the routing of the group's reads in this run.
+	ReadPreference *ReadPreference `json:"readPreference,omitempty"`
+	// Staleness are an S group's figures (kind staleness).
+	Staleness *StalenessRun `json:"staleness,omitempty"`
 	// Samples are per client: [send time µs from the run's start, latency
 	// µs] of each operation, at most SampleCap per client (a uniform random
 	// subset beyond that), in time order.

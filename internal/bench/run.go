@@ -63,7 +63,12 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 	if err := sc.Validate(); err != nil {
 		return nil, err
 	}
-	layout, err := planLayout(o.Layout)
+	lo := o.Layout
+	if lo.PGCPUQuota == 0 {
+		lo.PGCPUQuota = sc.PGCPUQuota
+	}
+	lo.Nodes = sc.Replicas + 1
+	layout, err := planLayout(lo)
 	if err != nil {
 		return nil, err
 	}
@@ -94,7 +99,7 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 		sc.Name, len(sc.Groups), variantNames(sc), sc.Repeat, map[bool]string{true: " (quick)"}[o.Quick])
 	fmt.Fprintln(o.Stdout, "layout:", layout.Text)
 
-	pg, err := startPostgres(ctx, sc.Postgres, layout, o.Logger)
+	pg, err := startPostgres(ctx, sc.Postgres, sc.Replicas, layout, o.Logger)
 	if err != nil {
 		return nil, err
 	}

@@ -40,6 +40,20 @@ type Scenario struct {
 	// Postgres are extra PostgreSQL settings (name: value).
 	Postgres map[string]string `yaml:"postgres,omitempty" json:"postgres,omitempty"`
 
+	// Replicas, when > 0, makes the shared PostgreSQL a primary with that
+	// many hot standbys (pgmanage.StartSet); every tierdb the harness starts
+	// gets --postgres-url (the primary) and --standby-urls (the standbys),
+	// and the run polls replSetGetStatus for the reads each node served.
+	Replicas int `yaml:"replicas,omitempty" json:"replicas,omitempty"`
+	// PGCPUQuota is the scenario's default for --pg-cpu-quota (which
+	// overrides it): with replicas each node gets its own cgroup with this
+	// quota, emulating equal-capacity nodes on one machine.
+	PGCPUQuota float64 `yaml:"pgCPUQuota,omitempty" json:"pgCPUQuota,omitempty"`
+	// Period is the length of the per-period series of a replicated run
+	// (read throughput, p80 read latency, share of reads on standbys,
+	// balance fraction); default 10s as in seed 001.
+	Period Duration `yaml:"period,omitempty" json:"period,omitempty"`
+
 	Groups   []Group   `yaml:"groups" json:"groups"`
 	Variants []Variant `yaml:"variants" json:"variants"`
 	// Reference is the variant ratios are taken against; default the first
@@ -54,6 +68,12 @@ const (
 	RoleNoise         = "noise"
 )
 
+// Kinds of a group.
+const (
+	KindYCSB      = "ycsb"      // YCSB operations with the group's mix
+	KindStaleness = "staleness" // seed 001's S workload: one writer, readers
+)
+
 // Modes of a group.
 const (
 	ModeClosed = "closed" // back to back
@@ -62,14 +82,26 @@ const (
 
 // Group is a set of identical clients, each with its own connection.
 type Group struct {
-	Name    string      `yaml:"name" json:"name"`
+	Name string `yaml:"name" json:"name"`
+	// Kind: ycsb (default) or staleness, seed 001's S workload: one writer
+	// stamps a counter and the time into one document (back to back, or
+	// writeRate per second) while the group's clients read it with the
+	// group's read preference; the harness reports each read's
+	// client-observed staleness and the violations of the bound.
+	Kind    string      `yaml:"kind,omitempty" json:"kind,omitempty"`
 	Clients ClientCount `yaml:"clients" json:"clients"`
 	Tier    string      `yaml:"tier" json:"tier"`
 	// Role: timeSensitive (default for tier high) or noise (default else).
 	// The baseline runs the time-sensitive groups; the noise groups'
 	// throughput is compared before, during and after them.
 	Role string `yaml:"role,omitempty" json:"role,omitempty"`
-	Mix  Mix    `yaml:"mix" json:"mix"`
+	Mix  Mix    `yaml:"mix,omitempty" json:"mix,omitempty"`
+	// ReadPreference routes the group's reads (needs replicas); default
+	// the variant's, else the driver's (primary).
+	ReadPreference *ReadPreference `yaml:"readPreference,omitempty" json:"readPreference,omitempty"`
+	// WriteRate is the staleness writer's writes per second; 0: back to
+	// back.
+	WriteRate float64 `yaml:"writeRate,omitempty" json:"writeRate,omitempty"`
 	// Distribution overrides the scenario's key distribution for this group.
 	Distribution string `yaml:"distribution,omitempty" json:"distribution,omitempty"`
 	Mode         string `yaml:"mode,omitempty" json:"mode,omitempty"`
@@ -88,6 +120,29 @@ type Group struct {
 	// Samples keeps (time, latency) of operations for the timeline plot;
 	// default on for time-sensitive groups.
 	Samples *bool `yaml:"samples,omitempty" json:"samples,omitempty"`
+}
+
+// ReadPreference is a read's routing: mode primary, primaryPreferred,
+// secondary, secondaryPreferred, nearest or tierdb's adaptive, and a
+// staleness bound in milliseconds (not with primary). The driver sends it as
+// $readPreference, the bound and adaptive as the tag set tierdb reads
+// ({tierdb: route|adaptive, maxStalenessMS: N}).
+type ReadPreference struct {
+	Mode           string `yaml:"mode" json:"mode"`
+	MaxStalenessMS int    `yaml:"maxStalenessMS,omitempty" json:"maxStalenessMS,omitempty"`
+}
+
+// Read preference modes.
+var readModes = []string{"primary", "primaryPreferred", "secondary", "secondaryPreferred", "nearest", "adaptive"}
+
+func (rp *ReadPreference) String() string {
+	if rp == nil {
+		return "primary (driver default)"
+	}
+	if rp.MaxStalenessMS > 0 {
+		return fmt.Sprintf("%s ≤%d ms", rp.Mode, rp.MaxStalenessMS)
+	}
+	return rp.Mode
 }
 
 // Mix holds the proportions of YCSB operations; they need not sum to 1.
@@ -128,6 +183,11 @@ type Variant struct {
 	// administrator (password from the environment, random per run), and
 	// every client authenticates with SCRAM-SHA-256 as that user.
 	Auth bool `yaml:"auth,omitempty" json:"auth,omitempty"`
+	// ReadPreference is the read routing of the groups that set none.
+	ReadPreference *ReadPreference `yaml:"readPreference,omitempty" json:"readPreference,omitempty"`
+	// Clients overrides group client counts in this variant (group name:
+	// count), e.g. to measure one routing at several loads.
+	Clients map[string]int `yaml:"clients,omitempty" json:"clients,omitempty"`
 }
 
 // ServeArgs are the `tierdb serve` flags for the variant.
@@ -195,6 +255,9 @@ func (s *Scenario) applyDefaults() {
 	if s.Repeat == 0 {
 		s.Repeat = 1
 	}
+	if s.Period == 0 {
+		s.Period = Duration(10e9)
+	}
 	for i := range s.Groups {
 		g := &s.Groups[i]
 		if g.Role == "" {
@@ -205,6 +268,9 @@ func (s *Scenario) applyDefaults() {
 		}
 		if g.Mode == "" {
 			g.Mode = ModeClosed
+		}
+		if g.Kind == "" {
+			g.Kind = KindYCSB
 		}
 		if g.Samples == nil {
 			on := g.Role == RoleTimeSensitive
@@ -261,4 +327,21 @@ func (s *Scenario) Variant(name string) (Variant, bool) {
 		}
 	}
 	return Variant{}, false
+}
+
+// readPreference is the routing of group g's reads under variant v.
+func (g Group) readPreference(v Variant) *ReadPreference {
+	if g.ReadPreference != nil {
+		return g.ReadPreference
+	}
+	return v.ReadPreference
+}
+
+// clientsIn is group g's client count under variant v, given the count
+// resolved from the group.
+func (g Group) clientsIn(v Variant, resolved int) int {
+	if n, ok := v.Clients[g.Name]; ok {
+		return n
+	}
+	return resolved
 }

@@ -16,17 +16,17 @@ import (
 // pgServer is the one PostgreSQL all runs share.
 type pgServer struct {
 	*rig.Postgres
-	quota *cpuQuota
+	quotas []*cpuQuota // one per node
 }
 
 // startPostgres starts PostgreSQL, pins it (and so every backend it forks
 // later) to the server CPUs in the split layout and applies the CPU quota.
 // On error it stops whatever it started.
-func startPostgres(ctx context.Context, settings map[string]string, layout Layout, log *slog.Logger) (*pgServer, error) {
+func startPostgres(ctx context.Context, settings map[string]string, replicas int, layout Layout, log *slog.Logger) (*pgServer, error) {
 	// WAL fsync timing feeds the diagnostics; the scenario may override.
 	all := map[string]string{"track_wal_io_timing": "on"}
 	maps.Copy(all, settings)
-	o := rig.PostgresOptions{MaxConnections: 200, Settings: all, Logger: log}
+	o := rig.PostgresOptions{MaxConnections: 200, Settings: all, Logger: log, Replicas: replicas}
 	if layout.Mode == LayoutSplit {
 		o.CPUs = layout.ServerCPUs
 	}
@@ -36,32 +36,68 @@ func startPostgres(ctx context.Context, settings map[string]string, layout Layou
 	}
 	p := &pgServer{Postgres: pg}
 	if layout.PGCPUQuota > 0 {
-		if err := p.applyQuota(layout.PGCPUQuota); err != nil {
+		nodes, err := pg.NodePIDs()
+		if err == nil {
+			p.quotas, err = applyNodeQuotas(cgroupV1CPU, fmt.Sprintf("tierdb-bench-%d-pg", os.Getpid()), nodes, layout.PGCPUQuota)
+		}
+		if err != nil {
 			return nil, errors.Join(err, p.stop())
 		}
 	}
 	return p, nil
 }
 
-// applyQuota moves every PostgreSQL process into a fresh cgroup capped at
-// cpus CPUs; backends forked later are born in it.
-func (p *pgServer) applyQuota(cpus float64) (err error) {
-	p.quota, err = newCPUQuota(cgroupV1CPU, fmt.Sprintf("tierdb-bench-%d-pg", os.Getpid()), cpus)
-	if err != nil {
-		return err
+// applyNodeQuotas gives every PostgreSQL node (postmaster PID) its own
+// cgroup under root capped at cpus CPUs, as equal-capacity machines would
+// be, and moves the node's processes into it; backends forked later are
+// born in it. A single node's group is called name, node i's name-node<i>.
+// On error it removes the groups it made, once empty.
+func applyNodeQuotas(root, name string, postmasters []int, cpus float64) (quotas []*cpuQuota, err error) {
+	defer func() {
+		if err != nil {
+			for _, q := range quotas {
+				_ = q.remove()
+			}
+			quotas = nil
+		}
+	}()
+	for i, pm := range postmasters {
+		group := name
+		if len(postmasters) > 1 {
+			group = fmt.Sprintf("%s-node%d", name, i)
+		}
+		q, err := newCPUQuota(root, group, cpus)
+		if err != nil {
+			return quotas, err
+		}
+		quotas = append(quotas, q)
+		tree, _ := rig.ProcessTree(pm)
+		pids := []int{pm}
+		for _, proc := range tree {
+			if proc.PID != pm {
+				pids = append(pids, proc.PID)
+			}
+		}
+		if err := q.add(pids...); err != nil {
+			return quotas, err
+		}
+		if q.kernel {
+			if in, err := q.contains(pm); err != nil || !in {
+				return quotas, fmt.Errorf("--pg-cpu-quota: postmaster %d is not in cgroup %s after moving it (%v)", pm, q.dir, err)
+			}
+		}
 	}
-	tree, _ := rig.ProcessTree(p.Cluster.PID())
-	pids := make([]int, len(tree))
-	for i, proc := range tree {
-		pids[i] = proc.PID
+	return quotas, nil
+}
+
+// postgresCPU is the CPU seconds of every PostgreSQL process of every node.
+func (p *pgServer) postgresCPU() float64 {
+	pids, _ := p.NodePIDs()
+	var sum float64
+	for _, pid := range pids {
+		sum += treeCPU(pid)
 	}
-	if err := p.quota.add(pids...); err != nil {
-		return err
-	}
-	if in, err := p.quota.contains(p.Cluster.PID()); err != nil || !in {
-		return fmt.Errorf("--pg-cpu-quota: the postmaster is not in cgroup %s after moving it (%v)", p.quota.dir, err)
-	}
-	return nil
+	return sum
 }
 
 // exec runs one SQL statement on the bench's database.
@@ -92,8 +128,8 @@ func (p *pgServer) version(ctx context.Context) string {
 // while processes remain in it, and the temporary directory.
 func (p *pgServer) stop() error {
 	err := p.Postgres.Stop()
-	if p.quota != nil {
-		err = errors.Join(err, p.quota.remove())
+	for _, q := range p.quotas {
+		err = errors.Join(err, q.remove())
 	}
 	return err
 }

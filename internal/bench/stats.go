@@ -21,6 +21,15 @@ type Stats struct {
 	Before float64 `json:"beforeOpsPerSec,omitempty"`
 	During float64 `json:"duringOpsPerSec,omitempty"`
 	After  float64 `json:"afterOpsPerSec,omitempty"`
+	// An S group's client-observed staleness (µs) and violations of its
+	// bound; a replicated run's share of reads served by standbys.
+	StaleP50     float64 `json:"staleP50Us,omitempty"`
+	StaleP99     float64 `json:"staleP99Us,omitempty"`
+	StaleMax     float64 `json:"staleMaxUs,omitempty"`
+	StaleReads   float64 `json:"staleReads,omitempty"`
+	Violations   float64 `json:"violations,omitempty"`
+	StandbyShare float64 `json:"standbyShare,omitempty"`
+	P80          float64 `json:"p80Us,omitempty"`
 }
 
 func (s Stats) metric(name string) float64 {
@@ -171,6 +180,21 @@ func groupStats(r RunResult, g GroupRun, warmup float64) Stats {
 		s.P999 = micros(h.Quantile(0.999))
 		s.Max = micros(h.Max())
 	}
+	if st := g.Staleness; st != nil {
+		if h := st.Staleness; h != nil && h.Count() > 0 {
+			s.StaleP50 = micros(h.Quantile(0.50))
+			s.StaleP99 = micros(h.Quantile(0.99))
+			s.StaleMax = micros(h.Max())
+		}
+		s.StaleReads = float64(st.Stale)
+		s.Violations = float64(st.Violations)
+	}
+	if len(r.Repl) > 0 {
+		s.StandbyShare = standbyShare(r.Repl)
+	}
+	if h := g.Latency; h != nil && h.Count() > 0 {
+		s.P80 = micros(h.Quantile(0.80))
+	}
 	if g.Role == RoleNoise && r.TSEnd > r.TSStart {
 		s.Before = seriesRate(g.Series, g.Start+warmup, r.TSStart)
 		s.During = seriesRate(g.Series, r.TSStart, r.TSEnd)
@@ -261,6 +285,14 @@ func medianStats(reps []Stats) Stats {
 		Before:     pick(func(s Stats) float64 { return s.Before }),
 		During:     pick(func(s Stats) float64 { return s.During }),
 		After:      pick(func(s Stats) float64 { return s.After }),
+
+		StaleP50:     pick(func(s Stats) float64 { return s.StaleP50 }),
+		StaleP99:     pick(func(s Stats) float64 { return s.StaleP99 }),
+		StaleMax:     pick(func(s Stats) float64 { return s.StaleMax }),
+		StaleReads:   pick(func(s Stats) float64 { return s.StaleReads }),
+		Violations:   pick(func(s Stats) float64 { return s.Violations }),
+		StandbyShare: pick(func(s Stats) float64 { return s.StandbyShare }),
+		P80:          pick(func(s Stats) float64 { return s.P80 }),
 	}
 }
 

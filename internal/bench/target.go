@@ -28,6 +28,13 @@ type Target struct {
 	MaxNoiseDrop *float64 `yaml:"maxNoiseDrop,omitempty" json:"maxNoiseDrop,omitempty"`
 	// MinRecovery: after/before ≥ value for a noise group's throughput.
 	MinRecovery *float64 `yaml:"minRecovery,omitempty" json:"minRecovery,omitempty"`
+	// MinVsBest: variant/max(metric of the BestOf variants) ≥ value, for
+	// throughput (1.2 = at least 20% above the better of them).
+	MinVsBest *float64 `yaml:"minVsBest,omitempty" json:"minVsBest,omitempty"`
+	BestOf    []string `yaml:"bestOf,omitempty" json:"bestOf,omitempty"`
+	// MaxViolations: an S group's reads over its staleness bound, in the
+	// worst repetition, ≤ value.
+	MaxViolations *float64 `yaml:"maxViolations,omitempty" json:"maxViolations,omitempty"`
 }
 
 // Metric names.
@@ -48,6 +55,10 @@ func (t Target) kind() string {
 		return "maxNoiseDrop"
 	case t.MinRecovery != nil:
 		return "minRecovery"
+	case t.MinVsBest != nil:
+		return "minVsBest"
+	case t.MaxViolations != nil:
+		return "maxViolations"
 	}
 	return ""
 }
@@ -59,7 +70,7 @@ func (t Target) validate(where string, s *Scenario) []string {
 		bad("name is required (the report prints it)")
 	}
 	n := 0
-	for _, p := range []*float64{t.MinReduction, t.MaxVsBaseline, t.Within, t.MaxNoiseDrop, t.MinRecovery} {
+	for _, p := range []*float64{t.MinReduction, t.MaxVsBaseline, t.Within, t.MaxNoiseDrop, t.MinRecovery, t.MinVsBest, t.MaxViolations} {
 		if p != nil {
 			n++
 			if *p < 0 {
@@ -68,7 +79,7 @@ func (t Target) validate(where string, s *Scenario) []string {
 		}
 	}
 	if n != 1 {
-		bad("exactly one of minReduction, maxVsBaseline, within, maxNoiseDrop, minRecovery is needed")
+		bad("exactly one of minReduction, maxVsBaseline, within, maxNoiseDrop, minRecovery, minVsBest, maxViolations is needed")
 		return errs
 	}
 	if _, ok := s.Variant(t.Variant); !ok {
@@ -81,7 +92,29 @@ func (t Target) validate(where string, s *Scenario) []string {
 			bad("group %q is not a group", t.Group)
 		}
 	}
+	if len(t.BestOf) > 0 && t.kind() != "minVsBest" {
+		bad("bestOf is only for minVsBest")
+	}
 	switch t.kind() {
+	case "minVsBest":
+		if t.Metric != "throughput" {
+			bad("minVsBest compares throughput; set metric: throughput")
+		}
+		if len(t.BestOf) == 0 {
+			bad("minVsBest needs bestOf: the variants to beat")
+		}
+		for _, name := range t.BestOf {
+			if _, ok := s.Variant(name); !ok {
+				bad("bestOf: %q is not a variant", name)
+			}
+		}
+	case "maxViolations":
+		if t.Metric != "" {
+			bad("maxViolations counts reads; leave metric out")
+		}
+		if t.Group == "" || g.Kind != KindStaleness {
+			bad("maxViolations needs a group of kind %s", KindStaleness)
+		}
 	case "minReduction", "within", "maxVsBaseline":
 		if !slices.Contains(allMetrics, t.Metric) {
 			bad("metric must be one of %v, got %q", allMetrics, t.Metric)
@@ -158,6 +191,34 @@ func evaluate(s *Scenario, t Target, sum *Summary) TargetResult {
 		return fmtMicros(v)
 	}
 	switch t.kind() {
+	case "minVsBest":
+		v, ok := metricOf(t.Variant)
+		best, bestName := 0.0, ""
+		for _, name := range t.BestOf {
+			if x, ok := metricOf(name); ok && x > best {
+				best, bestName = x, name
+			}
+		}
+		if !ok || best == 0 {
+			r.Missing = "no data for " + t.Variant + " or the variants to beat"
+			return r
+		}
+		r.Value, r.Limit = v/best, *t.MinVsBest
+		r.Pass = r.Value >= r.Limit
+		r.Measured = fmt.Sprintf("%s vs %s (%s, the better of %v): %.2f×", unit(v), unit(best), bestName, t.BestOf, r.Value)
+	case "maxViolations":
+		gs, ok := sum.Find(t.Variant, t.Group)
+		if !ok || len(gs.Reps) == 0 {
+			r.Missing = "no staleness data"
+			return r
+		}
+		worst := 0.0
+		for _, rep := range gs.Reps {
+			worst = max(worst, rep.Violations)
+		}
+		r.Value, r.Limit = worst, *t.MaxViolations
+		r.Pass = r.Value <= r.Limit
+		r.Measured = fmt.Sprintf("%.0f reads over the bound (worst repetition); staleness p99 %s, max %s", worst, fmtMicros(gs.Median.StaleP99), fmtMicros(gs.Median.StaleMax))
 	case "minReduction", "within":
 		v, ok1 := metricOf(t.Variant)
 		ref, ok2 := metricOf(s.Reference)

@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -35,6 +36,15 @@ func (s *Scenario) Validate() error {
 	if s.Repeat < 1 {
 		bad("repeat must be at least 1")
 	}
+	if s.Replicas < 0 || s.Replicas > 8 {
+		bad("replicas must be 0…8, got %d", s.Replicas)
+	}
+	if s.PGCPUQuota < 0 {
+		bad("pgCPUQuota cannot be negative")
+	}
+	if s.Period < Duration(100e6) {
+		bad("period must be at least 100ms, got %s", s.Period)
+	}
 	if len(s.Groups) == 0 {
 		bad("groups: at least one group is needed")
 	}
@@ -49,6 +59,9 @@ func (s *Scenario) Validate() error {
 		}
 		seen[g.Name] = true
 		errs = append(errs, g.validate(where)...)
+		if g.ReadPreference != nil && s.Replicas == 0 {
+			bad("%s: readPreference needs replicas", where)
+		}
 		if g.AfterOthers == 0 {
 			bounded++
 		}
@@ -69,6 +82,16 @@ func (s *Scenario) Validate() error {
 		}
 		seen[v.Name] = true
 		errs = append(errs, v.validate(where)...)
+		if v.ReadPreference != nil && s.Replicas == 0 {
+			bad("%s: readPreference needs replicas", where)
+		}
+		for name, n := range v.Clients {
+			if _, ok := s.Group(name); !ok {
+				bad("%s: clients: %q is not a group", where, name)
+			} else if n < 1 {
+				bad("%s: clients of %s must be at least 1", where, name)
+			}
+		}
 	}
 	if s.Reference != "" {
 		if _, ok := s.Variant(s.Reference); !ok {
@@ -104,8 +127,29 @@ func (g Group) validate(where string) []string {
 		bad("role must be %s or %s, got %q", RoleTimeSensitive, RoleNoise, g.Role)
 	}
 	m := g.Mix
-	if m.Read < 0 || m.Update < 0 || m.Insert < 0 || m.Scan < 0 || m.total() <= 0 {
-		bad("mix needs non-negative proportions of read, update, insert, scan, not all zero")
+	switch g.Kind {
+	case KindYCSB:
+		if m.Read < 0 || m.Update < 0 || m.Insert < 0 || m.Scan < 0 || m.total() <= 0 {
+			bad("mix needs non-negative proportions of read, update, insert, scan, not all zero")
+		}
+		if g.WriteRate != 0 {
+			bad("writeRate is only for kind %s", KindStaleness)
+		}
+	case KindStaleness:
+		if m.total() != 0 {
+			bad("kind %s has no mix: its writer updates and its clients read", KindStaleness)
+		}
+		if g.WriteRate < 0 || g.WriteRate > 1e6 {
+			bad("writeRate must be in [0, 1e6] (0: back to back)")
+		}
+		if g.AfterOthers > 0 {
+			bad("kind %s needs duration or ops", KindStaleness)
+		}
+	default:
+		bad("kind must be %s or %s, got %q", KindYCSB, KindStaleness, g.Kind)
+	}
+	if rp := g.ReadPreference; rp != nil {
+		errs = append(errs, rp.validate(where+": readPreference")...)
 	}
 	if g.Distribution != "" && g.Distribution != "zipfian" && g.Distribution != "uniform" {
 		bad("distribution must be zipfian or uniform, got %q", g.Distribution)
@@ -175,11 +219,14 @@ func (v Variant) validate(where string) []string {
 			bad("env: want NAME=value, got %q", e)
 		}
 	}
+	if rp := v.ReadPreference; rp != nil {
+		errs = append(errs, rp.validate(where+": readPreference")...)
+	}
 	if v.BackendsPerTier < 0 {
 		bad("backendsPerTier cannot be negative")
 	}
 	for _, a := range v.Args {
-		for _, owned := range []string{"--listen", "--postgres-url", "--data-dir", "--qos", "--threshold", "--cpu-pools", "--nice", "--backends-per-tier"} {
+		for _, owned := range []string{"--listen", "--postgres-url", "--data-dir", "--qos", "--threshold", "--cpu-pools", "--nice", "--backends-per-tier", "--standby-urls", "--replicas"} {
 			if a == owned || strings.HasPrefix(a, owned+"=") {
 				bad("args: %s is set by the harness or by a variant field", owned)
 			}
@@ -209,4 +256,18 @@ func checkPools(s string) error {
 		}
 	}
 	return nil
+}
+
+func (rp *ReadPreference) validate(where string) []string {
+	var errs []string
+	if !slices.Contains(readModes, rp.Mode) {
+		errs = append(errs, fmt.Sprintf("%s: mode must be one of %s, got %q", where, strings.Join(readModes, ", "), rp.Mode))
+	}
+	if rp.MaxStalenessMS < 0 {
+		errs = append(errs, where+": maxStalenessMS cannot be negative")
+	}
+	if rp.Mode == "primary" && rp.MaxStalenessMS > 0 {
+		errs = append(errs, where+": mode primary takes no staleness bound")
+	}
+	return errs
 }

@@ -17,6 +17,9 @@ type worker struct {
 	start  time.Time     // the run's start
 	stop   chan struct{} // closed when an afterOthers group must stop
 	done   *atomic.Int64 // operations answered, for the progress line
+	// An S group's writer or reader instead of YCSB operations.
+	stampW *stampWriter
+	stampR *staleReader
 }
 
 func (w *worker) run(ctx context.Context) {
@@ -52,11 +55,26 @@ func (w *worker) run(ctx context.Context) {
 				return
 			}
 		}
-		err := w.wl.do(ctx, w.client.coll, w.g.Mix.pick(w.rng), w.g.Distribution, w.rng)
+		var err error
+		read := false
+		switch {
+		case w.stampW != nil:
+			err = w.stampW.write(ctx, w.client)
+		case w.stampR != nil:
+			err, read = w.stampR.read(ctx, w.client), true
+		default:
+			op := w.g.Mix.pick(w.rng)
+			read = op == opRead || op == opScan
+			err = w.wl.do(ctx, w.client.coll, op, w.g.Distribution, w.rng)
+		}
 		if ctx.Err() != nil {
 			return // cut off: the operation did not fail on its own
 		}
-		w.rec.record(sent.Sub(w.start), time.Since(w.start), err)
+		if read {
+			w.rec.recordRead(sent.Sub(w.start), time.Since(w.start), err)
+		} else {
+			w.rec.record(sent.Sub(w.start), time.Since(w.start), err)
+		}
 		w.done.Add(1)
 	}
 }

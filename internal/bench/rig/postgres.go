@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	"tierdb/internal/pgmanage"
@@ -25,14 +27,20 @@ type PostgresOptions struct {
 	// CPUs, when set, pins the postmaster, its processes and so every
 	// backend it forks later.
 	CPUs []int
+	// Replicas, when > 0, starts a primary with that many hot standbys
+	// (pgmanage.StartSet), each its own postmaster.
+	Replicas int
 }
 
 // Postgres is a private PostgreSQL server.
 type Postgres struct {
 	// Dir is a fresh directory under /tmp holding the data directory; the
 	// caller may keep its own files there. Stop removes it.
-	Dir     string
+	Dir string
+	// Cluster is the primary.
 	Cluster *pgmanage.Cluster
+	// Set holds the primary and the standbys when started with replicas.
+	Set *pgmanage.Set
 	// Pinned is how many processes were moved to CPUs, the postmaster
 	// included; 0 when not pinned.
 	Pinned int
@@ -59,29 +67,96 @@ func StartPostgres(ctx context.Context, o PostgresOptions) (p *Postgres, err err
 	}
 	sctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
-	p.Cluster, err = pgmanage.Start(sctx, pgmanage.Options{
+	po := pgmanage.Options{
 		DataDir:        filepath.Join(dir, "data"),
 		MaxConnections: o.MaxConnections,
 		Settings:       o.Settings,
 		Logger:         o.Logger,
-	})
+	}
+	if o.Replicas > 0 {
+		p.Set, err = pgmanage.StartSet(sctx, po, o.Replicas)
+		if err == nil {
+			p.Cluster = p.Set.Primary()
+		}
+	} else {
+		p.Cluster, err = pgmanage.Start(sctx, po)
+	}
 	if err != nil {
 		return p, fmt.Errorf("starting PostgreSQL: %w", err)
 	}
 	if len(o.CPUs) > 0 {
 		// Before anything connects: backends are forked by the postmaster
 		// and inherit its affinity.
-		if p.Pinned, err = PinTree(p.Cluster.PID(), o.CPUs); err != nil {
-			return p, fmt.Errorf("pinning PostgreSQL: %w", err)
+		pids, err := p.NodePIDs()
+		if err != nil {
+			return p, err
+		}
+		for _, pid := range pids {
+			n, err := PinTree(pid, o.CPUs)
+			if err != nil {
+				return p, fmt.Errorf("pinning PostgreSQL: %w", err)
+			}
+			p.Pinned += n
 		}
 	}
 	return p, nil
 }
 
+// StandbyConnStrings are the standbys' connection strings (keyword/value,
+// no commas), for tierdb's --standby-urls; nil without replicas.
+func (p *Postgres) StandbyConnStrings() []string {
+	if p.Set == nil {
+		return nil
+	}
+	var out []string
+	for _, n := range p.Set.Nodes() {
+		if !n.Primary && n.ConnString != "" {
+			out = append(out, n.ConnString)
+		}
+	}
+	return out
+}
+
+// NodePIDs are the postmasters' process IDs, the primary's first. A
+// standby's comes from its postmaster.pid (pgmanage gives the primary's
+// only).
+func (p *Postgres) NodePIDs() ([]int, error) {
+	if p.Cluster == nil {
+		return nil, errors.New("PostgreSQL is not running")
+	}
+	pids := []int{p.Cluster.PID()}
+	if p.Set == nil {
+		return pids, nil
+	}
+	for _, n := range p.Set.Nodes() {
+		if n.Primary {
+			continue
+		}
+		path := filepath.Join(p.Dir, "data", n.Name, "pg", "postmaster.pid")
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return pids, fmt.Errorf("standby %s: %w", n.Name, err)
+		}
+		first, _, _ := strings.Cut(string(b), "\n")
+		pid, err := strconv.Atoi(strings.TrimSpace(first))
+		if err != nil || pid <= 0 {
+			return pids, fmt.Errorf("standby %s: %s does not start with a PID", n.Name, path)
+		}
+		pids = append(pids, pid)
+	}
+	return pids, nil
+}
+
 // Stop stops PostgreSQL and removes Dir. Safe on a partly started server.
 func (p *Postgres) Stop() error {
 	var errs []error
-	if p.Cluster != nil {
+	if p.Set != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), pgStopTimeout)
+		defer cancel()
+		if err := p.Set.Stop(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("stopping PostgreSQL: %w", err))
+		}
+	} else if p.Cluster != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), pgStopTimeout)
 		defer cancel()
 		if err := p.Cluster.Stop(ctx); err != nil {
