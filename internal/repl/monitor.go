@@ -217,6 +217,9 @@ func (m *Monitor) pollNode(ctx context.Context, n *storage.Node) {
 	got := m.now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if !slices.Contains(m.opts.Store.Nodes(), n) {
+		return // replaced by a failover while we asked
+	}
 	mem := m.members[n]
 	if mem == nil {
 		mem = &Member{Name: n.Name, Primary: n.Primary, node: n}
@@ -258,10 +261,16 @@ func (m *Monitor) releaseWaiters() {
 }
 
 // appliedBy counts the standbys that have applied lsn. m.mu is held.
+// Only standbys of the current topology count: right after a failover the
+// members of the old one may linger until the next round.
 func (m *Monitor) appliedBy(lsn uint64) int {
+	nodes := m.opts.Store.Nodes()
+	if len(nodes) < 2 {
+		return 0
+	}
 	n := 0
-	for _, mem := range m.members {
-		if !mem.Primary && mem.Up && mem.Applied >= lsn {
+	for _, node := range nodes[1:] {
+		if mem := m.members[node]; mem != nil && mem.Up && mem.Applied >= lsn {
 			n++
 		}
 	}

@@ -45,19 +45,21 @@ type Preference struct {
 	Tags []map[string]string
 }
 
-// matches says whether a node with these tags may serve p.
-func (p Preference) matches(tags map[string]string) bool {
+// tagSets are the preference's tag sets in order, or one empty set, which
+// matches every node.
+func (p Preference) tagSets() []map[string]string {
 	if len(p.Tags) == 0 {
-		return true
+		return []map[string]string{nil}
 	}
-	for _, set := range p.Tags {
-		ok := true
-		for k, v := range set {
-			ok = ok && tags[k] == v
-		}
-		if ok {
-			return true
+	return p.Tags
+}
+
+// matchesSet says whether a node with these tags matches one tag set.
+func matchesSet(set, tags map[string]string) bool {
+	for k, v := range set {
+		if tags[k] != v {
+			return false
 		}
 	}
-	return false
+	return true
 }

@@ -72,12 +72,20 @@ func (r *Router) Route(p Preference, primary NodeView, standbys []NodeView) (int
 		return PrimaryNode, nil
 	case Nearest:
 		// Nearest by load: every node is on this machine's network, so
-		// the one with fewest reads in flight answers soonest.
-		i, err := r.standby(p, standbys)
-		if err != nil || primary.Up && primary.InFlight <= standbys[i].InFlight {
-			return PrimaryNode, nil
+		// the one with fewest reads in flight answers soonest. As in
+		// MongoDB, the first tag set that matches an eligible node decides,
+		// and it applies to the primary too.
+		for _, set := range p.tagSets() {
+			i := r.leastBusy(set, p.MaxStaleness, standbys)
+			primaryOK := primary.Up && matchesSet(set, primary.Tags)
+			switch {
+			case primaryOK && (i < 0 || primary.InFlight <= standbys[i].InFlight):
+				return PrimaryNode, nil
+			case i >= 0:
+				return i, nil
+			}
 		}
-		return i, nil
+		return PrimaryNode, ErrNoEligible
 	case Adaptive:
 		if r.rand() >= r.Fraction(p.MaxStaleness, standbys) {
 			return PrimaryNode, nil
@@ -118,17 +126,25 @@ func (r *Router) fresh(s NodeView, bound time.Duration) bool {
 	return bound <= 0 || s.Staleness <= bound-r.margin
 }
 
-// standby picks the least busy standby that is up, matches the tags and is
-// within the bound (0: any staleness).
+// standby picks the least busy standby that is up and within the bound (0:
+// any staleness) among those matching the first tag set that matches any.
 func (r *Router) standby(p Preference, standbys []NodeView) (int, error) {
+	for _, set := range p.tagSets() {
+		if i := r.leastBusy(set, p.MaxStaleness, standbys); i >= 0 {
+			return i, nil
+		}
+	}
+	return PrimaryNode, ErrNoEligible
+}
+
+// leastBusy is the eligible standby matching set with the fewest reads in
+// flight, or -1.
+func (r *Router) leastBusy(set map[string]string, bound time.Duration, standbys []NodeView) int {
 	best := -1
 	for i, s := range standbys {
-		if s.Up && r.fresh(s, p.MaxStaleness) && p.matches(s.Tags) && (best < 0 || s.InFlight < standbys[best].InFlight) {
+		if s.Up && r.fresh(s, bound) && matchesSet(set, s.Tags) && (best < 0 || s.InFlight < standbys[best].InFlight) {
 			best = i
 		}
 	}
-	if best < 0 {
-		return PrimaryNode, ErrNoEligible
-	}
-	return best, nil
+	return best
 }
