@@ -88,7 +88,7 @@ func planLayout(o LayoutOptions) (Layout, error) {
 	}
 	switch {
 	case o.PGCPUQuota > 0 && l.Nodes > 1:
-		l.Text += fmt.Sprintf("; each node in its own cgroup v1 cpu group capped at %g CPU (equal-capacity nodes emulated on one machine: %g CPU of PostgreSQL in all)", o.PGCPUQuota, o.PGCPUQuota*float64(l.Nodes))
+		l.Text += fmt.Sprintf("; each node in its own cgroup v1 cpu group capped at %g CPU (10 ms CFS period; equal-capacity nodes emulated on one machine: %g CPU of PostgreSQL in all)", o.PGCPUQuota, o.PGCPUQuota*float64(l.Nodes))
 	case o.PGCPUQuota > 0:
 		l.Text += fmt.Sprintf("; PostgreSQL capped at %g CPU by a cgroup quota", o.PGCPUQuota)
 	case l.Nodes > 1:

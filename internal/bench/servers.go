@@ -66,7 +66,11 @@ func applyNodeQuotas(root, name string, postmasters []int, cpus float64) (quotas
 		if len(postmasters) > 1 {
 			group = fmt.Sprintf("%s-node%d", name, i)
 		}
-		q, err := newCPUQuota(root, group, cpus)
+		period := int64(cfsPeriod)
+		if len(postmasters) > 1 {
+			period = nodeCFSPeriod
+		}
+		q, err := newCPUQuotaPeriod(root, group, cpus, period)
 		if err != nil {
 			return quotas, err
 		}
