@@ -566,3 +566,17 @@ def test_admin_password_in_argv_is_warned_about_and_hidden(new_server):
     assert secret not in argv and "<redacted>" in argv
     log = t.read_log()
     assert "--admin-password is visible" in log and secret not in log
+
+
+def test_sha256_passwords_are_saslprepped(authsrv):
+    # U+2168 (ROMAN NUMERAL NINE) is "IX" after SASLprep; U+00AD (soft
+    # hyphen) maps to nothing. Both sides prepare the password, so either
+    # spelling logs in with SCRAM-SHA-256.
+    authsrv.admin.admin.command("createUser", "prep", pwd="\u2168-pen\u00adcil", roles=[{"role": "read", "db": "shop"}])
+    try:
+        for pw in ("\u2168-pen\u00adcil", "IX-pencil"):
+            c = login(authsrv, "prep", pw, authMechanism="SCRAM-SHA-256")
+            assert c.shop.items.find_one() is not None
+            c.close()
+    finally:
+        authsrv.admin.admin.command("dropUser", "prep")
