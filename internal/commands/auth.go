@@ -110,7 +110,12 @@ func (h *Handlers) authorize(req *Request) error {
 		ok = g.Root
 	}
 	if !ok {
-		return mongoerr.Newf(mongoerr.Unauthorized, "not authorized on %s to execute command %s", req.DB, req.Name)
+		// MongoDB's wording, naming the target but never echoing the
+		// command's arguments (a createUser carries a password).
+		if coll := commandCollection(req); a.kind == accessCollection && coll != "" {
+			return mongoerr.Newf(mongoerr.Unauthorized, "not authorized on %s to execute command { %s: %q }", req.DB, req.Name, coll)
+		}
+		return mongoerr.Newf(mongoerr.Unauthorized, "not authorized on %s to execute command { %s }", req.DB, req.Name)
 	}
 	return nil
 }

@@ -327,6 +327,9 @@ func (h *Handlers) dropUser(ctx context.Context, req *Request) (bson.D, error) {
 		return nil, err
 	}
 	h.log.Info("user dropped", "user", name, "db", req.DB)
+	if !reg.Required() {
+		h.log.Warn("the last user was dropped: access control is off again; every client of this loopback listener has full access")
+	}
 	return bson.D{}, nil
 }
 
