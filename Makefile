@@ -6,7 +6,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 ARGS ?=
 
-.PHONY: all build run test test-go test-py fuzz deps deps-postgres deps-python bench bench-smoke bench-baseline clean
+.PHONY: all build run test test-go test-py fuzz deps deps-postgres deps-python bench bench-smoke bench-repl bench-baseline clean
 
 all: build
 
@@ -61,6 +61,13 @@ bench: deps-postgres build
 
 bench-smoke: deps-postgres build
 	./$(BIN) bench --quick smoke
+
+# Replication (issue 5): adaptive reads, bounded staleness, majority writes
+# under noise; each PostgreSQL node in its own cgroup v1 CPU quota (root).
+bench-repl: deps-postgres build
+	./$(BIN) bench decongestant-clients
+	./$(BIN) bench staleness
+	./$(BIN) bench fig5b
 
 bench-baseline: deps build
 	$(GO) run ./bench/baseline $(ARGS)

@@ -26,7 +26,7 @@ func runBench(args []string) error {
 	repeat := fs.Int("repeat", 0, "repetitions (default: the scenario's)")
 	layout := fs.String("layout", bench.LayoutSplit, "split: servers and load generator on disjoint CPUs; shared: all on all CPUs")
 	serverCPUs := fs.String("server-cpus", "", "with --layout split: the servers' CPUs, e.g. 1 or 2-3 (default: the last half)")
-	pgQuota := fs.Float64("pg-cpu-quota", 0, "cap PostgreSQL at this many CPUs with a cgroup v1 quota, e.g. 0.5 (0: no cap)")
+	pgQuota := fs.Float64("pg-cpu-quota", 0, "cap PostgreSQL at this many CPUs with a cgroup v1 quota, e.g. 0.5; with replicas, each node gets its own cgroup with this cap (0: the scenario's pgCPUQuota, else no cap)")
 	quick := fs.Bool("quick", false, "shortened runs (one repetition, a quarter of every time span and operation count), for CI")
 	noPlots := fs.Bool("no-plots", false, "skip the PNG plots")
 	fromResults := fs.String("from-results", "", "rebuild the report from this results.json instead of running (into --out, default its directory)")

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -90,4 +91,101 @@ func restoreAffinity(cpus []int) error {
 	}
 	runtime.GOMAXPROCS(len(cpus))
 	return nil
+}
+
+// replSmoke is a few seconds of replicated traffic: YCSB-B reads routed
+// adaptively and an S workload bounded at 1 s, on a primary and one
+// standby.
+const replSmoke = `
+name: repl-smoke
+records: 300
+replicas: 1
+period: 1s
+groups:
+  - name: reads
+    clients: 2
+    tier: normal
+    mix: {read: 0.95, update: 0.05}
+    duration: 3s
+  - name: s
+    kind: staleness
+    clients: 1
+    tier: normal
+    mode: rate
+    rate: 100
+    readPreference: {mode: adaptive, maxStalenessMS: 1000}
+    duration: 3s
+variants:
+  - {name: secondary, qos: "off", readPreference: {mode: secondary}}
+  - {name: adaptive, qos: "off", readPreference: {mode: adaptive, maxStalenessMS: 1000}, args: [--balance-period, 1s]}
+targets:
+  - {name: bounded, variant: adaptive, group: s, maxViolations: 0}
+`
+
+// TestReplSmokeEndToEnd runs replSmoke against a real primary and standby
+// and checks the replication outputs: reads served by the standby, the S
+// workload's figures, the per-period series and plots.
+func TestReplSmokeEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts PostgreSQL and tierdb")
+	}
+	if _, err := pgmanage.FindBinaries(""); err != nil {
+		t.Skip(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	bin := filepath.Join(t.TempDir(), "tierdb")
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "tierdb/cmd/tierdb")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	sc, err := ParseScenario(strings.NewReader(replSmoke))
+	if err != nil {
+		t.Fatal(err)
+	}
+	was, err := osprio.Affinity(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = restoreAffinity(was) })
+	layout := LayoutOptions{Mode: LayoutSplit}
+	if len(was) < 2 {
+		layout.Mode = LayoutShared
+	}
+	out := t.TempDir()
+	res, err := Run(ctx, Options{Scenario: sc, OutDir: out, Tierdb: bin, Layout: layout, Command: "go test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Runs) != 2 {
+		t.Fatalf("%d runs, want secondary and adaptive", len(res.Runs))
+	}
+	for _, r := range res.Runs {
+		if len(r.Repl) < 2 || len(r.Periods) == 0 || len(r.ReplStatus) == 0 {
+			t.Errorf("%s: %d polls, %d periods, status %d bytes", r.Variant, len(r.Repl), len(r.Periods), len(r.ReplStatus))
+		}
+		for _, g := range r.Groups {
+			if g.Ops == 0 || g.Errors != 0 {
+				t.Errorf("%s %s: %d ops, %d errors (%s)", r.Variant, g.Name, g.Ops, g.Errors, g.FirstError)
+			}
+			if g.Name == "s" && (g.Staleness == nil || g.Staleness.Reads == 0 || g.Staleness.Writes == 0) {
+				t.Errorf("%s: no staleness figures: %+v", r.Variant, g.Staleness)
+			}
+		}
+		// Secondary reads must be served by the standby, per tierdb's
+		// own counts.
+		if share := standbyShare(r.Repl); r.Variant == "secondary" && share < 0.5 {
+			t.Errorf("secondary run: %.0f%% of reads on the standby", 100*share)
+		}
+	}
+	checkOutputs(t, out, []string{"repl-throughput.png", "repl-p80.png", "repl-standbys.png", "repl-fraction.png"})
+	b, err := os.ReadFile(filepath.Join(out, "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"## Replication", "Client-observed staleness", "Per period", "1 hot standby,"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("report.md lacks %q", want)
+		}
+	}
 }

@@ -84,7 +84,11 @@ func planLayout(o LayoutOptions) (Layout, error) {
 		return l, fmt.Errorf("--layout must be %s or %s, got %q", LayoutSplit, LayoutShared, o.Mode)
 	}
 	if l.Nodes > 1 {
-		l.Text += fmt.Sprintf("; PostgreSQL is %d nodes (a primary and %d hot standbys, each its own postmaster) on those CPUs", l.Nodes, l.Nodes-1)
+		plural := "s"
+		if l.Nodes == 2 {
+			plural = ""
+		}
+		l.Text += fmt.Sprintf("; PostgreSQL is %d nodes (a primary and %d hot standby%s, each its own postmaster) on those CPUs", l.Nodes, l.Nodes-1, plural)
 	}
 	switch {
 	case o.PGCPUQuota > 0 && l.Nodes > 1:
