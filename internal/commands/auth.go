@@ -279,6 +279,7 @@ func (h *Handlers) saslContinue(_ context.Context, req *Request) (bson.D, error)
 	}
 	if sc.conv.Authenticated() && !wasProven {
 		if err := h.authenticated(s, sc); err != nil {
+			s.sasl = nil
 			return nil, err
 		}
 	}
