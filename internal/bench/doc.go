@@ -13,6 +13,15 @@
 // PostgreSQL. Every operation's latency goes into a histogram; throughput is
 // kept per 100 ms; time-sensitive groups also keep (time, latency) samples.
 //
+// With replicas (Scenario.Replicas) the PostgreSQL is a primary with hot
+// standbys, each node optionally in its own CPU-capped cgroup (equal
+// capacity on one machine); groups route reads by read preference
+// (including tierdb's adaptive), an S group (seed 001's S workload) measures
+// client-observed staleness against the bound, and each run polls
+// replSetGetStatus for the reads each node served, giving per-period series
+// of read throughput, p80 read latency, share on standbys and balance
+// fraction (seed 001's Fig. 2).
+//
 // On a machine with two or more CPUs the server side (PostgreSQL and tierdb)
 // and the load generator run on disjoint CPUs ("split" layout), so the load
 // generator does not take CPU from what it measures.
