@@ -125,7 +125,9 @@ func dropBenchUser(ctx context.Context, addr string, cred *options.Credential) e
 
 // driver is the driver's read preference. Bounds and adaptive routing
 // travel as a tag set, which the driver passes through unchanged: its own
-// maxStalenessSeconds has a 90 s floor, tierdb's tag takes milliseconds.
+// maxStalenessSeconds is whole seconds (and has a 90 s floor when the
+// driver sees a replica set; tierdb answers as a router, so it does not),
+// tierdb's tag takes milliseconds.
 func (rp *ReadPreference) driver() *readpref.ReadPref {
 	var tags []tag.Set
 	route := "route"
