@@ -17,18 +17,6 @@ type Prober interface {
 	Position(ctx context.Context, n *storage.Node) (storage.WALPosition, error)
 }
 
-// ReplayWaiter is a Prober that can also wait, inside the database, for a
-// standby to replay up to a position (*storage.Store is one). While writes
-// wait for replication the monitor then spends one round trip per replay
-// rather than polling; without it, it polls every 200µs.
-type ReplayWaiter interface {
-	AwaitReplay(ctx context.Context, n *storage.Node, target uint64, limit time.Duration) (storage.WALPosition, error)
-}
-
-// replayWait bounds one AwaitReplay, so that the node's staleness keeps
-// being refreshed while writes wait.
-const replayWait = 20 * time.Millisecond
-
 // Options configure a Monitor.
 type Options struct {
 	Store  Prober
@@ -121,10 +109,9 @@ func New(opts Options) *Monitor {
 }
 
 // Run polls until ctx ends: one loop per node, so that a node that hangs
-// delays no news from the others. While writes wait for replication, each
-// standby that has not yet applied what they need is asked to wait for it
-// (ReplayWaiter), so a write concern is answered within about one round
-// trip of the standby applying the write.
+// delays no news from the others. While writes wait for replication the
+// standbys are polled back to back, so a write concern is answered within
+// about one round trip of a standby applying the write.
 func (m *Monitor) Run(ctx context.Context) {
 	loops := map[*storage.Node]context.CancelFunc{}
 	defer func() {
@@ -161,28 +148,18 @@ func (m *Monitor) Run(ctx context.Context) {
 func (m *Monitor) runNode(ctx context.Context, n *storage.Node) {
 	t := time.NewTicker(m.opts.Interval)
 	defer t.Stop()
-	waiter, canWait := m.opts.Store.(ReplayWaiter)
-	var target uint64
 	for {
-		if target > 0 && canWait {
-			m.record(ctx, n, func(ctx context.Context) (storage.WALPosition, error) {
-				return waiter.AwaitReplay(ctx, n, target, replayWait)
-			})
-		} else {
-			m.pollNode(ctx, n)
-		}
+		m.pollNode(ctx, n)
 		m.mu.Lock()
 		m.releaseWaiters()
-		target = m.pendingTarget(n)
+		fast := len(m.waiters) > 0 && !n.Primary
 		wake := m.wake
 		m.mu.Unlock()
-		if target > 0 {
-			if !canWait {
-				select {
-				case <-ctx.Done():
-					return
-				case <-time.After(200 * time.Microsecond):
-				}
+		if fast {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(200 * time.Microsecond):
 			}
 			continue
 		}
@@ -233,15 +210,10 @@ func (m *Monitor) forget(nodes []*storage.Node) {
 }
 
 func (m *Monitor) pollNode(ctx context.Context, n *storage.Node) {
-	m.record(ctx, n, func(ctx context.Context) (storage.WALPosition, error) { return m.opts.Store.Position(ctx, n) })
-}
-
-// record reads node n's position with read and updates what is known.
-func (m *Monitor) record(ctx context.Context, n *storage.Node, read func(context.Context) (storage.WALPosition, error)) {
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	sent := m.now()
-	pos, err := read(ctx)
+	pos, err := m.opts.Store.Position(ctx, n)
 	got := m.now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -272,25 +244,6 @@ func (m *Monitor) record(ctx context.Context, n *storage.Node, read func(context
 	if fresh, ok := m.primary.freshAsOf(pos.Applied); ok && fresh.After(mem.FreshAsOf) {
 		mem.FreshAsOf = fresh
 	}
-}
-
-// pendingTarget is the lowest position a waiting write needs that standby n
-// has not applied yet; 0 when n has nothing to wait for. m.mu is held.
-func (m *Monitor) pendingTarget(n *storage.Node) uint64 {
-	if n.Primary {
-		return 0
-	}
-	var applied uint64
-	if mem := m.members[n]; mem != nil && mem.Up {
-		applied = mem.Applied
-	}
-	var target uint64
-	for _, w := range m.waiters {
-		if w.lsn > applied && (target == 0 || w.lsn < target) {
-			target = w.lsn
-		}
-	}
-	return target
 }
 
 // releaseWaiters wakes the writes whose concern is now met. m.mu is held.
