@@ -152,8 +152,11 @@ func (m *Monitor) runNode(ctx context.Context, n *storage.Node) {
 		m.pollNode(ctx, n)
 		m.mu.Lock()
 		m.releaseWaiters()
-		fast := len(m.waiters) > 0 && !n.Primary
+		fast := m.behind(n)
 		wake := m.wake
+		if n.Primary {
+			wake = nil // waiting writes need news of the standbys only
+		}
 		m.mu.Unlock()
 		if fast {
 			select {
@@ -244,6 +247,24 @@ func (m *Monitor) pollNode(ctx context.Context, n *storage.Node) {
 	if fresh, ok := m.primary.freshAsOf(pos.Applied); ok && fresh.After(mem.FreshAsOf) {
 		mem.FreshAsOf = fresh
 	}
+}
+
+// behind says whether standby n has yet to apply what a waiting write
+// needs, i.e. whether polling it can release anyone. m.mu is held.
+func (m *Monitor) behind(n *storage.Node) bool {
+	if n.Primary {
+		return false
+	}
+	mem := m.members[n]
+	if mem != nil && !mem.Up {
+		return false // the regular polls notice when it is back
+	}
+	for _, w := range m.waiters {
+		if mem == nil || mem.Applied < w.lsn {
+			return true
+		}
+	}
+	return false
 }
 
 // releaseWaiters wakes the writes whose concern is now met. m.mu is held.
