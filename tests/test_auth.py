@@ -14,6 +14,7 @@ import urllib.request
 import uuid
 
 import bson
+from bson import Int64
 import pytest
 from pymongo.errors import OperationFailure
 
@@ -584,3 +585,20 @@ def test_sha256_passwords_are_saslprepped(authsrv):
             c.close()
     finally:
         authsrv.admin.admin.command("dropUser", "prep")
+
+
+def test_cursors_belong_to_their_user(authsrv):
+    gold = login(authsrv, "gold", GOLD_PW)
+    plain = login(authsrv, "plain", PLAIN_PW)
+    try:
+        cid = gold.shop.command("find", "items", batchSize=1)["cursor"]["id"]
+        assert cid
+        # Another user with the same rights on the collection can neither
+        # continue nor kill the cursor.
+        expect_code(13, plain.shop.command, "getMore", Int64(cid), collection="items")
+        r = plain.shop.command("killCursors", "items", cursors=[Int64(cid)])
+        assert r["cursorsKilled"] == [] and r["cursorsNotFound"] == [cid]
+        assert gold.shop.command("getMore", Int64(cid), collection="items", batchSize=10)["cursor"]["nextBatch"]
+    finally:
+        gold.close()
+        plain.close()

@@ -161,3 +161,13 @@ def test_cursor_sees_writes_consistently(coll95):
     seen += [d["_id"] for d in cur]
     assert len(seen) == len(set(seen))
     assert set(range(95)) <= set(seen)
+
+
+def test_kill_cursors_only_on_the_named_collection(coll95):
+    db = coll95.database
+    db.other.insert_one({})
+    cid = db.command("find", "c", batchSize=1)["cursor"]["id"]
+    r = db.command("killCursors", "other", cursors=[Int64(cid)])
+    assert r["cursorsKilled"] == [] and r["cursorsNotFound"] == [cid]
+    # Still alive on its own collection.
+    assert db.command("getMore", Int64(cid), collection="c", batchSize=1)["cursor"]["nextBatch"]

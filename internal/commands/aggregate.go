@@ -96,7 +96,7 @@ func (h *Handlers) aggregate(ctx context.Context, req *Request) (bson.D, error) 
 			return nil, err
 		}
 	}
-	return h.firstBatch(ctx, req.DB+"."+name, &sliceSource{docs: raws}, batchSize, false)
+	return h.firstBatch(ctx, req, req.DB+"."+name, &sliceSource{docs: raws}, batchSize, false)
 }
 
 func stageDoc(st bson.D) (bson.D, error) {

@@ -20,8 +20,11 @@ type batchSource interface {
 // cursor is an open server-side cursor. It pins no PostgreSQL backend: a
 // scan cursor only remembers where it stopped (keyset pagination).
 type cursor struct {
-	id       int64
-	ns       string
+	id int64
+	ns string
+	// owner is the user who opened it ("" without authentication): only
+	// that user may continue or kill it, as in MongoDB.
+	owner    string
 	mu       sync.Mutex // one getMore at a time
 	src      batchSource
 	lastUsed atomic.Int64 // unix nanoseconds
@@ -67,8 +70,8 @@ func (r *cursorRegistry) reap() {
 	}
 }
 
-func (r *cursorRegistry) add(ns string, src batchSource) *cursor {
-	c := &cursor{ns: ns, src: src}
+func (r *cursorRegistry) add(ns, owner string, src batchSource) *cursor {
+	c := &cursor{ns: ns, owner: owner, src: src}
 	c.lastUsed.Store(time.Now().UnixNano())
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -94,6 +97,26 @@ func (r *cursorRegistry) remove(id int64) bool {
 	_, ok := r.m[id]
 	delete(r.m, id)
 	return ok
+}
+
+// removeOwned removes cursor id if it belongs to namespace ns and owner.
+func (r *cursorRegistry) removeOwned(id int64, ns, owner string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c, ok := r.m[id]
+	if !ok || c.ns != ns || c.owner != owner {
+		return false
+	}
+	delete(r.m, id)
+	return true
+}
+
+// cursorOwner names the session's user for cursor ownership.
+func cursorOwner(s *Session) string {
+	if s == nil || s.User == nil {
+		return ""
+	}
+	return s.User.User.Name.String()
 }
 
 func (r *cursorRegistry) killNamespace(ns string) {

@@ -65,12 +65,12 @@ func (h *Handlers) find(ctx context.Context, req *Request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	return h.firstBatch(ctx, ns, src, batchSize, singleBatch)
+	return h.firstBatch(ctx, req, ns, src, batchSize, singleBatch)
 }
 
 // firstBatch runs the first batch of a new cursor and registers the cursor
 // when more may follow.
-func (h *Handlers) firstBatch(ctx context.Context, ns string, src batchSource, batchSize int, singleBatch bool) (bson.D, error) {
+func (h *Handlers) firstBatch(ctx context.Context, req *Request, ns string, src batchSource, batchSize int, singleBatch bool) (bson.D, error) {
 	var batch []bson.Raw
 	done := false
 	if batchSize != 0 || singleBatch {
@@ -81,7 +81,7 @@ func (h *Handlers) firstBatch(ctx context.Context, ns string, src batchSource, b
 	}
 	var id int64
 	if !done && !singleBatch {
-		id = h.cursors.add(ns, src).id
+		id = h.cursors.add(ns, cursorOwner(req.Session), src).id
 	}
 	return cursorReply(id, ns, rawArray(batch), true), nil
 }
@@ -126,6 +126,9 @@ func (h *Handlers) getMore(ctx context.Context, req *Request) (bson.D, error) {
 	if c.ns != req.DB+"."+coll {
 		return nil, mongoerr.Newf(mongoerr.Unauthorized, "Requested getMore on namespace '%s.%s', but cursor belongs to a different namespace %s", req.DB, coll, c.ns)
 	}
+	if c.owner != cursorOwner(req.Session) {
+		return nil, mongoerr.Newf(mongoerr.Unauthorized, "cursor id %d was not created by the authenticated user", id)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	batch, done, err := c.src.next(ctx, batchSize)
@@ -142,18 +145,25 @@ func (h *Handlers) getMore(ctx context.Context, req *Request) (bson.D, error) {
 	return cursorReply(id, c.ns, rawArray(batch), false), nil
 }
 
+// killCursors kills the caller's cursors on the named collection; others'
+// ids are reported as not found, so they are neither killed nor revealed.
 func (h *Handlers) killCursors(_ context.Context, req *Request) (bson.D, error) {
+	coll, err := collectionName(req)
+	if err != nil {
+		return nil, err
+	}
 	ids, err := getArray(req.Cmd, "cursors")
 	if err != nil {
 		return nil, err
 	}
+	ns, owner := req.DB+"."+coll, cursorOwner(req.Session)
 	killed, notFound := bson.A{}, bson.A{}
 	for _, v := range ids {
 		id, ok := v.(int64)
 		if !ok {
 			return nil, mongoerr.New(mongoerr.TypeMismatch, "cursor ids must be longs")
 		}
-		if h.cursors.remove(id) {
+		if h.cursors.removeOwned(id, ns, owner) {
 			killed = append(killed, id)
 		} else {
 			notFound = append(notFound, id)
