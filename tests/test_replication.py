@@ -12,9 +12,10 @@ from pymongo import WriteConcern
 from pymongo.errors import OperationFailure, WriteConcernError
 
 
-def node_pids(data_dir, node):
-    """The postmaster of an embedded node and its children."""
-    with open(os.path.join(data_dir, node, "pg", "postmaster.pid")) as f:
+def node_pids(node_dir):
+    """The postmaster of an embedded node (its directory holds pg/) and its
+    children."""
+    with open(os.path.join(node_dir, "pg", "postmaster.pid")) as f:
         postmaster = int(f.readline())
     pids = [postmaster]
     for d in os.listdir("/proc"):
@@ -33,7 +34,7 @@ class Frozen:
     node neither replays nor answers, as when it is lost."""
 
     def __init__(self, data_dir, node):
-        self.pids = node_pids(data_dir, node)
+        self.pids = node_pids(os.path.join(data_dir, node))
 
     def __enter__(self):
         for p in self.pids:
@@ -408,3 +409,43 @@ def test_user_default_read_preference(new_server):
     assert served(admin.r)["node0"] == before["node0"] + 1
     admin.close()
     reporter.close()
+
+
+def test_external_standbys_get_routed_and_their_wal_path_prioritised(new_server):
+    """tierdb on PostgreSQL servers it does not manage (--postgres-url and
+    --standby-urls): reads reach the standby, and the helper processes it
+    finds through pg_stat_activity get their I/O classes."""
+    import subprocess
+    owner = new_server(extra_args=["--replicas", "1", "--qos", "off"]).start()
+
+    def url(node_dir):
+        with open(os.path.join(node_dir, "postgres.socketdir")) as f:
+            return f"host={f.read().strip()} port=5432 user=postgres dbname=tierdb sslmode=disable"
+
+    t = new_server(extra_args=["--postgres-url", url(owner.data_dir),
+                               "--standby-urls", url(os.path.join(owner.data_dir, "node1"))]).start()
+    c = t.client()
+    c.x.c.with_options(write_concern=WriteConcern(w=2)).insert_one({"_id": 1})
+    assert find_on(c.x, "c", {"_id": 1}, "secondary") == [{"_id": 1}]
+    assert [m["name"] for m in status(c.x)["members"]] == ["primary", "standby1"]
+
+    def helper(node_dir, kind):
+        for pid in node_pids(node_dir)[1:]:
+            with open(f"/proc/{pid}/cmdline") as f:
+                if f.read().replace("\0", " ").split(": ")[-1].startswith(kind):
+                    return pid
+        raise AssertionError(f"no {kind} process in {node_dir}")
+
+    def ionice(pid):
+        return subprocess.run(["ionice", "-p", str(pid)], capture_output=True, text=True, check=True).stdout.strip()
+
+    deadline = time.time() + 20
+    while time.time() < deadline:
+        got = (ionice(helper(owner.data_dir, "checkpointer")),
+               ionice(helper(os.path.join(owner.data_dir, "node1"), "startup")),
+               ionice(helper(owner.data_dir, "walsender")))
+        if got == ("idle", "best-effort: prio 0", "best-effort: prio 0"):
+            break
+        time.sleep(0.5)
+    assert got == ("idle", "best-effort: prio 0", "best-effort: prio 0")
+    c.close()

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -153,10 +154,19 @@ func serve(args []string) error {
 		connString = primary.ConnString
 		backgroundProcs = set.BackgroundProcesses
 	}
+	// An external PostgreSQL's helper processes are found through
+	// pg_stat_activity once connected (tierctl only touches local ones).
+	var external atomic.Pointer[storage.Store]
+	if set == nil {
+		backgroundProcs = func() ([]pgmanage.BackgroundProcess, error) {
+			return externalHelpers(external.Load())
+		}
+	}
 
 	// QoS: the priority channel gates requests, the controller sets the OS
 	// treatment of each tier's backends. With --qos=off neither exists.
 	var manager *tierctl.Manager
+	applyBackground := func() {}
 	storeOpts := storage.Options{ConnString: connString, PrimaryName: primary.Name, Standbys: standbys, Logger: log, VersionCacheBytes: f.versionCacheMB << 20}
 	storeOpts.BackendsPerTier = sizes
 	if qcfg.Enabled {
@@ -170,6 +180,7 @@ func serve(args []string) error {
 		storeOpts.OnBackendOpen = ctrl.BackendOpened
 		storeOpts.OnBackendClose = ctrl.BackendClosed
 		go keepBackgroundIO(ctx, ctrl)
+		applyBackground = ctrl.ApplyBackground
 		log.Info("QoS on", "threshold", qcfg.Threshold, "nice", qcfg.Nice, "cpu_pools", qcfg.Pools.Enabled())
 	} else {
 		log.Info("QoS off: no admission control, no OS priorities")
@@ -179,6 +190,8 @@ func serve(args []string) error {
 		return fmt.Errorf("connecting to PostgreSQL: %w", err)
 	}
 	defer store.Close()
+	external.Store(store)
+	applyBackground()
 
 	registry, err := setupAuth(ctx, log, store, f.listen, f.auth)
 	if err != nil {
@@ -226,4 +239,20 @@ func serve(args []string) error {
 	defer cancel()
 	srv.Shutdown(sctx)
 	return nil
+}
+
+// externalHelpers lists an external PostgreSQL's helper processes for
+// tierctl; nil before the store is connected.
+func externalHelpers(store *storage.Store) ([]pgmanage.BackgroundProcess, error) {
+	if store == nil {
+		return nil, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	procs, err := store.HelperProcesses(ctx)
+	out := make([]pgmanage.BackgroundProcess, len(procs))
+	for i, p := range procs {
+		out[i] = pgmanage.BackgroundProcess{PID: p.PID, Title: p.Kind}
+	}
+	return out, err
 }

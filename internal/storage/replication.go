@@ -2,6 +2,8 @@ package storage
 
 import (
 	"context"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // WALPosition is where a node stands in the primary's write-ahead log, as
@@ -37,4 +39,35 @@ func (s *Store) Position(ctx context.Context, n *Node) (WALPosition, error) {
 		p.Received = uint64(*received)
 	}
 	return p, nil
+}
+
+// HelperProcess is one of a node's own processes (not a client backend),
+// as pg_stat_activity names it: "walwriter", "checkpointer", "startup"…
+type HelperProcess struct {
+	PID  int
+	Kind string
+}
+
+// HelperProcesses lists the helper processes of every node. Their PIDs
+// are the server host's: meaningful here only when PostgreSQL runs on
+// this machine, which the caller must check before touching them.
+func (s *Store) HelperProcesses(ctx context.Context) ([]HelperProcess, error) {
+	var out []HelperProcess
+	for _, n := range s.Nodes() {
+		rows, err := n.probe.Query(ctx, `SELECT pid, backend_type FROM pg_stat_activity
+			WHERE backend_type NOT IN ('client backend', 'parallel worker', 'background worker')`)
+		if err != nil {
+			return out, fromPG(ctx, err)
+		}
+		procs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (HelperProcess, error) {
+			var p HelperProcess
+			err := r.Scan(&p.PID, &p.Kind)
+			return p, err
+		})
+		if err != nil {
+			return out, fromPG(ctx, err)
+		}
+		out = append(out, procs...)
+	}
+	return out, nil
 }

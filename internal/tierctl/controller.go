@@ -157,6 +157,9 @@ func (c *Controller) applyBackground() {
 	}
 	background, walWriter := toOS(c.cfg.IO.Background), toOS(c.cfg.IO.WALWriter)
 	for _, p := range procs {
+		if !isLocalPostgres(p.PID) {
+			continue // an external server's PID names nothing of ours here
+		}
 		io := &background
 		if onWALPath(p.Title) {
 			io = &walWriter
