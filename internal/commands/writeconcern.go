@@ -1,0 +1,125 @@
+package commands
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"tierdb/internal/mongoerr"
+	"tierdb/internal/storage"
+)
+
+// withWriteConcern wraps the write commands: the write concern is checked
+// before the write and, for w > 1, waited for after it.
+func (h *Handlers) withWriteConcern(t map[string]*command) {
+	for _, name := range []string{"insert", "update", "delete", "findAndModify", "create", "drop", "dropDatabase", "createIndexes", "dropIndexes"} {
+		c := t[name]
+		next := c.handler
+		c.handler = func(ctx context.Context, req *Request) (bson.D, error) {
+			wc, err := h.parseWriteConcern(req.Cmd)
+			if err != nil {
+				return nil, err
+			}
+			reply, err := next(ctx, req)
+			if err != nil || wc.standbys == 0 {
+				return reply, err
+			}
+			if werr := h.awaitWriteConcern(ctx, wc); werr != nil {
+				reply = append(reply, bson.E{Key: "writeConcernError", Value: werr})
+			}
+			return reply, nil
+		}
+	}
+}
+
+// writeConcern is a parsed write concern: how many standbys must have
+// applied the write besides the primary, and for how long to wait.
+type writeConcern struct {
+	standbys int
+	timeout  time.Duration
+	spec     bson.D
+}
+
+func (h *Handlers) parseWriteConcern(cmd bson.D) (writeConcern, error) {
+	spec, err := getDoc(cmd, "writeConcern")
+	if err != nil || spec == nil {
+		return writeConcern{}, err
+	}
+	members := len(h.store.Nodes())
+	var wc writeConcern
+	wc.spec = spec
+	if _, err := getBool(spec, "j", false); err != nil {
+		return wc, err
+	}
+	if _, err := getBool(spec, "fsync", false); err != nil {
+		return wc, err
+	}
+	ms, err := getInt(spec, "wtimeout", 0)
+	if err != nil {
+		return wc, err
+	}
+	if ms < 0 {
+		return wc, mongoerr.New(mongoerr.FailedToParse, "wtimeout must be non-negative")
+	}
+	wc.timeout = time.Duration(ms) * time.Millisecond
+	w, ok := lookup(spec, "w")
+	if !ok {
+		return wc, nil
+	}
+	switch v := w.(type) {
+	case string:
+		if v != "majority" {
+			return wc, mongoerr.Newf(mongoerr.UnknownReplWriteConcern, "No write concern mode named '%s' found in replica set configuration", v)
+		}
+		wc.standbys = members/2 + 1 - 1
+	default:
+		n, ok := asInt(v)
+		if !ok || n < 0 {
+			return wc, mongoerr.Newf(mongoerr.FailedToParse, "w has to be a non-negative number, \"majority\" or a tag set name, not %v", v)
+		}
+		if n > int64(members) {
+			return wc, mongoerr.Newf(mongoerr.UnsatisfiableWriteConcern, "Not enough data-bearing nodes: w:%d asked, %d members", n, members)
+		}
+		wc.standbys = int(max(n-1, 0))
+	}
+	return wc, nil
+}
+
+// awaitWriteConcern waits until enough standbys have applied everything the
+// primary had written when the write ended; it returns the
+// writeConcernError document when they do not in time.
+func (h *Handlers) awaitWriteConcern(ctx context.Context, wc writeConcern) bson.D {
+	r := h.opts.Replication
+	timeout := wc.timeout
+	if timeout == 0 && r != nil {
+		timeout = r.WriteConcernTimeout
+	}
+	if timeout == 0 {
+		timeout = time.Minute
+	}
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var err error
+	if r == nil {
+		err = errors.New("no replication")
+	} else {
+		var pos storage.WALPosition
+		pos, err = h.store.Position(wctx, h.store.Nodes()[0])
+		if err == nil {
+			err = r.Monitor.AwaitApplied(wctx, pos.Applied, wc.standbys)
+		}
+	}
+	if err == nil {
+		return nil
+	}
+	h.log.Debug("write concern not satisfied", "standbys", wc.standbys, "timeout", timeout, "err", err)
+	return bson.D{
+		{Key: "code", Value: int32(mongoerr.WriteConcernFailed)},
+		{Key: "codeName", Value: mongoerr.WriteConcernFailed.Name()},
+		{Key: "errmsg", Value: fmt.Sprintf("waiting for replication timed out after %s: fewer than %d standbys applied the write", timeout, wc.standbys)},
+		{Key: "errInfo", Value: bson.D{{Key: "wtimeout", Value: true}, {Key: "writeConcern", Value: wc.spec}}},
+	}
+}
