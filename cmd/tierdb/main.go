@@ -51,7 +51,8 @@ func usage() {
 Usage:
   tierdb serve [flags]    run the server; "tierdb serve -h" lists the flags
   tierdb bench [flags] <scenario>
-                          run an experiment (fig4, fig5, fig7, qos-overhead, smoke, or a YAML file)
+                          run an experiment (fig4, fig5, fig7, qos-overhead, auth-overhead, fig5b,
+                          decongestant-switch, decongestant-clients, staleness, smoke, or a YAML file)
   tierdb version
 `)
 }
