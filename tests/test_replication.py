@@ -449,3 +449,49 @@ def test_external_standbys_get_routed_and_their_wal_path_prioritised(new_server)
         time.sleep(0.5)
     assert got == ("idle", "best-effort: prio 0", "best-effort: prio 0")
     c.close()
+
+
+def test_failover_under_write_load_loses_no_acknowledged_write(new_server):
+    """Writers keep going through a failover: every write the driver saw
+    acknowledged (w:1 and w:majority) is on the new primary afterwards."""
+    t = new_server(extra_args=["--replicas", "2", "--staleness-poll", "5ms"]).start()
+    stop = threading.Event()
+    acked = {1: [], "majority": []}
+    failures = []
+
+    def writer(w):
+        c = t.client(retryWrites=True)
+        coll = c.f.c.with_options(write_concern=WriteConcern(w=w, wtimeout=20000))
+        i = 0
+        while not stop.is_set():
+            doc_id = f"{w}-{i}"
+            try:
+                coll.insert_one({"_id": doc_id})
+                acked[w].append(doc_id)
+            except pymongo.errors.PyMongoError as e:  # not acknowledged: may or may not be there
+                failures.append(repr(e))
+            i += 1
+        c.close()
+
+    threads = [threading.Thread(target=writer, args=(w,)) for w in acked]
+    for th in threads:
+        th.start()
+    time.sleep(1)
+    c = t.client()
+    try:
+        c.admin.command("replSetStepDown", 60)
+        time.sleep(1)
+    finally:
+        stop.set()
+        for th in threads:
+            th.join()
+    assert c.admin.command("replSetGetStatus")["members"][0]["name"] != "node0"
+    present = {d["_id"] for d in c.f.c.find({}, {"_id": 1})}
+    for w, ids in acked.items():
+        assert ids, f"no w:{w} write was acknowledged"
+        missing = [i for i in ids if i not in present]
+        assert not missing, f"w:{w}: {len(missing)} acknowledged writes lost: {missing[:5]}"
+    # Writers waited through the failover rather than failing (at most the
+    # few that were running on the old primary when it stopped).
+    assert len(failures) <= 4, failures
+    c.close()
