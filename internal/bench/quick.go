@@ -30,6 +30,7 @@ func (s *Scenario) Quick() *Scenario {
 	c.Repeat = 1
 	c.Records = min(c.Records, 2000)
 	c.Warmup /= factor
+	c.MeasureFrom /= factor
 	c.Period = max(c.Period/factor, Duration(time.Second))
 	c.MaxRunTime = min(c.MaxRunTime, Duration(time.Minute))
 	floor := func(d Duration) Duration {

@@ -224,7 +224,7 @@ func markdown(res *Results, plots []plotFile) string {
 		p("### Each repetition\n\n| rep | variant | group | ops/s | p50 | p99.9 | before / during / after |\n|--:|---|---|--:|--:|--:|---|\n")
 		for _, r := range res.Runs {
 			for _, g := range r.Groups {
-				st := groupStats(r, g, sc.Warmup.D().Seconds())
+				st := groupStats(r, g, sc)
 				win := ""
 				if st.Before > 0 {
 					win = fmt.Sprintf("%.0f / %.0f / %.0f", st.Before, st.During, st.After)

@@ -176,7 +176,7 @@ func runLine(sc *Scenario, r RunResult) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "rep %d %-10s %5.1f s", r.Rep, r.Variant, r.WallSeconds)
 	for _, g := range r.Groups {
-		st := groupStats(r, g, sc.Warmup.D().Seconds())
+		st := groupStats(r, g, sc)
 		fmt.Fprintf(&b, " | %s: %.0f ops/s p50 %s p99.9 %s", g.Name, st.Throughput, fmtMicros(st.P50), fmtMicros(st.P999))
 		if st.Before > 0 {
 			fmt.Fprintf(&b, " (before/during/after %.0f/%.0f/%.0f)", st.Before, st.During, st.After)

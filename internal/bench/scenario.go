@@ -30,6 +30,11 @@ type Scenario struct {
 
 	// Warmup is cut from the start of the noise groups' "before" window.
 	Warmup Duration `yaml:"warmup,omitempty" json:"warmup,omitempty"`
+	// MeasureFrom leaves each group's first operations out of its
+	// throughput: only operations answered this long after the group's
+	// start count (seed 001 excludes a warm-up in which its balancer
+	// settles). Latency figures still cover every operation.
+	MeasureFrom Duration `yaml:"measureFrom,omitempty" json:"measureFrom,omitempty"`
 	// MaxRunTime cuts a run that has not finished by then (default 10m).
 	MaxRunTime Duration `yaml:"maxRunTime,omitempty" json:"maxRunTime,omitempty"`
 	Repeat     int      `yaml:"repeat,omitempty" json:"repeat,omitempty"`

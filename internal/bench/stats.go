@@ -122,7 +122,6 @@ func VariantOrder(sc *Scenario, runs []RunResult) []string {
 // Summarize computes the medians across repetitions and the ratios.
 func Summarize(sc *Scenario, runs []RunResult) *Summary {
 	sum := &Summary{Reference: sc.Reference, TotalThroughput: map[string]float64{}}
-	warmup := sc.Warmup.D().Seconds()
 	for _, variant := range VariantOrder(sc, runs) {
 		var vr []RunResult
 		for _, r := range runs {
@@ -137,7 +136,7 @@ func Summarize(sc *Scenario, runs []RunResult) *Summary {
 			for _, r := range vr {
 				for _, gr := range r.Groups {
 					if gr.Name == g.Name {
-						gs.Reps = append(gs.Reps, groupStats(r, gr, warmup))
+						gs.Reps = append(gs.Reps, groupStats(r, gr, sc))
 					}
 				}
 			}
@@ -171,8 +170,12 @@ func ratios(a, b Stats) map[string]float64 {
 }
 
 // groupStats computes one group's figures in one run.
-func groupStats(r RunResult, g GroupRun, warmup float64) Stats {
+func groupStats(r RunResult, g GroupRun, sc *Scenario) Stats {
+	warmup := sc.Warmup.D().Seconds()
 	s := Stats{Ops: float64(g.Ops), Errors: float64(g.Errors), Throughput: g.OpsPerSec()}
+	if from := sc.MeasureFrom.D().Seconds(); from > 0 {
+		s.Throughput = seriesRate(g.Series, g.Start+from, g.End)
+	}
 	if h := g.Latency; h != nil && h.Count() > 0 {
 		s.Mean = micros(h.Mean())
 		s.P50 = micros(h.Quantile(0.50))

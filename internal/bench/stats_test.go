@@ -281,3 +281,25 @@ type testError string
 func (e testError) Error() string { return string(e) }
 
 const errTest = testError("boom")
+
+func TestMeasureFromLeavesTheWarmUpOutOfThroughput(t *testing.T) {
+	// 10 buckets per second (SeriesBucket 100 ms): 1 op per bucket for the
+	// first 2 s, then 5 per bucket for 2 s.
+	var series []int32
+	for i := 0; i < 40; i++ {
+		n := int32(1)
+		if i >= 20 {
+			n = 5
+		}
+		series = append(series, n)
+	}
+	g := GroupRun{Name: "g", Ops: 120, Start: 0, End: 4, Series: series}
+	sc := &Scenario{}
+	if got := groupStats(RunResult{}, g, sc).Throughput; got != 30 {
+		t.Fatalf("whole-run throughput = %v, want 30", got)
+	}
+	sc.MeasureFrom = Duration(2e9)
+	if got := groupStats(RunResult{}, g, sc).Throughput; got != 50 {
+		t.Fatalf("throughput after the warm-up = %v, want 50", got)
+	}
+}

@@ -30,8 +30,8 @@ func (s *Scenario) Validate() error {
 	if s.ScanLength < 1 {
 		bad("scanLength must be at least 1")
 	}
-	if s.Warmup < 0 || s.MaxRunTime <= 0 {
-		bad("warmup must be ≥ 0 and maxRunTime > 0")
+	if s.Warmup < 0 || s.MeasureFrom < 0 || s.MaxRunTime <= 0 {
+		bad("warmup and measureFrom must be ≥ 0 and maxRunTime > 0")
 	}
 	if s.Repeat < 1 {
 		bad("repeat must be at least 1")
@@ -58,6 +58,9 @@ func (s *Scenario) Validate() error {
 			bad("%s: the name is used twice", where)
 		}
 		seen[g.Name] = true
+		if g.Duration > 0 && s.MeasureFrom >= g.Duration {
+			bad("%s: measureFrom (%s) leaves nothing of its duration (%s) to measure", where, s.MeasureFrom, g.Duration)
+		}
 		errs = append(errs, g.validate(where)...)
 		if g.ReadPreference != nil && s.Replicas == 0 {
 			bad("%s: readPreference needs replicas", where)
