@@ -6,7 +6,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 ARGS ?=
 
-.PHONY: all build run test test-go test-py fuzz deps deps-postgres deps-python bench bench-smoke bench-repl bench-baseline clean
+.PHONY: all build run test test-go test-py fuzz deps deps-postgres deps-python deps-tools bench bench-smoke bench-repl bench-baseline clean
 
 all: build
 
@@ -34,7 +34,13 @@ $(VENV)/.ok: tests/requirements.txt
 	$(VENV)/bin/pip install -q -r tests/requirements.txt
 	touch $@
 
-deps: deps-postgres deps-python
+# The TLS tests make certificates with the openssl command.
+deps-tools:
+	@command -v openssl >/dev/null || { \
+		if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+		$$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q openssl </dev/null; }
+
+deps: deps-postgres deps-python deps-tools
 
 # The main job: build and run tierdb on its embedded PostgreSQL (./tierdb-data).
 run: deps-postgres build
@@ -48,7 +54,7 @@ test-go:
 	$(GO) test -run '^$$' -fuzz FuzzReadMessage -fuzztime 15s ./internal/wire
 	$(GO) test -run '^$$' -fuzz FuzzSCRAMMessages -fuzztime 10s ./internal/auth
 
-test-py: deps-python build
+test-py: deps-python deps-tools build
 	TIERDB_BIN=$(abspath $(BIN)) $(PY) -m pytest -q tests
 
 fuzz:

@@ -1,12 +1,10 @@
 """TLS: --tls-cert/--tls-key, and client certificates with --tls-ca, with
 certificates made at test time by the openssl command-line tool."""
-import shutil
 import subprocess
 
 import pytest
 from pymongo.errors import ServerSelectionTimeoutError, AutoReconnect
 
-pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command")
 
 
 def openssl(*args, cwd):
