@@ -176,79 +176,78 @@ type conn struct {
 	body, out []byte
 }
 
-// run serves one connection until it closes or fails. The connection's
-// goroutine reads each request itself and runs it: handing messages over
-// from a reader goroutine cost a goroutine switch per request. A client
-// that disconnects while its request runs is noticed by disconnectWatch.
+type readResult struct {
+	msg *wire.Message
+	err error
+}
+
+// run serves one connection until it closes or fails.
 func (c *conn) run() {
 	defer c.nc.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	log := c.srv.log.With("conn", c.sess.ID, "remote", c.sess.RemoteAddr)
-	if !c.handshake(ctx, log) {
-		return
-	}
-	watch := newDisconnectWatch(c.nc, cancel)
-	br := bufio.NewReaderSize(c.nc, 64*1024)
-	for {
-		m, err := wire.ReadMessage(br, wire.MaxMessageSize)
-		if err != nil {
-			if !c.badMessage(log, err) {
+
+	// The reader runs ahead of the handler so that a disconnect is noticed
+	// (and the running request canceled) while a request is being processed.
+	msgs := make(chan readResult)
+	go func() {
+		if tc, ok := c.nc.(*tls.Conn); ok {
+			// Finish the TLS handshake before the first message, within a
+			// bound, so a client that never completes it does not hold a
+			// connection forever; its failure is worth a log line.
+			_ = tc.SetDeadline(time.Now().Add(tlsHandshakeTimeout))
+			if err := tc.HandshakeContext(ctx); err != nil {
+				log.Warn("TLS handshake failed", "err", err)
+				cancel()
 				return
 			}
-			continue
+			_ = tc.SetDeadline(time.Time{})
 		}
-		if ctx.Err() != nil {
-			return // the client went away during the previous request
+		br := bufio.NewReaderSize(c.nc, 64*1024)
+		for {
+			m, err := wire.ReadMessage(br, wire.MaxMessageSize)
+			if err != nil && isFatal(err) {
+				// The stream is over or unusable: cancel the request in
+				// flight (a vanished client's request must not hold a
+				// queue slot or a backend), and let the handler log why.
+				if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+					log.Warn("closing connection", "err", err)
+				}
+				cancel()
+				return
+			}
+			select {
+			case msgs <- readResult{m, err}:
+			case <-ctx.Done():
+				return
+			}
 		}
-		// A message already buffered is a pipelined request: the client is
-		// there, and the socket is not ours to peek at until it is read.
-		if br.Buffered() == 0 {
-			watch.arm()
+	}()
+	for {
+		var r readResult
+		select {
+		case r = <-msgs:
+		case <-ctx.Done():
+			return
 		}
-		ok := c.handle(ctx, log, m)
-		watch.disarm()
-		if !ok {
+		if r.err != nil {
+			log.Warn("bad message from client", "err", r.err)
+			// A well-framed message we cannot use: answer it with an error.
+			var fe *wire.FrameError
+			if errors.As(r.err, &fe) && fe.Header != nil && fe.Header.OpCode == wire.OpCodeMsg {
+				reply := bson.D{{Key: "ok", Value: 0.0}, {Key: "errmsg", Value: fe.Msg}, {Key: "code", Value: int32(fe.Code)}, {Key: "codeName", Value: fe.Code.Name()}}
+				if !c.write(log, fe.Header.RequestID, reply, false) {
+					return
+				}
+				continue
+			}
+			return
+		}
+		if !c.handle(ctx, log, r.msg) {
 			return
 		}
 	}
-}
-
-// handshake finishes a TLS handshake before the first message, within a
-// bound, so a client that never completes it does not hold a connection
-// forever; its failure is worth a log line.
-func (c *conn) handshake(ctx context.Context, log *slog.Logger) bool {
-	tc, ok := c.nc.(*tls.Conn)
-	if !ok {
-		return true
-	}
-	_ = tc.SetDeadline(time.Now().Add(tlsHandshakeTimeout))
-	if err := tc.HandshakeContext(ctx); err != nil {
-		log.Warn("TLS handshake failed", "err", err)
-		return false
-	}
-	_ = tc.SetDeadline(time.Time{})
-	return true
-}
-
-// badMessage handles a message that could not be read; false means close
-// the connection.
-func (c *conn) badMessage(log *slog.Logger, err error) bool {
-	if isFatal(err) {
-		// The stream is over or unusable.
-		if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
-			log.Warn("closing connection", "err", err)
-		}
-		return false
-	}
-	log.Warn("bad message from client", "err", err)
-	// A well-framed message we cannot use: answer it with an error.
-	var fe *wire.FrameError
-	if errors.As(err, &fe) && fe.Header != nil && fe.Header.OpCode == wire.OpCodeMsg {
-		reply := bson.D{{Key: "ok", Value: 0.0}, {Key: "errmsg", Value: fe.Msg}, {Key: "code", Value: int32(fe.Code)}, {Key: "codeName", Value: fe.Code.Name()}}
-		return c.write(log, fe.Header.RequestID, reply, false)
-	}
-	return false
 }
 
 // tlsHandshakeTimeout bounds a client's TLS handshake.
