@@ -109,9 +109,9 @@ func New(opts Options) *Monitor {
 }
 
 // Run polls until ctx ends: one loop per node, so that a node that hangs
-// delays no news from the others. While writes wait for replication the
-// standbys are polled back to back, so a write concern is answered within
-// about one round trip of a standby applying the write.
+// delays no news from the others. While writes wait for replication, the
+// standbys still behind what they need are polled every 200µs, so a write
+// concern is answered within about one poll of a standby applying the write.
 func (m *Monitor) Run(ctx context.Context) {
 	loops := map[*storage.Node]context.CancelFunc{}
 	defer func() {
