@@ -147,12 +147,7 @@ func getNumber(d bson.D, key string, def float64) (float64, error) {
 	if !ok {
 		return def, nil
 	}
-	switch n := v.(type) {
-	case int32:
-		return float64(n), nil
-	case int64:
-		return float64(n), nil
-	case float64:
+	if n, ok := asNumber(v); ok {
 		return n, nil
 	}
 	return 0, typeErr(key, "number", v)
