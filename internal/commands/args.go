@@ -110,3 +110,15 @@ func asInt(v any) (int64, bool) {
 	}
 	return 0, false
 }
+
+// getNumber reads a number of any BSON numeric type.
+func getNumber(d bson.D, key string, def float64) (float64, error) {
+	v, ok := lookup(d, key)
+	if !ok {
+		return def, nil
+	}
+	if n, ok := asNumber(v); ok {
+		return n, nil
+	}
+	return 0, typeErr(key, "number", v)
+}

@@ -141,18 +141,6 @@ func tierdbTags(m map[string]string) (float64, error) {
 	return ms, nil
 }
 
-// getNumber reads a number of any BSON numeric type.
-func getNumber(d bson.D, key string, def float64) (float64, error) {
-	v, ok := lookup(d, key)
-	if !ok {
-		return def, nil
-	}
-	if n, ok := asNumber(v); ok {
-		return n, nil
-	}
-	return 0, typeErr(key, "number", v)
-}
-
 // routeRead picks the node for a read and returns the context that runs it
 // there, and done, to call when the read's work is over: it counts the read
 // out of its node and reports its latency to the balancer.
