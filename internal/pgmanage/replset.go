@@ -202,22 +202,6 @@ func (s *Set) BackgroundProcesses() ([]BackgroundProcess, error) {
 	return all, errors.Join(errs...)
 }
 
-// StopNode stops one standby (for tests of a lost standby); it stays down
-// until the set restarts.
-func (s *Set) StopNode(ctx context.Context, id int) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if id < 0 || id >= len(s.nodes) || id == s.primary {
-		return fmt.Errorf("pgmanage: node%d is not a standby", id)
-	}
-	c := s.nodes[id]
-	if c == nil {
-		return nil
-	}
-	s.nodes[id] = nil
-	return c.Stop(ctx)
-}
-
 // Failover makes standby id the primary. The caller must have stopped
 // writes: Failover waits up to catchUp for the standby to replay everything
 // the old primary wrote, so no acknowledged write is lost, then stops the
