@@ -23,6 +23,17 @@ func (h *Handlers) registry() (*auth.Registry, error) {
 	return h.opts.Auth, nil
 }
 
+// registryAndName returns the registry and the user or role (what) the
+// command names: the prologue of every user and role command.
+func (h *Handlers) registryAndName(req *Request, what string) (*auth.Registry, string, error) {
+	reg, err := h.registry()
+	if err != nil {
+		return nil, "", err
+	}
+	name, err := nameArg(req, what)
+	return reg, name, err
+}
+
 func nameArg(req *Request, what string) (string, error) {
 	s, ok := req.Cmd[0].Value.(string)
 	if !ok || s == "" {
@@ -270,11 +281,7 @@ func diffRoles(old, new []auth.RoleName) (added, removed []auth.RoleName) {
 }
 
 func (h *Handlers) createUser(ctx context.Context, req *Request) (bson.D, error) {
-	reg, err := h.registry()
-	if err != nil {
-		return nil, err
-	}
-	name, err := nameArg(req, "user")
+	reg, name, err := h.registryAndName(req, "user")
 	if err != nil {
 		return nil, err
 	}
@@ -290,11 +297,7 @@ func (h *Handlers) createUser(ctx context.Context, req *Request) (bson.D, error)
 }
 
 func (h *Handlers) updateUser(ctx context.Context, req *Request) (bson.D, error) {
-	reg, err := h.registry()
-	if err != nil {
-		return nil, err
-	}
-	name, err := nameArg(req, "user")
+	reg, name, err := h.registryAndName(req, "user")
 	if err != nil {
 		return nil, err
 	}
@@ -315,11 +318,7 @@ func (h *Handlers) updateUser(ctx context.Context, req *Request) (bson.D, error)
 }
 
 func (h *Handlers) dropUser(ctx context.Context, req *Request) (bson.D, error) {
-	reg, err := h.registry()
-	if err != nil {
-		return nil, err
-	}
-	name, err := nameArg(req, "user")
+	reg, name, err := h.registryAndName(req, "user")
 	if err != nil {
 		return nil, err
 	}
@@ -489,11 +488,7 @@ func privilegesArray(ps []auth.Privilege) bson.A {
 }
 
 func (h *Handlers) createRole(ctx context.Context, req *Request) (bson.D, error) {
-	reg, err := h.registry()
-	if err != nil {
-		return nil, err
-	}
-	name, err := nameArg(req, "role")
+	reg, name, err := h.registryAndName(req, "role")
 	if err != nil {
 		return nil, err
 	}
@@ -549,11 +544,7 @@ func (h *Handlers) updateRole(ctx context.Context, req *Request) (bson.D, error)
 }
 
 func (h *Handlers) changeRole(ctx context.Context, req *Request, fn func(role *auth.Role) error) (bson.D, error) {
-	reg, err := h.registry()
-	if err != nil {
-		return nil, err
-	}
-	name, err := nameArg(req, "role")
+	reg, name, err := h.registryAndName(req, "role")
 	if err != nil {
 		return nil, err
 	}
@@ -564,11 +555,7 @@ func (h *Handlers) changeRole(ctx context.Context, req *Request, fn func(role *a
 }
 
 func (h *Handlers) dropRole(ctx context.Context, req *Request) (bson.D, error) {
-	reg, err := h.registry()
-	if err != nil {
-		return nil, err
-	}
-	name, err := nameArg(req, "role")
+	reg, name, err := h.registryAndName(req, "role")
 	if err != nil {
 		return nil, err
 	}
@@ -630,11 +617,7 @@ func (h *Handlers) revokeRolesFromUser(ctx context.Context, req *Request) (bson.
 }
 
 func (h *Handlers) changeUserRoles(ctx context.Context, req *Request, grant bool) (bson.D, error) {
-	reg, err := h.registry()
-	if err != nil {
-		return nil, err
-	}
-	name, err := nameArg(req, "user")
+	reg, name, err := h.registryAndName(req, "user")
 	if err != nil {
 		return nil, err
 	}
