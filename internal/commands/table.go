@@ -68,6 +68,9 @@ type command struct {
 	// and the tier change itself (seed 000: the channel must not block the
 	// requests that change priority).
 	internal bool
+	// writes: the command takes a writeConcern, checked before it runs and
+	// waited for after (writeconcern.go).
+	writes bool
 	// access is what the one authorization check requires; an entry that
 	// says nothing needs root.
 	access access
@@ -196,20 +199,20 @@ func (h *Handlers) commands() map[string]*command {
 		// databases and collections
 		"listDatabases":   {handler: h.listDatabases, help: "databases with their sizes", access: onCluster(auth.ActListDatabases)},
 		"listCollections": {handler: h.listCollections, help: "collections of a database", access: onDB(auth.ActListCollections)},
-		"create":          {handler: h.create, help: "create a collection", access: onColl(auth.ActCreateCollection)},
-		"drop":            {handler: h.drop, help: "drop a collection", access: onColl(auth.ActDropCollection)},
-		"dropDatabase":    {handler: h.dropDatabase, help: "drop a database", access: onDB(auth.ActDropDatabase)},
-		"createIndexes":   {handler: h.createIndexes, help: "create indexes", access: onColl(auth.ActCreateIndex)},
+		"create":          {handler: h.create, writes: true, help: "create a collection", access: onColl(auth.ActCreateCollection)},
+		"drop":            {handler: h.drop, writes: true, help: "drop a collection", access: onColl(auth.ActDropCollection)},
+		"dropDatabase":    {handler: h.dropDatabase, writes: true, help: "drop a database", access: onDB(auth.ActDropDatabase)},
+		"createIndexes":   {handler: h.createIndexes, writes: true, help: "create indexes", access: onColl(auth.ActCreateIndex)},
 		"listIndexes":     {handler: h.listIndexes, help: "indexes of a collection", access: onColl(auth.ActListIndexes)},
-		"dropIndexes":     {handler: h.dropIndexes, help: "drop indexes", access: onColl(auth.ActDropIndex)},
+		"dropIndexes":     {handler: h.dropIndexes, writes: true, help: "drop indexes", access: onColl(auth.ActDropIndex)},
 		// CRUD
-		"insert":        {handler: h.insert, help: "insert documents", counter: opInsert, access: onColl(auth.ActInsert)},
+		"insert":        {handler: h.insert, writes: true, help: "insert documents", counter: opInsert, access: onColl(auth.ActInsert)},
 		"find":          {handler: h.find, help: "query documents", counter: opQuery, access: onColl(auth.ActFind)},
 		"getMore":       {handler: h.getMore, help: "next batch of a cursor", counter: opGetMore, access: onColl(auth.ActFind)},
 		"killCursors":   {handler: h.killCursors, help: "close cursors", internal: true, access: onColl(auth.ActKillCursors)},
-		"update":        {handler: h.update, help: "update documents", counter: opUpdate, access: onColl(auth.ActUpdate)},
-		"delete":        {handler: h.delete, help: "delete documents", counter: opDelete, access: onColl(auth.ActRemove)},
-		"findAndModify": {handler: h.findAndModify, help: "update or remove one document and return it", counter: opCommand, access: findAndModifyAccess},
+		"update":        {handler: h.update, writes: true, help: "update documents", counter: opUpdate, access: onColl(auth.ActUpdate)},
+		"delete":        {handler: h.delete, writes: true, help: "delete documents", counter: opDelete, access: onColl(auth.ActRemove)},
+		"findAndModify": {handler: h.findAndModify, writes: true, help: "update or remove one document and return it", counter: opCommand, access: findAndModifyAccess},
 		"count":         {handler: h.count, help: "count matching documents", counter: opCommand, access: onColl(auth.ActFind)},
 		"aggregate":     {handler: h.aggregate, help: "aggregation pipeline ($match, $group, $count, $sort, $skip, $limit, $project)", counter: opCommand, access: onColl(auth.ActFind)},
 		"explain":       {handler: h.explain, help: "the PostgreSQL plan of a find", access: onColl(auth.ActFind)},
@@ -221,7 +224,6 @@ func (h *Handlers) commands() map[string]*command {
 		c.name = name
 	}
 	maps.Copy(t, h.replCommands())
-	h.withWriteConcern(t)
 	// Commands defined elsewhere (replication's, in replset.go) get their
 	// access here, so this table stays the one place that decides it.
 	for name, a := range otherAccess {
@@ -323,6 +325,9 @@ func (h *Handlers) run(ctx context.Context, req *Request) (bson.D, error) {
 			}
 			defer done()
 		}
+	}
+	if cmd.writes {
+		return h.withWriteConcern(ctx, req, cmd.handler)
 	}
 	return cmd.handler(ctx, req)
 }

@@ -12,27 +12,21 @@ import (
 	"tierdb/internal/storage"
 )
 
-// withWriteConcern wraps the write commands: the write concern is checked
+// withWriteConcern runs a write command: its write concern is checked
 // before the write and, for w > 1, waited for after it.
-func (h *Handlers) withWriteConcern(t map[string]*command) {
-	for _, name := range []string{"insert", "update", "delete", "findAndModify", "create", "drop", "dropDatabase", "createIndexes", "dropIndexes"} {
-		c := t[name]
-		next := c.handler
-		c.handler = func(ctx context.Context, req *Request) (bson.D, error) {
-			wc, err := h.parseWriteConcern(req.Cmd)
-			if err != nil {
-				return nil, err
-			}
-			reply, err := next(ctx, req)
-			if err != nil || wc.standbys == 0 {
-				return reply, err
-			}
-			if werr := h.awaitWriteConcern(ctx, wc); werr != nil {
-				reply = append(reply, bson.E{Key: "writeConcernError", Value: werr})
-			}
-			return reply, nil
-		}
+func (h *Handlers) withWriteConcern(ctx context.Context, req *Request, run handlerFunc) (bson.D, error) {
+	wc, err := h.parseWriteConcern(req.Cmd)
+	if err != nil {
+		return nil, err
 	}
+	reply, err := run(ctx, req)
+	if err != nil || wc.standbys == 0 {
+		return reply, err
+	}
+	if werr := h.awaitWriteConcern(ctx, wc); werr != nil {
+		reply = append(reply, bson.E{Key: "writeConcernError", Value: werr})
+	}
+	return reply, nil
 }
 
 // writeConcern is a parsed write concern: how many standbys must have
