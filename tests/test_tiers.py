@@ -238,6 +238,10 @@ def test_threshold_two_lets_normal_run_beside_one_high(qserver):
     ("setQoSConfig", {"nice": {"high": -40}}),
     ("setQoSConfig", {"ioPriority": {"low": "slow"}}),
     ("setQoSConfig", {"threshold": 3, "unknownKnob": 1}),
+    ("setQoSConfig", {"anticipationMS": -1}),
+    ("setQoSConfig", {"anticipationMS": "1ms"}),
+    ("setQoSConfig", {"anticipationMS": float("nan")}),
+    ("setQoSConfig", {"anticipationMS": 5000}),
     ("setQoSConfig", {"cpuPools": {"priority": "0", "standard": "0-1", "restricted": "64"}}),
     ("setCpuPools", {"priority": "0", "standard": "0-1", "restricted": "9999"}),
     ("setCpuPools", {"priority": "0", "standard": "0-1"}),
@@ -254,10 +258,40 @@ def test_bad_qos_configuration_is_refused_and_changes_nothing(qserver, cmd, args
             c.admin.command(cmd, 1, **args)
     assert e.value.code == 2 and e.value.details["codeName"] == "BadValue"
     after = c.admin.command("qosStatus")
-    for key in ("threshold", "cpuPools", "starvationGuardMS"):
+    for key in ("threshold", "cpuPools", "starvationGuardMS", "anticipationMS"):
         assert after[key] == before[key]
     assert {t: after["tiers"][t]["nice"] for t in after["tiers"]} == {t: before["tiers"][t]["nice"] for t in before["tiers"]}
     c.close()
+
+
+def test_anticipation_holds_lower_tiers_after_a_high_request(qserver):
+    admin = qserver.client()
+    high, low = tier_client(qserver, "high"), tier_client(qserver, "low")
+    low.test.order.find_one()
+    try:
+        # Long enough that the low request below surely comes inside it.
+        reply = admin.admin.command("setQoSConfig", 1, anticipationMS=2000)
+        assert reply["anticipationMS"] == 2000
+        before = status(qserver)
+        high.test.order.find_one()
+        start = time.monotonic()
+        low.test.order.find_one()
+        assert time.monotonic() - start > 1.0, "the low request must wait out the anticipation period"
+        after = status(qserver)
+        assert after["tiers"]["low"]["waited"] == before["tiers"]["low"]["waited"] + 1
+        assert after["anticipation"]["periods"] > before["anticipation"]["periods"]
+        assert after["anticipation"]["expired"] > before["anticipation"]["expired"]
+        # Fractions of a millisecond are allowed; 0 turns it off again.
+        assert admin.admin.command("setQoSConfig", 1, anticipationMS=0.5)["anticipationMS"] == 0.5
+    finally:
+        assert admin.admin.command("setQoSConfig", 1, anticipationMS=0)["anticipationMS"] == 0
+    waited = status(qserver)["tiers"]["low"]["waited"]
+    high.test.order.find_one()
+    low.test.order.find_one()
+    assert status(qserver)["tiers"]["low"]["waited"] == waited, "off: a low request after a high one goes at once"
+    high.close()
+    low.close()
+    admin.close()
 
 
 def test_set_cpu_pools_and_nice_at_run_time(qserver):

@@ -171,7 +171,7 @@ func serve(args []string) error {
 	storeOpts := storage.Options{ConnString: connString, PrimaryName: primary.Name, Standbys: standbys, Logger: log, VersionCacheBytes: f.versionCacheMB << 20}
 	storeOpts.BackendsPerTier = sizes
 	if qcfg.Enabled {
-		ch, err := qos.NewChannel(qos.ChannelOptions{Threshold: qcfg.Threshold, StarvationGuard: qcfg.StarvationGuard})
+		ch, err := qos.NewChannel(qos.ChannelOptions{Threshold: qcfg.Threshold, StarvationGuard: qcfg.StarvationGuard, Anticipation: qcfg.Anticipation})
 		if err != nil {
 			return err
 		}

@@ -18,12 +18,13 @@ import (
 
 // qosFlags are the serve flags that make up a qos.Config.
 type qosFlags struct {
-	mode      string
-	threshold int
-	guard     time.Duration
-	nice      string
-	io        string
-	pools     string
+	mode         string
+	threshold    int
+	guard        time.Duration
+	anticipation time.Duration
+	nice         string
+	io           string
+	pools        string
 }
 
 func (q *qosFlags) register(fs *flag.FlagSet) {
@@ -31,6 +32,7 @@ func (q *qosFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&q.mode, "qos", "on", "on: priority channel and OS priorities per tier; off: none of it in the request path")
 	fs.IntVar(&q.threshold, "threshold", d.Threshold, "activation threshold of the priority channel (≥ 1)")
 	fs.DurationVar(&q.guard, "starvation-guard", 0, "admit at least one waiting lower-tier request per interval (0: off)")
+	fs.DurationVar(&q.anticipation, "anticipation", d.Anticipation, "keep lower tiers held this long after the last high-tier request ends, for that client's next request (0: off, the paper's channel)")
 	fs.StringVar(&q.nice, "nice", fmt.Sprintf("high=%d,normal=%d,low=%d", d.Nice[qos.High], d.Nice[qos.Normal], d.Nice[qos.Low]), "nice level of each tier's PostgreSQL backends")
 	fs.StringVar(&q.io, "io-priority", fmt.Sprintf("background=%s,walwriter=%s,high=%s,normal=%s,low=%s", d.IO.Background, d.IO.WALWriter, d.IO.Tiers[qos.High], d.IO.Tiers[qos.Normal], d.IO.Tiers[qos.Low]), "I/O priority of PostgreSQL's background processes (checkpointer, background writer, autovacuum), its WAL path (WAL writer, senders, receivers, standby replay), and each tier's backends")
 	fs.StringVar(&q.pools, "cpu-pools", "", `CPU pools, e.g. "priority=0-1;standard=0-1;restricted=1" (empty: no pools)`)
@@ -48,6 +50,7 @@ func (q *qosFlags) config() (qos.Config, error) {
 	}
 	c.Threshold = q.threshold
 	c.StarvationGuard = q.guard
+	c.Anticipation = q.anticipation
 	err := eachPair(q.nice, ",", func(k, v string) error {
 		t, ok := qos.ParseTier(k)
 		n, err := strconv.Atoi(v)

@@ -92,6 +92,11 @@ func (h *Handlers) qosStatus(_ context.Context, req *Request) (bson.D, error) {
 		{Key: "enabled", Value: true},
 		{Key: "threshold", Value: int32(st.Threshold)},
 		{Key: "starvationGuardMS", Value: st.Guard.Milliseconds()},
+		{Key: "anticipationMS", Value: float64(st.Anticipation) / float64(time.Millisecond)},
+		{Key: "anticipation", Value: bson.D{
+			{Key: "periods", Value: int64(st.Anticipated)},
+			{Key: "expired", Value: int64(st.AnticipationExpired)},
+		}},
 		{Key: "tiers", Value: tiers},
 		{Key: "cpuPools", Value: pools},
 		{Key: "backgroundIOPriority", Value: cfg.IO.Background.String()},
@@ -127,7 +132,11 @@ func (h *Handlers) setQoSConfig(_ context.Context, req *Request) (bson.D, error)
 	if err != nil {
 		return nil, err
 	}
-	return bson.D{{Key: "threshold", Value: int32(cfg.Threshold)}, {Key: "starvationGuardMS", Value: cfg.StarvationGuard.Milliseconds()}}, nil
+	return bson.D{
+		{Key: "threshold", Value: int32(cfg.Threshold)},
+		{Key: "starvationGuardMS", Value: cfg.StarvationGuard.Milliseconds()},
+		{Key: "anticipationMS", Value: float64(cfg.Anticipation) / float64(time.Millisecond)},
+	}, nil
 }
 
 func applyQoSField(c *qos.Config, e bson.E) error {
@@ -144,6 +153,14 @@ func applyQoSField(c *qos.Config, e bson.E) error {
 			return mongoerr.New(mongoerr.BadValue, "starvationGuardMS must be an integer ≥ 0 (0 turns the guard off)")
 		}
 		c.StarvationGuard = time.Duration(n) * time.Millisecond
+	case "anticipationMS":
+		// A fraction of a millisecond is a sensible value here, so
+		// doubles are accepted as well as integers.
+		ms, ok := asNumber(e.Value)
+		if !ok || !(ms >= 0 && ms <= 1000) { // also refuses NaN
+			return mongoerr.New(mongoerr.BadValue, "anticipationMS must be a number from 0 to 1000 (0 turns anticipation off)")
+		}
+		c.Anticipation = time.Duration(ms * float64(time.Millisecond))
 	case "nice":
 		return perTier(e, func(t qos.Tier, v any) error {
 			n, ok := asInt(v)
@@ -192,7 +209,7 @@ func applyQoSField(c *qos.Config, e bson.E) error {
 		}
 		c.Pools = pools
 	default:
-		return mongoerr.Newf(mongoerr.BadValue, "unknown setQoSConfig field %q; allowed: threshold, starvationGuardMS, nice, ioPriority, cpuPools", e.Key)
+		return mongoerr.Newf(mongoerr.BadValue, "unknown setQoSConfig field %q; allowed: threshold, starvationGuardMS, anticipationMS, nice, ioPriority, cpuPools", e.Key)
 	}
 	return nil
 }

@@ -24,6 +24,14 @@ type ChannelOptions struct {
 	// Zero (the default) turns it off, which is the paper's behaviour:
 	// lower tiers may then wait for as long as higher-tier traffic lasts.
 	StarvationGuard time.Duration
+	// Anticipation, when positive, keeps the lower tiers held for this long
+	// after the last high-tier request in process ends, as if the high
+	// tier's next request were already in process; a high-tier request
+	// arriving in that time ends the period. It keeps the gaps of a
+	// back-to-back high-tier client from releasing bursts of lower-tier
+	// work (see anticipationState). Zero (the default) is the paper's
+	// channel exactly.
+	Anticipation time.Duration
 	// Clock defaults to RealClock().
 	Clock Clock
 }
@@ -46,14 +54,15 @@ type Channel struct {
 	clock Clock
 	hooks *hooks // nil except in this package's tests
 
-	mu        sync.Mutex
-	threshold int
-	running   [NumTiers]int       // admitted and not yet done
-	queues    [NumTiers]waitQueue // the High queue stays empty: high never waits
-	tokens    tokenTable
-	counters  [NumTiers]tierCounters
-	guard     guardState
-	observed  bool // an OnHighActive observer is registered
+	mu           sync.Mutex
+	threshold    int
+	running      [NumTiers]int       // admitted and not yet done
+	queues       [NumTiers]waitQueue // the High queue stays empty: high never waits
+	tokens       tokenTable
+	counters     [NumTiers]tierCounters
+	guard        guardState
+	anticipation anticipationState
+	observed     bool // an OnHighActive observer is registered
 
 	// obsMu serialises observer calls so that they reach the observer in
 	// the order the state changed; see syncObserver.
@@ -71,6 +80,9 @@ func NewChannel(opts ChannelOptions) (*Channel, error) {
 	if thr < 1 {
 		return nil, mongoerr.Newf(mongoerr.BadValue, "priority channel threshold must be at least 1, got %d", opts.Threshold)
 	}
+	if opts.Anticipation < 0 {
+		return nil, mongoerr.Newf(mongoerr.BadValue, "anticipation must not be negative, got %v", opts.Anticipation)
+	}
 	if opts.StarvationGuard < 0 {
 		return nil, mongoerr.Newf(mongoerr.BadValue, "starvation guard interval must not be negative, got %v", opts.StarvationGuard)
 	}
@@ -79,9 +91,10 @@ func NewChannel(opts ChannelOptions) (*Channel, error) {
 		clock = RealClock()
 	}
 	return &Channel{
-		clock:     clock,
-		threshold: thr,
-		guard:     guardState{every: opts.StarvationGuard},
+		clock:        clock,
+		threshold:    thr,
+		guard:        guardState{every: opts.StarvationGuard},
+		anticipation: anticipationState{every: opts.Anticipation},
 	}, nil
 }
 
@@ -171,9 +184,9 @@ func (c *Channel) wait(ctx context.Context, w *waiter) (func(), error) {
 func (c *Channel) mayRunLocked(t Tier) bool {
 	switch t {
 	case Normal:
-		return c.running[High] < c.threshold
+		return c.highLocked() < c.threshold
 	case Low:
-		return c.running[High]+c.normProcLocked() < c.threshold
+		return c.highLocked()+c.normProcLocked() < c.threshold
 	}
 	return true
 }
@@ -188,6 +201,9 @@ func (c *Channel) normProcLocked() int {
 // became active. w is nil on the fast path.
 func (c *Channel) admitLocked(t Tier, w *waiter, viaGuard bool) (slot uint32, gen uint64, notify bool) {
 	slot, gen = c.tokens.take()
+	if t == High && c.anticipation.active {
+		c.endAnticipationLocked()
+	}
 	c.running[t]++
 	s := &c.counters[t]
 	s.admitted++
@@ -228,6 +244,9 @@ func (c *Channel) release(t Tier, slot uint32, gen uint64) {
 	}
 	c.running[t]--
 	c.emit(evExit, t, nil, false)
+	if t == High && c.running[High] == 0 {
+		c.anticipateLocked()
+	}
 	notify := t == High && c.running[High] == 0 && c.observed
 	c.wakeEligibleLocked()
 	c.mu.Unlock()
@@ -241,10 +260,10 @@ func (c *Channel) release(t Tier, slot uint32, gen uint64) {
 // threshold). Every waiter of a freed tier is signalled, in arrival order;
 // each re-checks for itself.
 func (c *Channel) wakeEligibleLocked() {
-	if c.queues[Normal].unsignalled > 0 && c.running[High] < c.threshold {
+	if c.queues[Normal].unsignalled > 0 && c.mayRunLocked(Normal) {
 		c.signalAllLocked(Normal)
 	}
-	if c.queues[Low].unsignalled > 0 && c.running[High]+c.normProcLocked() < c.threshold {
+	if c.queues[Low].unsignalled > 0 && c.mayRunLocked(Low) {
 		c.signalAllLocked(Low)
 	}
 }

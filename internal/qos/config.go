@@ -18,6 +18,8 @@ type Config struct {
 	Enabled         bool
 	Threshold       int
 	StarvationGuard time.Duration
+	// Anticipation is ChannelOptions.Anticipation.
+	Anticipation time.Duration
 	// Nice is the nice level of each tier's backends.
 	Nice [NumTiers]int
 	// Pools are the CPU pools of seed 003; all empty means "no pools".
@@ -106,6 +108,9 @@ func (c Config) Validate(onlineCPUs []int) error {
 	}
 	if c.StarvationGuard < 0 {
 		return mongoerr.Newf(mongoerr.BadValue, "starvation guard must be ≥ 0 ms, got %v", c.StarvationGuard)
+	}
+	if c.Anticipation < 0 {
+		return mongoerr.Newf(mongoerr.BadValue, "anticipation must be ≥ 0 ms, got %v", c.Anticipation)
 	}
 	for t, n := range c.Nice {
 		if n < -20 || n > 19 {

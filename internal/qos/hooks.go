@@ -14,14 +14,15 @@ type hooks struct {
 type eventKind uint8
 
 const (
-	evQueue     eventKind = iota // a request started waiting
-	evSignal                     // a waiter was woken
-	evAdmit                      // a request was admitted (w is nil on the fast path)
-	evRewait                     // a woken waiter found its condition false again
-	evAbandon                    // a waiter's context ended
-	evExit                       // done ran
-	evThreshold                  // the threshold changed
-	evGuardPass                  // the starvation guard picked w
+	evQueue           eventKind = iota // a request started waiting
+	evSignal                           // a waiter was woken
+	evAdmit                            // a request was admitted (w is nil on the fast path)
+	evRewait                           // a woken waiter found its condition false again
+	evAbandon                          // a waiter's context ended
+	evExit                             // done ran
+	evThreshold                        // the threshold changed
+	evGuardPass                        // the starvation guard picked w
+	evAnticipationEnd                  // an anticipation period ran out
 )
 
 // event carries the channel's own counts after the change, so tests can

@@ -30,6 +30,11 @@ type ChannelStats struct {
 	Tiers     [NumTiers]TierStats
 	Threshold int
 	Guard     time.Duration
+	// Anticipation is the configured period; Anticipated counts the
+	// periods started and AnticipationExpired those that ended with no
+	// high-tier request.
+	Anticipation                     time.Duration
+	Anticipated, AnticipationExpired uint64
 }
 
 type tierCounters struct {
@@ -59,6 +64,8 @@ func (c *Channel) Stats() ChannelStats {
 	c.mu.Lock()
 	st.Threshold = c.threshold
 	st.Guard = c.guard.every
+	st.Anticipation = c.anticipation.every
+	st.Anticipated, st.AnticipationExpired = c.anticipation.held, c.anticipation.expired
 	for t := range NumTiers {
 		k := &c.counters[t]
 		st.Tiers[t] = TierStats{

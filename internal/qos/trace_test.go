@@ -224,13 +224,63 @@ func TestChannelTraces(t *testing.T) {
 				{"-H1 -N2", ""},
 			},
 		},
+		{
+			name: "anticipation: the gap after the last high holds lower tiers until it runs out",
+			opts: ChannelOptions{Anticipation: 2 * time.Millisecond},
+			steps: []traceStep{
+				{"+H1 +N1 +L1", "run=H1 wait=N1,L1"},
+				{"-H1", "wait=N1,L1 woke="},
+				{"+N2", "wait=N1,N2,L1"},
+				{"adv=1ms", "wait=N1,N2,L1 woke="},
+				{"adv=1ms", "run=N1,N2 wait=L1 woke=N1,N2"},
+				// Only the high tier's own exit anticipates.
+				{"-N1 -N2", "run=L1 woke=L1"},
+				{"-L1 adv=10ms", ""},
+			},
+		},
+		{
+			name: "anticipation: a high request in the gap ends it; the next exit starts a new one",
+			opts: ChannelOptions{Anticipation: 2 * time.Millisecond},
+			steps: []traceStep{
+				{"+H1 +N1", "run=H1 wait=N1"},
+				{"-H1 adv=1ms", "wait=N1"},
+				{"+H2", "run=H2 wait=N1"},
+				// The first period's timer must not release N1 now.
+				{"adv=1500us", "run=H2 wait=N1 woke="},
+				{"-H2 adv=1999us", "wait=N1 woke="},
+				{"adv=1us", "run=N1 woke=N1"},
+				{"-N1", ""},
+			},
+		},
+		{
+			name: "anticipation at threshold 2 counts as one high in process",
+			opts: ChannelOptions{Threshold: 2, Anticipation: time.Millisecond},
+			steps: []traceStep{
+				{"+H1 -H1", ""},
+				{"+N1", "run=N1"},
+				{"+L1", "run=N1 wait=L1"},
+				{"adv=1ms", "run=N1,L1 woke=L1"},
+				{"-N1 -L1", ""},
+			},
+		},
+		{
+			name: "anticipation switched off at run time releases what it holds",
+			opts: ChannelOptions{Anticipation: time.Hour},
+			steps: []traceStep{
+				{"+H1 +N1 +L1 -H1", "wait=N1,L1"},
+				{"ant=0s", "run=N1 wait=L1 woke=N1"},
+				{"-N1", "run=L1 woke=L1"},
+				{"-L1 +H2 -H2 +N2", "run=N2"},
+				{"-N2", ""},
+			},
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			tr := newTracer(t, tc.opts)
 			tr.run(tc.steps)
-			if n := tr.clk.pending(); tc.opts.StarvationGuard == 0 && n != 0 {
-				t.Errorf("%d timers pending with the guard off", n)
+			if n := tr.clk.pending(); tc.opts.StarvationGuard == 0 && tc.opts.Anticipation == 0 && n != 0 {
+				t.Errorf("%d timers pending with the guard and anticipation off", n)
 			}
 		})
 	}

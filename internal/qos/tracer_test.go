@@ -251,6 +251,8 @@ func (tr *tracer) do(word string) {
 		}
 	case isKV && key == "guard":
 		tr.c.SetStarvationGuard(mustDuration(tr.t, val))
+	case isKV && key == "ant":
+		tr.c.SetAnticipation(mustDuration(tr.t, val))
 	case isKV && key == "adv":
 		tr.clk.Advance(mustDuration(tr.t, val))
 	case isKV && key == "hold":

@@ -15,6 +15,8 @@ import (
 type Prober interface {
 	Nodes() []*storage.Node
 	Position(ctx context.Context, n *storage.Node) (storage.WALPosition, error)
+	// FlushWAL makes the primary n flush all its WAL.
+	FlushWAL(ctx context.Context, n *storage.Node) error
 }
 
 // Options configure a Monitor.
@@ -82,13 +84,31 @@ type Monitor struct {
 	// wake is closed (and replaced) when a write starts waiting, so that
 	// every standby's loop polls at once.
 	wake chan struct{}
+	// flushedAt is when the monitor last asked the primary to flush.
+	flushedAt time.Time
+	flushes   uint64 // how many times it asked
 }
 
 type waiter struct {
-	lsn  uint64
-	need int // standbys that must have applied lsn
-	done chan struct{}
+	lsn   uint64
+	need  int // standbys that must have applied lsn
+	since time.Time
+	done  chan struct{}
 }
+
+// flushAfter is how long a standby may wait for WAL from the primary,
+// short of a waiting write's target, before the monitor asks the primary to
+// flush.
+//
+// Why it is needed: a write's target is the primary's WAL flush position,
+// and that position can end inside a record of another transaction that
+// the WAL writer has flushed only up to a page boundary. A standby cannot
+// replay a record it has only part of, so it stops just before it, short
+// of the target, until the rest is flushed: by the next commit, or by the
+// WAL writer after up to two wal_writer_delay rounds (400 ms by default).
+// With the lower tiers held back by the priority channel there may be no
+// next commit, and a high-tier majority write would stall for that long.
+const flushAfter = time.Millisecond
 
 // New makes a monitor; Run polls.
 func New(opts Options) *Monitor {
@@ -152,12 +172,17 @@ func (m *Monitor) runNode(ctx context.Context, n *storage.Node) {
 		m.pollNode(ctx, n)
 		m.mu.Lock()
 		m.releaseWaiters()
+		flush := m.needsFlush(n)
 		fast := m.behind(n)
 		wake := m.wake
 		if n.Primary {
 			wake = nil // waiting writes need news of the standbys only
 		}
 		m.mu.Unlock()
+		if flush {
+			m.flushPrimary(ctx)
+			continue
+		}
 		if fast {
 			select {
 			case <-ctx.Done():
@@ -198,7 +223,45 @@ func (m *Monitor) Poll(ctx context.Context, withPrimary bool) {
 	m.forget(nodes)
 	m.mu.Lock()
 	m.releaseWaiters()
+	flush := slices.ContainsFunc(nodes[1:], m.needsFlush)
 	m.mu.Unlock()
+	if flush {
+		m.flushPrimary(ctx)
+	}
+}
+
+// needsFlush says whether standby n, short of a write that has waited
+// flushAfter, is waiting for WAL rather than replaying: it has received the
+// target (and stopped before a split record) or applied all it received.
+// Then, unless a flush was asked for within flushAfter, it records one as
+// asked for and says yes. m.mu is held. See flushAfter.
+func (m *Monitor) needsFlush(n *storage.Node) bool {
+	mem := m.members[n]
+	now := m.now()
+	if n.Primary || mem == nil || !mem.Up || now.Sub(m.flushedAt) < flushAfter {
+		return false
+	}
+	for _, w := range m.waiters {
+		idle := mem.Received >= w.lsn || mem.Received == mem.Applied
+		if idle && mem.Applied < w.lsn && now.Sub(w.since) >= flushAfter {
+			m.flushedAt = now
+			m.flushes++
+			return true
+		}
+	}
+	return false
+}
+
+func (m *Monitor) flushPrimary(ctx context.Context) {
+	nodes := m.opts.Store.Nodes()
+	if len(nodes) == 0 || !nodes[0].Primary {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	if err := m.opts.Store.FlushWAL(ctx, nodes[0]); err != nil {
+		m.log.Debug("asking the primary to flush its WAL", "err", err)
+	}
 }
 
 // forget drops the members a failover replaced.
@@ -312,7 +375,7 @@ func (m *Monitor) AwaitApplied(ctx context.Context, lsn uint64, standbys int) er
 		m.mu.Unlock()
 		return nil
 	}
-	w := &waiter{lsn: lsn, need: standbys, done: make(chan struct{})}
+	w := &waiter{lsn: lsn, need: standbys, since: m.now(), done: make(chan struct{})}
 	m.waiters = append(m.waiters, w)
 	close(m.wake)
 	m.wake = make(chan struct{})

@@ -45,10 +45,24 @@ type fakeProber struct {
 	nodes   []*storage.Node
 	replies map[*storage.Node]reply
 	calls   map[*storage.Node]int
+	flushes map[*storage.Node]int
 }
 
 func newFakeProber(clock *fakeClock, nodes ...*storage.Node) *fakeProber {
-	return &fakeProber{clock: clock, nodes: nodes, replies: map[*storage.Node]reply{}, calls: map[*storage.Node]int{}}
+	return &fakeProber{clock: clock, nodes: nodes, replies: map[*storage.Node]reply{}, calls: map[*storage.Node]int{}, flushes: map[*storage.Node]int{}}
+}
+
+func (p *fakeProber) FlushWAL(_ context.Context, n *storage.Node) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.flushes[n]++
+	return nil
+}
+
+func (p *fakeProber) flushesOf(n *storage.Node) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.flushes[n]
 }
 
 func (p *fakeProber) Nodes() []*storage.Node {
@@ -515,6 +529,61 @@ func TestAwaitAppliedReleasedByPoll(t *testing.T) {
 	}
 	if n := f.waiters(); n != 0 {
 		t.Fatalf("%d waiters left", n)
+	}
+}
+
+// A standby that waits for WAL short of a waiting write's target (it stopped
+// before a split record, or applied all the primary sent) makes the monitor
+// ask the primary to flush, once the write has waited flushAfter, and not
+// more often than that.
+func TestStuckStandbyMakesThePrimaryFlush(t *testing.T) {
+	f := newFixture(t, 0)
+	f.prober.set(f.primary, 100, 0)
+	f.prober.set(f.s1, 100, 0)
+	f.prober.set(f.s2, 100, 0)
+	f.poll()
+	ctx := context.Background()
+	w := f.await(t, ctx, 200, 1)
+
+	// s1 has everything up to 200 but applied only 190.
+	stuck := storage.WALPosition{InRecovery: true, Applied: 190, Received: 200}
+	f.prober.mu.Lock()
+	f.prober.replies[f.s1] = reply{pos: stuck}
+	f.prober.mu.Unlock()
+	f.poll()
+	if n := f.prober.flushesOf(f.primary); n != 0 {
+		t.Fatalf("flushed %d times before the write waited %v", n, flushAfter)
+	}
+	f.clock.Advance(flushAfter)
+	f.poll()
+	f.poll() // a second round in the same instant asks nothing more
+	if n := f.prober.flushesOf(f.primary); n != 1 {
+		t.Fatalf("primary asked to flush %d times, want 1", n)
+	}
+	// A standby that has not received the target (replication lag, not a
+	// split record) is no reason to flush.
+	f.prober.set(f.s1, 150, 0)
+	f.clock.Advance(10 * flushAfter)
+	f.poll()
+	if n := f.prober.flushesOf(f.primary); n != 1 {
+		t.Fatalf("primary asked to flush %d times for a lagging standby, want 1", n)
+	}
+	// A standby that applied all it received is waiting for the primary,
+	// which has not flushed the rest: flush.
+	f.prober.mu.Lock()
+	f.prober.replies[f.s1] = reply{pos: storage.WALPosition{InRecovery: true, Applied: 180, Received: 180}}
+	f.prober.mu.Unlock()
+	f.poll()
+	if n := f.prober.flushesOf(f.primary); n != 2 {
+		t.Fatalf("primary asked to flush %d times for an idle standby, want 2", n)
+	}
+	f.prober.set(f.s1, 220, 0)
+	f.poll()
+	if err := expectResult(t, w, "AwaitApplied(200, 1)"); err != nil {
+		t.Fatal(err)
+	}
+	if n := f.prober.flushesOf(f.s1) + f.prober.flushesOf(f.s2); n != 0 {
+		t.Fatalf("standbys asked to flush %d times", n)
 	}
 }
 

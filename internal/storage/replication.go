@@ -11,9 +11,10 @@ import (
 type WALPosition struct {
 	// InRecovery is true on a standby.
 	InRecovery bool
-	// Applied is, on a primary, the end of the WAL written so far (every
-	// acknowledged commit lies before it); on a standby, the end of the WAL
-	// replayed, i.e. visible to reads.
+	// Applied is, on a primary, the end of the WAL flushed so far (every
+	// acknowledged commit lies before it, and nothing beyond it has been
+	// sent to standbys yet); on a standby, the end of the WAL replayed,
+	// i.e. visible to reads.
 	Applied uint64
 	// Received is, on a standby, the end of the WAL received and flushed;
 	// on a primary, Applied.
@@ -28,7 +29,7 @@ func (s *Store) Position(ctx context.Context, n *Node) (WALPosition, error) {
 	var applied int64
 	err := n.probe.QueryRow(ctx, `SELECT pg_is_in_recovery(),
 		CASE WHEN pg_is_in_recovery() THEN pg_wal_lsn_diff(COALESCE(pg_last_wal_replay_lsn(), '0/0'), '0/0')
-		     ELSE pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0') END::bigint,
+		     ELSE pg_wal_lsn_diff(pg_current_wal_flush_lsn(), '0/0') END::bigint,
 		pg_wal_lsn_diff(pg_last_wal_receive_lsn(), '0/0')::bigint`).Scan(&p.InRecovery, &applied, &received)
 	if err != nil {
 		return p, fromPG(ctx, err)
@@ -70,4 +71,14 @@ func (s *Store) HelperProcesses(ctx context.Context) ([]HelperProcess, error) {
 		out = append(out, procs...)
 	}
 	return out, nil
+}
+
+// FlushWAL makes primary n write and flush all the WAL it has. It commits
+// a transaction whose only WAL record is an empty logical-decoding message
+// (which needs no table and no wal_level=logical): a commit that wrote WAL
+// flushes every record inserted before it. A transaction with nothing but
+// an xid would not do: PostgreSQL commits those asynchronously.
+func (s *Store) FlushWAL(ctx context.Context, n *Node) error {
+	_, err := n.probe.Exec(ctx, `SELECT pg_logical_emit_message(true, 'tierdb', '')`)
+	return fromPG(ctx, err)
 }

@@ -57,6 +57,7 @@ func (m *Manager) Update(change func(*qos.Config) error) (qos.Config, error) {
 		return m.cfg, err
 	}
 	m.Channel.SetStarvationGuard(next.StarvationGuard)
+	m.Channel.SetAnticipation(next.Anticipation)
 	m.cfg = next
 	m.Controller.SetConfig(next)
 	return next, nil
