@@ -12,7 +12,7 @@ all: build
 
 build: $(BIN)
 
-$(BIN): $(shell find cmd internal -name '*.go' -not -name '*_test.go') go.mod go.sum
+$(BIN): $(shell find cmd internal -name '*.go' -not -name '*_test.go') $(wildcard internal/bench/scenarios/*.yaml) go.mod go.sum
 	@command -v $(GO) >/dev/null || { echo "Go 1.21+ is required (https://go.dev/dl); it fetches the toolchain go.mod asks for"; exit 1; }
 	$(GO) build -o $(BIN) ./cmd/tierdb
 

@@ -256,7 +256,12 @@ func (e *engine) runOne(ctx context.Context, rep int, v Variant) (run RunResult,
 			recs[gi] = append(recs[gi], rec)
 			w := worker{
 				g: m.g, wl: e.wl, client: c, rec: rec, start: start, done: &progress[gi],
-				rng: rand.New(rand.NewPCG(seed|uint64(ci), uint64(len(v.Name)))),
+				// The same sequence in every variant, so that side by
+				// side the variants differ only in the server; both
+				// halves of the state from the client's seed, so that
+				// clients' sequences are not related (seeds differing
+				// in a few high bits alone gave correlated streams).
+				rng: rand.New(rand.NewPCG(seed|uint64(ci), splitmix64(seed|uint64(ci)))),
 			}
 			if stamps[gi] != nil {
 				w.stampR = &staleReader{doc: stamps[gi].doc, start: start}
@@ -445,4 +450,13 @@ func tierdbVersion(bin string) string {
 		return "unknown"
 	}
 	return strings.TrimSpace(string(out))
+}
+
+// splitmix64 scrambles x (the finaliser of the SplitMix64 generator): nearby
+// inputs give unrelated outputs.
+func splitmix64(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
+	x = (x ^ x>>27) * 0x94d049bb133111eb
+	return x ^ x>>31
 }
