@@ -92,7 +92,7 @@ func (b *Balancer) Observe(onStandby bool, d time.Duration) {
 }
 
 // ObserveRTT records a round trip to a node that did no work (a monitor
-// poll), which the server-side latency subtracts.
+// poll); the server-side latency subtracts the period's fastest.
 func (b *Balancer) ObserveRTT(onStandby bool, d time.Duration) {
 	b.mu.Lock()
 	b.rtt[side(onStandby)] = appendBounded(b.rtt[side(onStandby)], d)
@@ -126,8 +126,8 @@ func (b *Balancer) Tick(now time.Time) bool {
 	d := Decision{At: now}
 	lp, okP := median(b.lat[0])
 	ls, okS := median(b.lat[1])
-	rp, _ := median(b.rtt[0])
-	rs, _ := median(b.rtt[1])
+	rp := minimum(b.rtt[0])
+	rs := minimum(b.rtt[1])
 	b.lat, b.rtt = [2][]time.Duration{b.lat[0][:0], b.lat[1][:0]}, [2][]time.Duration{b.rtt[0][:0], b.rtt[1][:0]}
 	next := latest
 	switch {
@@ -137,9 +137,15 @@ func (b *Balancer) Tick(now time.Time) bool {
 		// next period unless staleness forbids standbys.
 		d.Reason = "no data"
 	default:
-		// Server-side latency: client-observed median minus the median
-		// round trip; at least 1µs so that an idle side does not divide by
-		// zero.
+		// Server-side latency: client-observed median minus the round
+		// trip; at least 1µs so that an idle side does not divide by zero.
+		// Seed 001 subtracts the median heartbeat round trip, which on
+		// MongoDB is network time. Here a round trip is a monitor query,
+		// which a congested node answers as late as a read (on a node
+		// capped at 0.12 CPU the primary's median probe took as long as
+		// its reads, the ratio fell to 0.01-0.07 and the balancer kept
+		// lowering the fraction). The period's fastest probe is the
+		// least-queued one: the best estimate of the fixed cost.
 		ssP := max(lp-rp, time.Microsecond)
 		ssS := max(ls-rs, time.Microsecond)
 		d.Ratio = float64(ssP) / float64(ssS)
@@ -174,6 +180,14 @@ func (b *Balancer) Tick(now time.Time) bool {
 // roundFraction keeps fractions on the 1% grid so that repeated steps of
 // 0.1 compare equal ("all recent entries the same").
 func roundFraction(f float64) float64 { return float64(int(f*100+0.5)) / 100 }
+
+// minimum is zero for no samples: nothing to subtract.
+func minimum(s []time.Duration) time.Duration {
+	if len(s) == 0 {
+		return 0
+	}
+	return slices.Min(s)
+}
 
 func median(s []time.Duration) (time.Duration, bool) {
 	if len(s) == 0 {

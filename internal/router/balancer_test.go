@@ -185,6 +185,14 @@ func TestBalancerTraces(t *testing.T) {
 			},
 		},
 		{
+			name: "the period's fastest round trip is subtracted: a congested node's probes queue like its reads",
+			trace: []period{
+				// Medians would give (5-4)/(1-0.1) = 1.1: hold. The fastest
+				// probes give (5-0.1)/(1-0.1) = 5.4: raise.
+				{primary: []time.Duration{ms(5)}, primaryRTT: []time.Duration{ms(0.1), ms(4), ms(4)}, standby: []time.Duration{ms(1)}, standbyRTT: []time.Duration{ms(0.1)}, want: 0.2, reason: "raise"},
+			},
+		},
+		{
 			name: "RTT is subtracted before comparing",
 			trace: []period{
 				// 12ms observed with a 10ms round trip on the primary is 2ms on
