@@ -349,6 +349,7 @@ def test_metrics_endpoint_exports_tier_figures(qserver):
     assert samples['tierdb_qos_enabled'] == 1
     assert samples['tierdb_qos_admitted_total{tier="low"}'] >= 1
     assert 'tierdb_qos_waiting{tier="high"}' in samples
+    assert samples['tierdb_qos_anticipation_seconds'] == 0 and 'tierdb_qos_anticipation_periods_total' in samples
     assert samples['tierdb_request_duration_seconds_count{tier="low"}'] >= 1
     assert samples['tierdb_command_calls_total{command="find"}'] >= 1
     c.close()

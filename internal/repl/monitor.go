@@ -86,7 +86,6 @@ type Monitor struct {
 	wake chan struct{}
 	// flushedAt is when the monitor last asked the primary to flush.
 	flushedAt time.Time
-	flushes   uint64 // how many times it asked
 }
 
 type waiter struct {
@@ -245,7 +244,6 @@ func (m *Monitor) needsFlush(n *storage.Node) bool {
 		idle := mem.Received >= w.lsn || mem.Received == mem.Applied
 		if idle && mem.Applied < w.lsn && now.Sub(w.since) >= flushAfter {
 			m.flushedAt = now
-			m.flushes++
 			return true
 		}
 	}

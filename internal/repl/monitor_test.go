@@ -103,6 +103,13 @@ func (p *fakeProber) set(n *storage.Node, applied uint64, rtt time.Duration) {
 	p.mu.Unlock()
 }
 
+// setPos scripts node n's answer exactly.
+func (p *fakeProber) setPos(n *storage.Node, pos storage.WALPosition) {
+	p.mu.Lock()
+	p.replies[n] = reply{pos: pos}
+	p.mu.Unlock()
+}
+
 func (p *fakeProber) fail(n *storage.Node, err error) {
 	p.mu.Lock()
 	p.replies[n] = reply{err: err}
@@ -138,6 +145,14 @@ func newFixture(t *testing.T, interval time.Duration) *fixture {
 	f.prober = newFakeProber(f.clock, f.primary, f.s1, f.s2)
 	f.mon = New(Options{Store: f.prober, Logger: quietLogger(), Interval: interval, Now: f.clock.Now})
 	return f
+}
+
+// allAt puts every node at lsn and polls once.
+func (f *fixture) allAt(lsn uint64) {
+	for _, n := range []*storage.Node{f.primary, f.s1, f.s2} {
+		f.prober.set(n, lsn, 0)
+	}
+	f.poll()
 }
 
 // member returns the monitor's view of node n.
@@ -489,10 +504,7 @@ func expectResult(t *testing.T, ch <-chan error, what string) error {
 
 func TestAwaitAppliedReleasedByPoll(t *testing.T) {
 	f := newFixture(t, 0)
-	f.prober.set(f.primary, 100, 0)
-	f.prober.set(f.s1, 100, 0)
-	f.prober.set(f.s2, 100, 0)
-	f.poll()
+	f.allAt(100)
 	ctx := context.Background()
 
 	one := f.await(t, ctx, 200, 1)
@@ -538,18 +550,12 @@ func TestAwaitAppliedReleasedByPoll(t *testing.T) {
 // more often than that.
 func TestStuckStandbyMakesThePrimaryFlush(t *testing.T) {
 	f := newFixture(t, 0)
-	f.prober.set(f.primary, 100, 0)
-	f.prober.set(f.s1, 100, 0)
-	f.prober.set(f.s2, 100, 0)
-	f.poll()
+	f.allAt(100)
 	ctx := context.Background()
 	w := f.await(t, ctx, 200, 1)
 
 	// s1 has everything up to 200 but applied only 190.
-	stuck := storage.WALPosition{InRecovery: true, Applied: 190, Received: 200}
-	f.prober.mu.Lock()
-	f.prober.replies[f.s1] = reply{pos: stuck}
-	f.prober.mu.Unlock()
+	f.prober.setPos(f.s1, storage.WALPosition{InRecovery: true, Applied: 190, Received: 200})
 	f.poll()
 	if n := f.prober.flushesOf(f.primary); n != 0 {
 		t.Fatalf("flushed %d times before the write waited %v", n, flushAfter)
@@ -570,9 +576,7 @@ func TestStuckStandbyMakesThePrimaryFlush(t *testing.T) {
 	}
 	// A standby that applied all it received is waiting for the primary,
 	// which has not flushed the rest: flush.
-	f.prober.mu.Lock()
-	f.prober.replies[f.s1] = reply{pos: storage.WALPosition{InRecovery: true, Applied: 180, Received: 180}}
-	f.prober.mu.Unlock()
+	f.prober.setPos(f.s1, storage.WALPosition{InRecovery: true, Applied: 180, Received: 180})
 	f.poll()
 	if n := f.prober.flushesOf(f.primary); n != 2 {
 		t.Fatalf("primary asked to flush %d times for an idle standby, want 2", n)
