@@ -83,8 +83,8 @@ func (h *Handlers) parseWriteConcern(cmd bson.D) (writeConcern, error) {
 }
 
 // awaitWriteConcern waits until enough standbys have applied everything the
-// primary had written when the write ended; it returns the
-// writeConcernError document when they do not in time.
+// primary had flushed when the write ended (the write's commit included);
+// it returns the writeConcernError document when they do not in time.
 func (h *Handlers) awaitWriteConcern(ctx context.Context, wc writeConcern) bson.D {
 	r := h.opts.Replication
 	timeout := wc.timeout

@@ -236,8 +236,11 @@ func (m *Monitor) Poll(ctx context.Context, withPrimary bool) {
 // asked for and says yes. m.mu is held. See flushAfter.
 func (m *Monitor) needsFlush(n *storage.Node) bool {
 	mem := m.members[n]
+	if n.Primary || len(m.waiters) == 0 || mem == nil || !mem.Up {
+		return false
+	}
 	now := m.now()
-	if n.Primary || mem == nil || !mem.Up || now.Sub(m.flushedAt) < flushAfter {
+	if now.Sub(m.flushedAt) < flushAfter {
 		return false
 	}
 	for _, w := range m.waiters {
