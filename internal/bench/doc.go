@@ -10,7 +10,7 @@
 // Run starts one private PostgreSQL, loads the records once, then for every
 // repetition measures the time-sensitive groups alone on an idle server (the
 // baseline) and each variant in turn, each on a fresh tierdb process on that
-// PostgreSQL. Every operation's latency goes into a histogram; throughput is
+// PostgreSQL, the variants' order rotating by one each repetition. Every operation's latency goes into a histogram; throughput is
 // kept per 100 ms; time-sensitive groups also keep (time, latency) samples.
 //
 // With replicas (Scenario.Replicas) the PostgreSQL is a primary with hot

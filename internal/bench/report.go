@@ -101,7 +101,7 @@ func markdown(res *Results, plots []plotFile) string {
 	if sc.BaselineOn() {
 		p("the idle baseline (time-sensitive groups alone, QoS off), then ")
 	}
-	p("each variant in turn, each on a fresh tierdb process.\n\n")
+	p("each variant in turn, each on a fresh tierdb process; the variants' order rotates by one each repetition.\n\n")
 
 	p("## Settings\n\n")
 	p("%d records of %d fields × %d bytes, %s keys; scans read up to %d records; warm-up cut from the noise's \"before\" window: %s.\n\n",

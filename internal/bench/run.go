@@ -115,11 +115,7 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 		return nil, err
 	}
 	for rep := 1; rep <= sc.Repeat; rep++ {
-		plan := sc.Variants
-		if sc.BaselineOn() {
-			plan = append([]Variant{{Name: BaselineVariant, QoS: "off"}}, plan...)
-		}
-		for _, v := range plan {
+		for _, v := range runOrder(sc, rep) {
 			run, err := e.runOne(ctx, rep, v)
 			if err != nil {
 				return nil, fmt.Errorf("repetition %d, %s: %w", rep, v.Name, err)
@@ -152,6 +148,23 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 		return res, errors.New(strings.Join(failed, "\n"))
 	}
 	return res, nil
+}
+
+// runOrder is the order of the runs in repetition rep (from 1): the idle
+// baseline first, when measured, then the variants rotated by rep−1, so
+// that over the repetitions each variant runs as often first as last and
+// a drift across a repetition (the updated table bloating, autovacuum,
+// a neighbour on the VM) does not favour one of them.
+func runOrder(sc *Scenario, rep int) []Variant {
+	var plan []Variant
+	if sc.BaselineOn() {
+		plan = append(plan, Variant{Name: BaselineVariant, QoS: "off"})
+	}
+	n := len(sc.Variants)
+	for i := range n {
+		plan = append(plan, sc.Variants[(rep-1+i)%n])
+	}
+	return plan
 }
 
 // WriteResults writes results.json.

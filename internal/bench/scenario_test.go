@@ -147,7 +147,7 @@ func TestClientCountExpressions(t *testing.T) {
 
 func TestBuiltinScenariosParse(t *testing.T) {
 	names := BuiltinScenarios()
-	for _, want := range []string{"fig4", "fig5", "fig7", "smoke", "qos-overhead"} {
+	for _, want := range []string{"fig4", "fig5", "fig7", "smoke", "qos-overhead", "qos-overhead-reads"} {
 		found := false
 		for _, n := range names {
 			found = found || n == want
@@ -221,5 +221,30 @@ func TestQuickShortensACopy(t *testing.T) {
 	}
 	if err := q.Validate(); err != nil {
 		t.Error(err)
+	}
+}
+
+func TestRunOrderRotatesVariantsAfterTheBaseline(t *testing.T) {
+	s, err := ParseScenario(strings.NewReader(goodScenario))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Variants = append(s.Variants, Variant{Name: "on-t1", QoS: "on", Threshold: 1})
+	names := func(rep int) string {
+		var out []string
+		for _, v := range runOrder(s, rep) {
+			out = append(out, v.Name)
+		}
+		return strings.Join(out, ",")
+	}
+	for rep, want := range map[int]string{
+		1: "baseline,off,on-t2,on-t1",
+		2: "baseline,on-t2,on-t1,off",
+		3: "baseline,on-t1,off,on-t2",
+		4: "baseline,off,on-t2,on-t1",
+	} {
+		if got := names(rep); got != want {
+			t.Errorf("repetition %d runs %s, want %s", rep, got, want)
+		}
 	}
 }
