@@ -181,3 +181,38 @@ def test_write_concerns(db):
     # --replicas there is one member.
     assert ei.value.code == 100
     assert c.find_one({"_id": 3}) is None
+
+
+def test_j_false_writes_commit_without_waiting_for_the_flush(db):
+    """j:false (on w:1) takes the asynchronous commit; every other write
+    concern, the default included, stays synchronous. serverStatus counts
+    the asynchronous commits (the storage tests check the setting itself)."""
+    def async_commits():
+        return db.command("serverStatus")["tierdb"]["asyncCommits"]
+
+    fast = db.get_collection("c", write_concern=WriteConcern(w=1, j=False))
+    for write in [
+        lambda: fast.insert_one({"_id": 1, "v": 1}),
+        lambda: fast.insert_many([{"_id": 2}, {"_id": 3}]),
+        lambda: fast.update_one({"_id": 1}, {"$inc": {"v": 1}}),
+        lambda: fast.delete_one({"_id": 3}),
+        lambda: fast.find_one_and_update({"_id": 2}, {"$set": {"v": 7}}),
+    ]:
+        before = async_commits()
+        write()
+        assert async_commits() > before
+
+    before = async_commits()
+    db.c.insert_one({"_id": 4})  # the driver's default
+    db.get_collection("c", write_concern=WriteConcern(w=1, j=True)).insert_one({"_id": 5})
+    db.get_collection("c", write_concern=WriteConcern(w=1)).insert_one({"_id": 6})
+    db.command({"insert": "c", "documents": [{"_id": 7}], "writeConcern": {"w": 1, "j": False, "fsync": True}})
+    db.get_collection("c", write_concern=WriteConcern(w=1)).update_one({"_id": 4}, {"$set": {"v": 4}})
+    assert async_commits() == before
+    assert list(db.c.find().sort("_id", 1)) == [
+        {"_id": 1, "v": 2}, {"_id": 2, "v": 7}, {"_id": 4, "v": 4}, {"_id": 5}, {"_id": 6}, {"_id": 7}]
+
+    with pytest.raises(OperationFailure) as e:
+        db.command({"insert": "c", "documents": [{"_id": 8}], "writeConcern": {"w": 1, "j": "no"}})
+    assert e.value.code == 14  # TypeMismatch; nothing written
+    assert db.c.find_one({"_id": 8}) is None

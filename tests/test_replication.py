@@ -140,6 +140,23 @@ def test_majority_is_visible_on_at_least_one_standby(rdb):
         assert [{"_id": i}] in seen
 
 
+def test_j_false_with_standbys_to_wait_for_still_commits_synchronously(rdb):
+    # The standbys' wait is for the primary's flushed WAL, which must hold
+    # the write; an asynchronous commit could end that wait too early.
+    def async_commits():
+        return rdb.command("serverStatus")["tierdb"]["asyncCommits"]
+
+    before = async_commits()
+    for w in (3, "majority"):
+        c = rdb.c.with_options(write_concern=WriteConcern(w=w, j=False))
+        c.insert_one({"_id": w})
+        seen = [find_on(rdb, "c", {"_id": w}, "secondary", tags=[{"node": n}]) for n in ("node1", "node2")]
+        assert [{"_id": w}] in seen
+    assert async_commits() == before
+    rdb.c.with_options(write_concern=WriteConcern(w=1, j=False)).insert_one({"_id": 1})
+    assert async_commits() == before + 1
+
+
 def test_unsatisfiable_and_unknown_write_concerns_are_refused_before_writing(rdb):
     with pytest.raises(OperationFailure) as ei:
         rdb.command("insert", "c", documents=[{"_id": 1}], writeConcern={"w": 4})

@@ -208,7 +208,7 @@ func (h *Handlers) serverStatus(context.Context, *Request) (bson.D, error) {
 			{Key: "command", Value: h.ops[opCommand].Load()},
 		}},
 		{Key: "repl", Value: h.replStatus()},
-		{Key: "tierdb", Value: bson.D{{Key: "backends", Value: h.backendStats()}, {Key: "versionCache", Value: h.versionCacheStats()}}},
+		{Key: "tierdb", Value: bson.D{{Key: "backends", Value: h.backendStats()}, {Key: "versionCache", Value: h.versionCacheStats()}, {Key: "asyncCommits", Value: h.store.AsyncCommits()}}},
 		{Key: "metrics", Value: bson.D{{Key: "cursor", Value: bson.D{
 			{Key: "open", Value: bson.D{{Key: "total", Value: int64(h.cursors.len())}}},
 			{Key: "timedOut", Value: h.cursors.timedOut.Load()},

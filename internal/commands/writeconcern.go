@@ -19,6 +19,9 @@ func (h *Handlers) withWriteConcern(ctx context.Context, req *Request, run handl
 	if err != nil {
 		return nil, err
 	}
+	if wc.asyncCommit {
+		ctx = storage.AsyncCommit(ctx)
+	}
 	reply, err := run(ctx, req)
 	if err != nil || wc.standbys == 0 {
 		return reply, err
@@ -30,11 +33,17 @@ func (h *Handlers) withWriteConcern(ctx context.Context, req *Request, run handl
 }
 
 // writeConcern is a parsed write concern: how many standbys must have
-// applied the write besides the primary, and for how long to wait.
+// applied the write besides the primary, for how long to wait, and whether
+// the commit may skip waiting for its WAL flush.
 type writeConcern struct {
 	standbys int
 	timeout  time.Duration
 	spec     bson.D
+	// asyncCommit is j:false (without fsync:true) on a write acknowledged
+	// by the primary alone.
+	// With standbys to wait for, the commit stays synchronous: their wait
+	// is for the primary's flushed WAL, which must include the write.
+	asyncCommit bool
 }
 
 func (h *Handlers) parseWriteConcern(cmd bson.D) (writeConcern, error) {
@@ -42,13 +51,13 @@ func (h *Handlers) parseWriteConcern(cmd bson.D) (writeConcern, error) {
 	if err != nil || spec == nil {
 		return writeConcern{}, err
 	}
-	members := len(h.store.Nodes())
-	var wc writeConcern
-	wc.spec = spec
-	if _, err := getBool(spec, "j", false); err != nil {
+	wc := writeConcern{spec: spec}
+	journal, err := getBool(spec, "j", true)
+	if err != nil {
 		return wc, err
 	}
-	if _, err := getBool(spec, "fsync", false); err != nil {
+	fsync, err := getBool(spec, "fsync", false)
+	if err != nil {
 		return wc, err
 	}
 	ms, err := getInt(spec, "wtimeout", 0)
@@ -59,27 +68,34 @@ func (h *Handlers) parseWriteConcern(cmd bson.D) (writeConcern, error) {
 		return wc, mongoerr.New(mongoerr.FailedToParse, "wtimeout must be non-negative")
 	}
 	wc.timeout = time.Duration(ms) * time.Millisecond
-	w, ok := lookup(spec, "w")
-	if !ok {
-		return wc, nil
+	if w, ok := lookup(spec, "w"); ok {
+		if wc.standbys, err = h.standbysFor(w); err != nil {
+			return wc, err
+		}
 	}
+	wc.asyncCommit = !journal && !fsync && wc.standbys == 0
+	return wc, nil
+}
+
+// standbysFor is how many standbys besides the primary w asks for.
+func (h *Handlers) standbysFor(w any) (int, error) {
+	members := len(h.store.Nodes())
 	switch v := w.(type) {
 	case string:
 		if v != "majority" {
-			return wc, mongoerr.Newf(mongoerr.UnknownReplWriteConcern, "No write concern mode named '%s' found in replica set configuration", v)
+			return 0, mongoerr.Newf(mongoerr.UnknownReplWriteConcern, "No write concern mode named '%s' found in replica set configuration", v)
 		}
-		wc.standbys = members/2 + 1 - 1
+		return members / 2, nil
 	default:
 		n, ok := asInt(v)
 		if !ok || n < 0 {
-			return wc, mongoerr.Newf(mongoerr.FailedToParse, "w has to be a non-negative number, \"majority\" or a tag set name, not %v", v)
+			return 0, mongoerr.Newf(mongoerr.FailedToParse, "w has to be a non-negative number, \"majority\" or a tag set name, not %v", v)
 		}
 		if n > int64(members) {
-			return wc, mongoerr.Newf(mongoerr.UnsatisfiableWriteConcern, "Not enough data-bearing nodes: w:%d asked, %d members", n, members)
+			return 0, mongoerr.Newf(mongoerr.UnsatisfiableWriteConcern, "Not enough data-bearing nodes: w:%d asked, %d members", n, members)
 		}
-		wc.standbys = int(max(n-1, 0))
+		return int(max(n-1, 0)), nil
 	}
-	return wc, nil
 }
 
 // awaitWriteConcern waits until enough standbys have applied everything the

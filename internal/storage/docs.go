@@ -85,8 +85,51 @@ func (s *Store) insertBatch(ctx context.Context, c *Collection, docs []Doc) erro
 	} else {
 		sql, args = insertSQL(c.table, cols, rows)
 	}
-	_, err := s.pool(ctx).Exec(ctx, sql, args...)
+	_, err := s.write(ctx, sql, args...)
 	return s.retryable(ctx, c, fromPGDup(ctx, err))
+}
+
+type asyncCommitKey struct{}
+
+// AsyncCommit makes the document writes under ctx commit without waiting
+// for their WAL to reach disk (PostgreSQL's synchronous_commit off, for
+// that transaction only). A crash of PostgreSQL or of the machine may then
+// lose them, up to three wal_writer_delay rounds' worth: what MongoDB's
+// j:false allows.
+func AsyncCommit(ctx context.Context) context.Context {
+	return context.WithValue(ctx, asyncCommitKey{}, true)
+}
+
+// AsyncCommits is how many document writes have committed under
+// AsyncCommit.
+func (s *Store) AsyncCommits() int64 { return s.asyncCommits.Load() }
+
+// write runs one document-changing statement on the primary, at the
+// request's tier. For AsyncCommit the statement follows a transaction-local
+// set_config in the same pipeline: statements before one Sync share an
+// implicit transaction, so it costs no round trip and cannot leak into the
+// backend's next request.
+func (s *Store) write(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	p := s.pool(ctx)
+	if async, _ := ctx.Value(asyncCommitKey{}).(bool); !async {
+		return p.Exec(ctx, sql, args...)
+	}
+	b := &pgx.Batch{}
+	b.Queue(`SELECT set_config('synchronous_commit', 'off', true)`)
+	b.Queue(sql, args...)
+	br := p.SendBatch(ctx, b)
+	_, err := br.Exec()
+	var tag pgconn.CommandTag
+	if err == nil {
+		tag, err = br.Exec()
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		s.asyncCommits.Add(1)
+	}
+	return tag, err
 }
 
 // insertSQL builds one INSERT for all rows. Several rows of plain bytea
@@ -301,7 +344,7 @@ func (s *Store) Replace(ctx context.Context, c *Collection, key, old []byte, new
 	args := make([]any, 0, len(vals)+1)
 	args = append(args, key, old)
 	args = append(args, vals[1:]...) // the _id never changes
-	tag, err := s.pool(ctx).Exec(ctx, c.replaceSQL, args...)
+	tag, err := s.write(ctx, c.replaceSQL, args...)
 	if err != nil {
 		err = fromPGDup(ctx, err)
 		if IsCode(err, ErrDuplicateKey) {
@@ -329,7 +372,7 @@ func (s *Store) Delete(ctx context.Context, c *Collection, rows []Row) (int64, e
 	for _, k := range keys {
 		s.versions.forget(cacheKey(c, k))
 	}
-	tag, err := s.pool(ctx).Exec(ctx, `DELETE FROM `+c.table+` t USING unnest($1::bytea[], $2::bytea[]) AS d(k, v) WHERE t._id = d.k AND t.doc = d.v`, keys, docs)
+	tag, err := s.write(ctx, `DELETE FROM `+c.table+` t USING unnest($1::bytea[], $2::bytea[]) AS d(k, v) WHERE t._id = d.k AND t.doc = d.v`, keys, docs)
 	if err != nil {
 		return 0, s.retryable(ctx, c, fromPG(ctx, err))
 	}

@@ -198,3 +198,39 @@ func TestDropAndMissingCollections(t *testing.T) {
 		t.Fatalf("want ErrNamespaceNotFound, got %v", err)
 	}
 }
+
+func TestAsyncCommitIsForThatWriteAlone(t *testing.T) {
+	ctx := context.Background()
+	// The test cluster runs with synchronous_commit off; these backends
+	// start with it on, as the embedded PostgreSQL's do.
+	s, err := Open(ctx, Options{ConnString: connString + " synchronous_commit=on", BackendsPerTier: [qos.NumTiers]int{1, 1, 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.pool(ctx).Exec(ctx, `DROP TABLE IF EXISTS st_async; CREATE TABLE st_async (n int PRIMARY KEY, setting text)`); err != nil {
+		t.Fatal(err)
+	}
+	record := `INSERT INTO st_async VALUES ($1, current_setting('synchronous_commit'))`
+	if _, err := s.write(AsyncCommit(ctx), record, 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.write(ctx, record, 2); err != nil {
+		t.Fatal(err)
+	}
+	// A failing async write leaves the backend usable and out of any
+	// transaction, with its setting as before.
+	if _, err := s.write(AsyncCommit(ctx), record, 1); !IsCode(fromPGDup(ctx, err), ErrDuplicateKey) {
+		t.Fatalf("duplicate async insert: %v, want a duplicate key error", err)
+	}
+	if _, err := s.write(ctx, record, 3); err != nil {
+		t.Fatal(err)
+	}
+	var got string
+	if err := s.pool(ctx).QueryRow(ctx, `SELECT string_agg(setting, ',' ORDER BY n) || ' / ' || current_setting('synchronous_commit') FROM st_async`).Scan(&got); err != nil {
+		t.Fatal(err)
+	}
+	if want := "off,on,on / on"; got != want {
+		t.Fatalf("synchronous_commit of the writes / of the session afterwards: %s, want %s", got, want)
+	}
+}

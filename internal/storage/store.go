@@ -72,6 +72,8 @@ type Store struct {
 
 	cat      *catalog
 	versions *versionCache
+
+	asyncCommits atomic.Int64 // see AsyncCommits
 }
 
 // Open connects the per-tier pools of every node and makes sure the catalog
