@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -164,6 +165,7 @@ func markdown(res *Results, plots []plotFile) string {
 			p("| %s | %s | %s | %s | **%s** |\n", t.Name, t.Variant, measured, limitText(t), verdict)
 		}
 		p("\n")
+		p("%s", pairedText(res))
 	}
 
 	p("## Latency and throughput (medians across repetitions)\n\n")
@@ -380,6 +382,29 @@ func qosTable(res *Results) string {
 			}
 			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s µs | %s µs | %s µs |\n", r.Variant, tier, t.Admitted, t.Waited, t.WaitMicros.P50, t.WaitMicros.P99, t.WaitMicros.Max)
 		}
+	}
+	return b.String()
+}
+
+// pairedText gives, for each "within" target over several repetitions,
+// the variant/reference ratios of the same repetition: how large a
+// difference the machine's run-to-run noise leaves undecided.
+func pairedText(res *Results) string {
+	var b strings.Builder
+	for _, t := range res.Scenario.Targets {
+		r := PairedRatios(res.Scenario, res.Runs, t)
+		if t.kind() != "within" || len(r) < 3 {
+			continue
+		}
+		mean, half := meanCI95(r)
+		pct := func(ratio float64) string {
+			return strings.Replace(fmt.Sprintf("%+.1f %%", 100*(ratio-1)), "-", "−", 1)
+		}
+		fmt.Fprintf(&b, "- %s, paired by repetition (%s over %s in the same repetition, %d pairs): median %s, mean %s ± %.1f %% (95 %% confidence), from %s to %s.\n",
+			t.Name, t.Variant, res.Scenario.Reference, len(r), pct(Median(r)), pct(mean), 100*half, pct(slices.Min(r)), pct(slices.Max(r)))
+	}
+	if b.Len() > 0 {
+		b.WriteString("\n")
 	}
 	return b.String()
 }

@@ -228,16 +228,9 @@ func summarizeVariant(variant string, runs []RunResult) VariantSummary {
 	var tput, tcpu, pcpu, busy, others, steal, iow, wall, lg, lb []float64
 	vs := VariantSummary{Variant: variant}
 	for _, r := range runs {
-		var ops int64
-		start, end := math.Inf(1), math.Inf(-1)
-		for _, g := range r.Groups {
-			ops += g.Ops
-			if g.Ops > 0 {
-				start, end = min(start, g.Start), max(end, g.End)
-			}
-		}
-		if end > start {
-			tput = append(tput, float64(ops)/(end-start))
+		ops, rate := runThroughput(r)
+		if rate > 0 {
+			tput = append(tput, rate)
 		}
 		if ops > 0 {
 			tcpu = append(tcpu, r.Server.TierdbCPU/float64(ops)*1e6)
@@ -311,4 +304,77 @@ func Median(xs []float64) float64 {
 		return s[n/2]
 	}
 	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// runThroughput is the run's operations, all groups together, and their
+// rate over the run's span (0 when nothing ran).
+func runThroughput(r RunResult) (ops int64, rate float64) {
+	start, end := math.Inf(1), math.Inf(-1)
+	for _, g := range r.Groups {
+		ops += g.Ops
+		if g.Ops > 0 {
+			start, end = min(start, g.Start), max(end, g.End)
+		}
+	}
+	if end > start {
+		rate = float64(ops) / (end - start)
+	}
+	return ops, rate
+}
+
+// PairedRatios are t's metric under t.Variant over the same under the
+// reference variant, one per repetition that ran both. Consecutive runs
+// share the machine's state of the moment, so these ratios are free of
+// the drift between repetitions that the ratio of medians carries.
+func PairedRatios(sc *Scenario, runs []RunResult, t Target) []float64 {
+	value := func(r RunResult) float64 {
+		if t.Group == "" {
+			_, rate := runThroughput(r)
+			return rate
+		}
+		for _, g := range r.Groups {
+			if g.Name == t.Group {
+				return groupStats(r, g, sc).metric(t.Metric)
+			}
+		}
+		return 0
+	}
+	byRep := map[int][2]float64{}
+	for _, r := range runs {
+		v := byRep[r.Rep]
+		switch r.Variant {
+		case sc.Reference:
+			v[0] = value(r)
+		case t.Variant:
+			v[1] = value(r)
+		}
+		byRep[r.Rep] = v
+	}
+	var out []float64
+	for rep := 1; rep <= sc.Repeat; rep++ {
+		if v := byRep[rep]; v[0] > 0 && v[1] > 0 {
+			out = append(out, v[1]/v[0])
+		}
+	}
+	return out
+}
+
+// meanCI95 is the mean of xs and the half-width of its 95 % confidence
+// interval (Student's t, by the Cornish-Fisher expansion, within 2 % of
+// the table from 5 values on). xs needs at least two values.
+func meanCI95(xs []float64) (mean, half float64) {
+	n := float64(len(xs))
+	for _, x := range xs {
+		mean += x
+	}
+	mean /= n
+	var ss float64
+	for _, x := range xs {
+		ss += (x - mean) * (x - mean)
+	}
+	sd := math.Sqrt(ss / (n - 1))
+	const z = 1.959964
+	nu := n - 1
+	t := z + (z*z*z+z)/(4*nu) + (5*math.Pow(z, 5)+16*z*z*z+3*z)/(96*nu*nu)
+	return mean, t * sd / math.Sqrt(n)
 }

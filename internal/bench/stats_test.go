@@ -303,3 +303,45 @@ func TestMeasureFromLeavesTheWarmUpOutOfThroughput(t *testing.T) {
 		t.Fatalf("throughput after the warm-up = %v, want 50", got)
 	}
 }
+
+func TestPairedRatiosComparePerRepetition(t *testing.T) {
+	res := cannedResults(t)
+	// The noise runs faster under "on" in repetition 3 only; the
+	// repetitions' own levels must not matter.
+	for i, r := range res.Runs {
+		if r.Variant == "on" && r.Rep == 3 {
+			res.Runs[i] = cannedRun(3, "on", 200, 20, 14, 20)
+		}
+	}
+	var target Target
+	for _, tg := range res.Scenario.Targets {
+		if tg.kind() == "within" {
+			target = tg
+		}
+	}
+	got := PairedRatios(res.Scenario, res.Runs, target)
+	// All groups: ts 100 ops + noise (10×20 + d×20 + 10×20) ops over 6 s.
+	total := func(during int) float64 { return float64(100+200+20*during+200) / 6 }
+	faster := float64(100+400+20*14+400) / 6
+	want := []float64{total(7) / total(10), total(7) / total(10), faster / total(10)}
+	if len(got) != len(want) {
+		t.Fatalf("ratios %v, want %v", got, want)
+	}
+	for i := range want {
+		if math.Abs(got[i]-want[i]) > 1e-9 {
+			t.Fatalf("ratios %v, want %v", got, want)
+		}
+	}
+	if text := pairedText(res); !strings.Contains(text, "3 pairs") || !strings.Contains(text, "median −") {
+		t.Fatalf("paired text: %q", text)
+	}
+}
+
+func TestMeanCI95(t *testing.T) {
+	mean, half := meanCI95([]float64{1, 2, 3, 4, 5})
+	// Student's t for 4 degrees of freedom is 2.776; sd is √2.5.
+	want := 2.776 * math.Sqrt(2.5) / math.Sqrt(5)
+	if mean != 3 || math.Abs(half-want)/want > 0.02 {
+		t.Fatalf("meanCI95 = %v ± %v, want 3 ± %v", mean, half, want)
+	}
+}
