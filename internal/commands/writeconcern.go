@@ -40,9 +40,9 @@ type writeConcern struct {
 	timeout  time.Duration
 	spec     bson.D
 	// asyncCommit is j:false (without fsync:true) on a write acknowledged
-	// by the primary alone.
-	// With standbys to wait for, the commit stays synchronous: their wait
-	// is for the primary's flushed WAL, which must include the write.
+	// by the primary alone. With standbys to wait for, the commit stays
+	// synchronous: their wait is for the primary's flushed WAL, which must
+	// include the write.
 	asyncCommit bool
 }
 
@@ -77,7 +77,8 @@ func (h *Handlers) parseWriteConcern(cmd bson.D) (writeConcern, error) {
 	return wc, nil
 }
 
-// standbysFor is how many standbys besides the primary w asks for.
+// standbysFor is how many standbys besides the primary w asks for
+// ("majority": a majority of all members, the primary among them).
 func (h *Handlers) standbysFor(w any) (int, error) {
 	members := len(h.store.Nodes())
 	switch v := w.(type) {
