@@ -262,8 +262,14 @@ func waitCaughtUp(ctx context.Context, primary, standby string, limit time.Durat
 		return fmt.Errorf("pgmanage: failover: %w", err)
 	}
 	defer pc.Close(context.WithoutCancel(ctx))
+	// The target is an empty logical-decoding message committed now: its
+	// commit flushes all WAL before it, so the standby receives every
+	// earlier record whole. pg_current_wal_lsn() could end inside a record
+	// the WAL writer has written only up to a page boundary, which the
+	// standby cannot replay until the rest is flushed (up to two
+	// wal_writer_delay rounds).
 	var target string
-	if err := pc.QueryRow(ctx, "SELECT pg_current_wal_lsn()::text").Scan(&target); err != nil {
+	if err := pc.QueryRow(ctx, "SELECT pg_logical_emit_message(true, 'tierdb', 'failover')::text").Scan(&target); err != nil {
 		return fmt.Errorf("pgmanage: failover: %w", err)
 	}
 	sc, err := pgx.Connect(ctx, standby)
