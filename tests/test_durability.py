@@ -197,6 +197,9 @@ def test_j_false_writes_commit_without_waiting_for_the_flush(db):
         lambda: fast.update_one({"_id": 1}, {"$inc": {"v": 1}}),
         lambda: fast.delete_one({"_id": 3}),
         lambda: fast.find_one_and_update({"_id": 2}, {"$set": {"v": 7}}),
+        # Nothing to wait for on standbys either: no replicas here.
+        lambda: db.command({"insert": "c", "documents": [{"_id": 9}], "writeConcern": {"w": 0, "j": False}}),
+        lambda: db.command({"insert": "c", "documents": [{"_id": 10}], "writeConcern": {"w": "majority", "j": False}}),
     ]:
         before = async_commits()
         write()
@@ -210,7 +213,8 @@ def test_j_false_writes_commit_without_waiting_for_the_flush(db):
     db.get_collection("c", write_concern=WriteConcern(w=1)).update_one({"_id": 4}, {"$set": {"v": 4}})
     assert async_commits() == before
     assert list(db.c.find().sort("_id", 1)) == [
-        {"_id": 1, "v": 2}, {"_id": 2, "v": 7}, {"_id": 4, "v": 4}, {"_id": 5}, {"_id": 6}, {"_id": 7}]
+        {"_id": 1, "v": 2}, {"_id": 2, "v": 7}, {"_id": 4, "v": 4}, {"_id": 5}, {"_id": 6}, {"_id": 7},
+        {"_id": 9}, {"_id": 10}]
 
     with pytest.raises(OperationFailure) as e:
         db.command({"insert": "c", "documents": [{"_id": 8}], "writeConcern": {"w": 1, "j": "no"}})

@@ -392,8 +392,11 @@ func qosTable(res *Results) string {
 func pairedText(res *Results) string {
 	var b strings.Builder
 	for _, t := range res.Scenario.Targets {
-		r := PairedRatios(res.Scenario, res.Runs, t)
-		if t.kind() != "within" || len(r) < 3 {
+		if t.kind() != "within" {
+			continue
+		}
+		r := pairedRatios(res.Scenario, res.Runs, t)
+		if len(r) < 3 {
 			continue
 		}
 		mean, half := meanCI95(r)

@@ -152,9 +152,11 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 
 // runOrder is the order of the runs in repetition rep (from 1): the idle
 // baseline first, when measured, then the variants rotated by rep−1, so
-// that over the repetitions each variant runs as often first as last and
-// a drift across a repetition (the updated table bloating, autovacuum,
-// a neighbour on the VM) does not favour one of them.
+// that a drift across a repetition (the updated table bloating,
+// autovacuum, a neighbour on the VM) does not favour one of them. Over a
+// multiple of the variant count of repetitions, each variant runs equally
+// often in each position; the built-in A/B scenarios repeat an even
+// number of times for that.
 func runOrder(sc *Scenario, rep int) []Variant {
 	var plan []Variant
 	if sc.BaselineOn() {

@@ -147,7 +147,7 @@ func TestClientCountExpressions(t *testing.T) {
 
 func TestBuiltinScenariosParse(t *testing.T) {
 	names := BuiltinScenarios()
-	for _, want := range []string{"fig4", "fig5", "fig7", "smoke", "qos-overhead", "qos-overhead-reads"} {
+	for _, want := range []string{"fig4", "fig5", "fig7", "smoke", "qos-overhead", "qos-overhead-reads", "fig5-jfalse"} {
 		found := false
 		for _, n := range names {
 			found = found || n == want

@@ -322,11 +322,11 @@ func runThroughput(r RunResult) (ops int64, rate float64) {
 	return ops, rate
 }
 
-// PairedRatios are t's metric under t.Variant over the same under the
+// pairedRatios are t's metric under t.Variant over the same under the
 // reference variant, one per repetition that ran both. Consecutive runs
 // share the machine's state of the moment, so these ratios are free of
 // the drift between repetitions that the ratio of medians carries.
-func PairedRatios(sc *Scenario, runs []RunResult, t Target) []float64 {
+func pairedRatios(sc *Scenario, runs []RunResult, t Target) []float64 {
 	value := func(r RunResult) float64 {
 		if t.Group == "" {
 			_, rate := runThroughput(r)
@@ -360,8 +360,7 @@ func PairedRatios(sc *Scenario, runs []RunResult, t Target) []float64 {
 }
 
 // meanCI95 is the mean of xs and the half-width of its 95 % confidence
-// interval (Student's t, by the Cornish-Fisher expansion, within 2 % of
-// the table from 5 values on). xs needs at least two values.
+// interval (Student's t). xs needs at least two values.
 func meanCI95(xs []float64) (mean, half float64) {
 	n := float64(len(xs))
 	for _, x := range xs {
@@ -372,9 +371,19 @@ func meanCI95(xs []float64) (mean, half float64) {
 	for _, x := range xs {
 		ss += (x - mean) * (x - mean)
 	}
-	sd := math.Sqrt(ss / (n - 1))
+	return mean, tQuantile975(len(xs)-1) * math.Sqrt(ss/(n-1)) / math.Sqrt(n)
+}
+
+// tQuantile975 is Student's t 0.975 quantile for df degrees of freedom:
+// the table up to 30, then the Cornish-Fisher expansion (within 0.1 %).
+func tQuantile975(df int) float64 {
+	table := [...]float64{12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+		2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
+		2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042}
+	if df >= 1 && df <= len(table) {
+		return table[df-1]
+	}
 	const z = 1.959964
-	nu := n - 1
-	t := z + (z*z*z+z)/(4*nu) + (5*math.Pow(z, 5)+16*z*z*z+3*z)/(96*nu*nu)
-	return mean, t * sd / math.Sqrt(n)
+	nu := float64(df)
+	return z + (z*z*z+z)/(4*nu) + (5*math.Pow(z, 5)+16*z*z*z+3*z)/(96*nu*nu)
 }

@@ -319,7 +319,7 @@ func TestPairedRatiosComparePerRepetition(t *testing.T) {
 			target = tg
 		}
 	}
-	got := PairedRatios(res.Scenario, res.Runs, target)
+	got := pairedRatios(res.Scenario, res.Runs, target)
 	// All groups: ts 100 ops + noise (10×20 + d×20 + 10×20) ops over 6 s.
 	total := func(during int) float64 { return float64(100+200+20*during+200) / 6 }
 	faster := float64(100+400+20*14+400) / 6
@@ -341,7 +341,13 @@ func TestMeanCI95(t *testing.T) {
 	mean, half := meanCI95([]float64{1, 2, 3, 4, 5})
 	// Student's t for 4 degrees of freedom is 2.776; sd is √2.5.
 	want := 2.776 * math.Sqrt(2.5) / math.Sqrt(5)
-	if mean != 3 || math.Abs(half-want)/want > 0.02 {
+	if mean != 3 || math.Abs(half-want) > 1e-9 {
 		t.Fatalf("meanCI95 = %v ± %v, want 3 ± %v", mean, half, want)
+	}
+	// Where the table ends, the expansion takes over smoothly.
+	for df, want := range map[int]float64{2: 4.303, 30: 2.042, 31: 2.040, 60: 2.000, 120: 1.980} {
+		if got := tQuantile975(df); math.Abs(got-want) > 0.002 {
+			t.Errorf("t(0.975, %d) = %.4f, want %.3f", df, got, want)
+		}
 	}
 }

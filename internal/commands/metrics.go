@@ -41,7 +41,7 @@ func (h *Handlers) Metrics(w *metrics.Writer) {
 		w.Counter("tierdb_connections_total", "Client connections accepted.", nil, float64(total))
 	}
 	w.Gauge("tierdb_cursors_open", "Open cursors.", nil, float64(h.cursors.len()))
-	w.Counter("tierdb_async_commits_total", "Document writes committed without waiting for the WAL flush (j:false).", nil, float64(h.store.AsyncCommits()))
+	w.Counter("tierdb_async_commits_total", "Write statements committed without waiting for the WAL flush (j:false).", nil, float64(h.store.AsyncCommits()))
 	// Per-user accounting: one label value per user that ran anything
 	// (bounded by the number of users, which administrators create).
 	for _, u := range h.accounts.list() {

@@ -39,8 +39,9 @@ type writeConcern struct {
 	standbys int
 	timeout  time.Duration
 	spec     bson.D
-	// asyncCommit is j:false (without fsync:true) on a write acknowledged
-	// by the primary alone. With standbys to wait for, the commit stays
+	// asyncCommit is j:false (without fsync:true) on a write that waits
+	// for no standby: w 0 or 1, or "majority" without replicas. With
+	// standbys to wait for, the commit stays
 	// synchronous: their wait is for the primary's flushed WAL, which must
 	// include the write.
 	asyncCommit bool

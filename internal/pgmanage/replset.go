@@ -269,6 +269,9 @@ func waitCaughtUp(ctx context.Context, primary, standby string, limit time.Durat
 	// standby cannot replay until the rest is flushed (up to two
 	// wal_writer_delay rounds).
 	var target string
+	if _, err := pc.Exec(ctx, "SET synchronous_commit = on"); err != nil {
+		return fmt.Errorf("pgmanage: failover: %w", err)
+	}
 	if err := pc.QueryRow(ctx, "SELECT pg_logical_emit_message(true, 'tierdb', 'failover')::text").Scan(&target); err != nil {
 		return fmt.Errorf("pgmanage: failover: %w", err)
 	}

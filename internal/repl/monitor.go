@@ -303,8 +303,11 @@ func (m *Monitor) pollNode(ctx context.Context, n *storage.Node) {
 	}
 	mem.Applied, mem.Received = pos.Applied, pos.Received
 	if n.Primary {
-		// Everything acknowledged before sent lies before pos.Applied.
-		m.primary.add(sample{at: sent, lsn: pos.Applied})
+		// Everything acknowledged before sent lies before pos.Inserted
+		// (not only before pos.Applied: j:false commits are acknowledged
+		// before their flush). An insert position inside a record makes a
+		// standby look staler than it is, never fresher.
+		m.primary.add(sample{at: sent, lsn: pos.Inserted})
 		mem.FreshAsOf = sent
 		return
 	}

@@ -94,7 +94,7 @@ func (p *fakeProber) setNodes(nodes ...*storage.Node) {
 // set scripts node n's answer: applied (and received a bit beyond it on a
 // standby), with the given round trip.
 func (p *fakeProber) set(n *storage.Node, applied uint64, rtt time.Duration) {
-	pos := storage.WALPosition{InRecovery: !n.Primary, Applied: applied, Received: applied}
+	pos := storage.WALPosition{InRecovery: !n.Primary, Applied: applied, Received: applied, Inserted: applied}
 	if !n.Primary {
 		pos.Received = applied + 7
 	}
@@ -299,6 +299,23 @@ func TestStalenessIsConservative(t *testing.T) {
 	f.poll()
 	if got := f.member(t, f.s2).FreshAsOf; !got.Equal(at(30)) {
 		t.Errorf("s2 fresh as of %v after reporting an older position, want %v kept", got, at(30))
+	}
+}
+
+func TestStalenessCountsCommitsNotYetFlushed(t *testing.T) {
+	f := newFixture(t, 0)
+	// j:false commits are acknowledged before their flush: the primary
+	// has flushed to 100 but inserted (and acknowledged) up to 150.
+	f.prober.setPos(f.primary, storage.WALPosition{Applied: 100, Received: 100, Inserted: 150})
+	f.prober.set(f.s1, 100, 0)
+	f.prober.set(f.s2, 150, 0)
+	f.poll()
+	f.clock.Advance(10 * time.Millisecond)
+	if got := f.member(t, f.s1).Staleness(f.clock.Now()); got != Unbounded {
+		t.Errorf("a standby short of an acknowledged commit has staleness %v, want Unbounded", got)
+	}
+	if got := f.member(t, f.s2).Staleness(f.clock.Now()); got != 10*time.Millisecond {
+		t.Errorf("a standby past every acknowledged commit has staleness %v, want 10ms", got)
 	}
 }
 

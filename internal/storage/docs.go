@@ -100,8 +100,8 @@ func AsyncCommit(ctx context.Context) context.Context {
 	return context.WithValue(ctx, asyncCommitKey{}, true)
 }
 
-// AsyncCommits is how many document writes have committed under
-// AsyncCommit.
+// AsyncCommits is how many write statements have committed under
+// AsyncCommit (a batch insert is one; a retried update counts again).
 func (s *Store) AsyncCommits() int64 { return s.asyncCommits.Load() }
 
 // write runs one document-changing statement on the primary, at the

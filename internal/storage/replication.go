@@ -12,32 +12,40 @@ type WALPosition struct {
 	// InRecovery is true on a standby.
 	InRecovery bool
 	// Applied is, on a primary, the end of the WAL flushed so far (every
-	// acknowledged commit lies before it, and nothing beyond it has been
-	// sent to standbys yet); on a standby, the end of the WAL replayed,
-	// i.e. visible to reads.
+	// synchronously acknowledged commit lies before it, and nothing beyond
+	// it has been sent to standbys yet); on a standby, the end of the WAL
+	// replayed, i.e. visible to reads.
 	Applied uint64
 	// Received is, on a standby, the end of the WAL received and flushed;
 	// on a primary, Applied.
 	Received uint64
+	// Inserted is, on a primary, the end of the WAL inserted so far: every
+	// acknowledged commit lies before it, the j:false ones too, which are
+	// acknowledged before their flush. On a standby, Applied.
+	Inserted uint64
 }
 
 // Position reads node n's WAL position over its monitoring pool, which no
 // request ever waits behind.
 func (s *Store) Position(ctx context.Context, n *Node) (WALPosition, error) {
 	var p WALPosition
-	var received *int64
+	var received, inserted *int64
 	var applied int64
 	err := n.probe.QueryRow(ctx, `SELECT pg_is_in_recovery(),
 		CASE WHEN pg_is_in_recovery() THEN pg_wal_lsn_diff(COALESCE(pg_last_wal_replay_lsn(), '0/0'), '0/0')
 		     ELSE pg_wal_lsn_diff(pg_current_wal_flush_lsn(), '0/0') END::bigint,
-		pg_wal_lsn_diff(pg_last_wal_receive_lsn(), '0/0')::bigint`).Scan(&p.InRecovery, &applied, &received)
+		pg_wal_lsn_diff(pg_last_wal_receive_lsn(), '0/0')::bigint,
+		CASE WHEN NOT pg_is_in_recovery() THEN pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '0/0')::bigint END`).Scan(&p.InRecovery, &applied, &received, &inserted)
 	if err != nil {
 		return p, fromPG(ctx, err)
 	}
 	p.Applied = uint64(applied)
-	p.Received = p.Applied
+	p.Received, p.Inserted = p.Applied, p.Applied
 	if received != nil {
 		p.Received = uint64(*received)
+	}
+	if inserted != nil {
+		p.Inserted = uint64(*inserted)
 	}
 	return p, nil
 }

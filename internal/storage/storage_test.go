@@ -211,6 +211,7 @@ func TestAsyncCommitIsForThatWriteAlone(t *testing.T) {
 	if _, err := s.pool(ctx).Exec(ctx, `DROP TABLE IF EXISTS st_async; CREATE TABLE st_async (n int PRIMARY KEY, setting text)`); err != nil {
 		t.Fatal(err)
 	}
+	defer s.pool(ctx).Exec(ctx, `DROP TABLE st_async`)
 	record := `INSERT INTO st_async VALUES ($1, current_setting('synchronous_commit'))`
 	if _, err := s.write(AsyncCommit(ctx), record, 1); err != nil {
 		t.Fatal(err)
