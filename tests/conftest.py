@@ -182,3 +182,37 @@ def db(client):
     name = "t_" + uuid.uuid4().hex[:12]
     yield client[name]
     client.drop_database(name)
+
+
+def node_pids(data_dir):
+    """The postmaster of an embedded PostgreSQL (data_dir holds pg/) and
+    its children, postmaster first."""
+    with open(os.path.join(data_dir, "pg", "postmaster.pid")) as f:
+        postmaster = int(f.readline())
+    pids = [postmaster]
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/stat") as f:
+                    if int(f.read().rsplit(")", 1)[1].split()[1]) == postmaster:
+                        pids.append(int(d))
+            except (OSError, IndexError, ValueError):
+                pass  # gone meanwhile
+    return pids
+
+
+def helper_pid(data_dir, kind):
+    """The PID of the PostgreSQL helper process whose title ends in kind
+    ("checkpointer", "walwriter", "startup", "walsender …")."""
+    for pid in node_pids(data_dir)[1:]:
+        try:
+            with open(f"/proc/{pid}/cmdline") as f:
+                if f.read().replace("\0", " ").split(": ")[-1].startswith(kind):
+                    return pid
+        except OSError:
+            pass
+    raise AssertionError(f"no {kind} process in {data_dir}")
+
+
+def ionice(pid):
+    return subprocess.run(["ionice", "-p", str(pid)], capture_output=True, text=True, check=True).stdout.strip()

@@ -8,25 +8,9 @@ import time
 
 import pymongo
 import pytest
+from conftest import helper_pid, ionice, node_pids
 from pymongo import WriteConcern
 from pymongo.errors import OperationFailure, WriteConcernError
-
-
-def node_pids(node_dir):
-    """The postmaster of an embedded node (its directory holds pg/) and its
-    children."""
-    with open(os.path.join(node_dir, "pg", "postmaster.pid")) as f:
-        postmaster = int(f.readline())
-    pids = [postmaster]
-    for d in os.listdir("/proc"):
-        if d.isdigit():
-            try:
-                with open(f"/proc/{d}/stat") as f:
-                    if int(f.read().rsplit(")", 1)[1].split()[1]) == postmaster:
-                        pids.append(int(d))
-            except (OSError, IndexError, ValueError):
-                pass
-    return pids
 
 
 class Frozen:
@@ -435,7 +419,6 @@ def test_external_standbys_get_routed_and_their_wal_path_prioritised(new_server)
     """tierdb on PostgreSQL servers it does not manage (--postgres-url and
     --standby-urls): reads reach the standby, and the helper processes it
     finds through pg_stat_activity get their I/O classes."""
-    import subprocess
     owner = new_server(extra_args=["--replicas", "1", "--qos", "off"]).start()
 
     def url(node_dir):
@@ -449,21 +432,11 @@ def test_external_standbys_get_routed_and_their_wal_path_prioritised(new_server)
     assert find_on(c.x, "c", {"_id": 1}, "secondary") == [{"_id": 1}]
     assert [m["name"] for m in status(c.x)["members"]] == ["primary", "standby1"]
 
-    def helper(node_dir, kind):
-        for pid in node_pids(node_dir)[1:]:
-            with open(f"/proc/{pid}/cmdline") as f:
-                if f.read().replace("\0", " ").split(": ")[-1].startswith(kind):
-                    return pid
-        raise AssertionError(f"no {kind} process in {node_dir}")
-
-    def ionice(pid):
-        return subprocess.run(["ionice", "-p", str(pid)], capture_output=True, text=True, check=True).stdout.strip()
-
     deadline = time.time() + 20
     while time.time() < deadline:
-        got = (ionice(helper(owner.data_dir, "checkpointer")),
-               ionice(helper(os.path.join(owner.data_dir, "node1"), "startup")),
-               ionice(helper(owner.data_dir, "walsender")))
+        got = (ionice(helper_pid(owner.data_dir, "checkpointer")),
+               ionice(helper_pid(os.path.join(owner.data_dir, "node1"), "startup")),
+               ionice(helper_pid(owner.data_dir, "walsender")))
         if got == ("idle", "best-effort: prio 0", "best-effort: prio 0"):
             break
         time.sleep(0.5)

@@ -4,7 +4,6 @@ priority of PostgreSQL backends, run-time configuration, and --qos=off.
 Checked from the outside: through pymongo and through /proc."""
 import os
 import socket
-import subprocess
 import threading
 import time
 import urllib.request
@@ -13,7 +12,7 @@ import pymongo
 import pytest
 from pymongo.errors import ExecutionTimeout, OperationFailure
 
-from conftest import Tierdb
+from conftest import Tierdb, helper_pid, ionice
 from rawwire import op_msg
 
 POOLS = "priority=0-1;standard=0-1;restricted=1"
@@ -312,29 +311,9 @@ def test_set_cpu_pools_and_nice_at_run_time(qserver):
 
 
 def test_background_processes_idle_but_wal_writer_best_effort(qserver):
-    with open(os.path.join(qserver.data_dir, "pg", "postmaster.pid")) as f:
-        postmaster = int(f.readline())
-    helpers = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as f:
-                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-                with open(f"/proc/{entry}/cmdline") as f:
-                    title = f.read()
-            except OSError:
-                continue
-            for name in ("checkpointer", "walwriter"):
-                if ppid == postmaster and name in title:
-                    helpers[name] = int(entry)
-    assert set(helpers) == {"checkpointer", "walwriter"}, helpers
-
-    def ionice(pid):
-        return subprocess.run(["ionice", "-p", str(pid)], capture_output=True, text=True, check=True).stdout.strip()
-
-    assert ionice(helpers["checkpointer"]) == "idle"
+    assert ionice(helper_pid(qserver.data_dir, "checkpointer")) == "idle"
     # Commits wait for the WAL writer's writes: it is not deprioritised.
-    assert ionice(helpers["walwriter"]) == "best-effort: prio 0"
+    assert ionice(helper_pid(qserver.data_dir, "walwriter")) == "best-effort: prio 0"
 
 
 def test_metrics_endpoint_exports_tier_figures(qserver):

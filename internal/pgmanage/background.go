@@ -3,6 +3,8 @@ package pgmanage
 import (
 	"errors"
 	"strings"
+
+	"tierdb/internal/procfs"
 )
 
 // backgroundTitles are the process titles (after "postgres: " and the
@@ -57,8 +59,8 @@ func (c *Cluster) BackgroundProcesses() ([]BackgroundProcess, error) {
 	}
 	var found []BackgroundProcess
 	for _, pid := range pids {
-		st, err := readProcStat(pid)
-		if err != nil || st.ppid != postmaster {
+		st, err := procfs.ReadStat(pid)
+		if err != nil || st.PPID != postmaster {
 			continue // gone meanwhile, or not the postmaster's
 		}
 		title, err := procTitle(pid)

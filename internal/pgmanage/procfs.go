@@ -2,13 +2,14 @@ package pgmanage
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
+
+	"tierdb/internal/procfs"
 )
 
 // listPIDs returns the PIDs of all processes visible in /proc.
@@ -26,40 +27,12 @@ func listPIDs() ([]int, error) {
 	return pids, nil
 }
 
-// procStat is the part of /proc/<pid>/stat pgmanage needs.
-type procStat struct {
-	state byte
-	ppid  int
-}
-
-func readProcStat(pid int) (procStat, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return procStat{}, err
-	}
-	// The command name (field 2) is in parentheses and may itself contain
-	// spaces or ')', so parse from the last ')'.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return procStat{}, errors.New("malformed stat")
-	}
-	fields := strings.Fields(string(b[i+1:]))
-	if len(fields) < 2 || len(fields[0]) != 1 {
-		return procStat{}, errors.New("malformed stat")
-	}
-	ppid, err := strconv.Atoi(fields[1])
-	if err != nil {
-		return procStat{}, errors.New("malformed stat")
-	}
-	return procStat{state: fields[0][0], ppid: ppid}, nil
-}
-
 // alive reports whether pid is a running (not zombie) process. Zombies
 // count as gone: they hold no memory or files, and when tierdb is PID 1 in a
 // container nobody may ever reap them.
 func alive(pid int) bool {
-	st, err := readProcStat(pid)
-	return err == nil && st.state != 'Z' && st.state != 'X'
+	st, err := procfs.ReadStat(pid)
+	return err == nil && st.State != 'Z' && st.State != 'X'
 }
 
 // procTitle is the process title PostgreSQL writes over its argv, e.g.

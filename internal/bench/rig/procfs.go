@@ -9,18 +9,16 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"tierdb/internal/procfs"
 )
 
 // clockTicks is USER_HZ, the unit of /proc's CPU times. It is part of the
 // kernel ABI and 100 on every Linux architecture Go runs on.
 const clockTicks = 100
 
-// ProcStat holds the fields of /proc/PID/stat the benchmarks use; times are
-// in clock ticks.
-type ProcStat struct {
-	PPID                         int
-	UTime, STime, CUTime, CSTime uint64
-}
+// ProcStat is a process's /proc/PID/stat; times are in clock ticks.
+type ProcStat struct{ procfs.Stat }
 
 // CPU is the CPU time the process itself has used (user + system).
 func (s ProcStat) CPU() time.Duration { return ticks(s.UTime + s.STime) }
@@ -35,38 +33,8 @@ func ticks(n uint64) time.Duration { return time.Duration(n) * time.Second / clo
 
 // ReadProcStat reads /proc/PID/stat.
 func ReadProcStat(pid int) (ProcStat, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return ProcStat{}, err
-	}
-	return parseProcStat(b)
-}
-
-// parseProcStat parses a /proc/PID/stat line. The command name is in
-// parentheses and may itself contain spaces and parentheses, so fields are
-// counted from the last ')'.
-func parseProcStat(b []byte) (ProcStat, error) {
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return ProcStat{}, fmt.Errorf("malformed stat line %q", b)
-	}
-	f := strings.Fields(s[i+1:])
-	// f[0] is field 3 (state); ppid is field 4, utime…cstime fields 14–17.
-	if len(f) < 15 {
-		return ProcStat{}, fmt.Errorf("short stat line %q", b)
-	}
-	ppid, err := strconv.Atoi(f[1])
-	if err != nil {
-		return ProcStat{}, fmt.Errorf("malformed stat line %q", b)
-	}
-	var t [4]uint64
-	for k := range t {
-		if t[k], err = strconv.ParseUint(f[11+k], 10, 64); err != nil {
-			return ProcStat{}, fmt.Errorf("malformed stat line %q", b)
-		}
-	}
-	return ProcStat{PPID: ppid, UTime: t[0], STime: t[1], CUTime: t[2], CSTime: t[3]}, nil
+	st, err := procfs.ReadStat(pid)
+	return ProcStat{st}, err
 }
 
 // Proc is one process of a tree.

@@ -5,23 +5,14 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"tierdb/internal/procfs"
 )
 
-func TestParseProcStat(t *testing.T) {
-	// A command name with spaces and parentheses must not shift the fields.
-	line := "4242 (post gres: (x)) S 77 4242 4242 0 -1 4194560 100 0 0 0 250 50 7 3 20 0 1 0 123 456 78 18446744073709551615\n"
-	st, err := parseProcStat([]byte(line))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st.PPID != 77 || st.CPU() != 3*time.Second {
-		t.Errorf("got ppid %d cpu %v, want 77 and 3s", st.PPID, st.CPU())
-	}
-	if st.CPUWithChildren() != 3100*time.Millisecond {
-		t.Errorf("with children %v, want 3.1s", st.CPUWithChildren())
-	}
-	if _, err := parseProcStat([]byte("12 (x) S 1")); err == nil {
-		t.Error("short line accepted")
+func TestProcStatCPUTimes(t *testing.T) {
+	st := ProcStat{procfs.Stat{UTime: 250, STime: 50, CUTime: 7, CSTime: 3}}
+	if st.CPU() != 3*time.Second || st.CPUWithChildren() != 3100*time.Millisecond {
+		t.Errorf("cpu %v, with children %v; want 3s and 3.1s", st.CPU(), st.CPUWithChildren())
 	}
 }
 
