@@ -83,10 +83,12 @@ func (s *Store) HelperProcesses(ctx context.Context) ([]HelperProcess, error) {
 
 // FlushWAL makes primary n write and flush all the WAL it has. It commits
 // a transaction whose only WAL record is an empty logical-decoding message
-// (which needs no table and no wal_level=logical): a commit that wrote WAL
-// flushes every record inserted before it. A transaction with nothing but
-// an xid would not do: PostgreSQL commits those asynchronously.
+// (which needs no table and no wal_level=logical): a synchronous commit
+// that wrote WAL flushes every record inserted before it. The statement
+// makes its own commit synchronous, whatever the server's default. A
+// transaction with nothing but an xid would not do: PostgreSQL commits
+// those asynchronously.
 func (s *Store) FlushWAL(ctx context.Context, n *Node) error {
-	_, err := n.probe.Exec(ctx, `SELECT pg_logical_emit_message(true, 'tierdb', '')`)
+	_, err := n.probe.Exec(ctx, `SELECT set_config('synchronous_commit', 'on', true), pg_logical_emit_message(true, 'tierdb', '')`)
 	return fromPG(ctx, err)
 }

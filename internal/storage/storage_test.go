@@ -235,3 +235,28 @@ func TestAsyncCommitIsForThatWriteAlone(t *testing.T) {
 		t.Fatalf("synchronous_commit of the writes / of the session afterwards: %s, want %s", got, want)
 	}
 }
+
+func TestFlushWALFlushesWhatWasInsertedBefore(t *testing.T) {
+	// The test cluster commits asynchronously by default, so the write
+	// below leaves WAL unflushed until the WAL writer's next round.
+	s := open(t)
+	ctx := context.Background()
+	if _, err := s.pool(ctx).Exec(ctx, `CREATE TABLE IF NOT EXISTS st_flush (n int); INSERT INTO st_flush VALUES (1)`); err != nil {
+		t.Fatal(err)
+	}
+	defer s.pool(ctx).Exec(ctx, `DROP TABLE st_flush`)
+	var inserted string
+	if err := s.pool(ctx).QueryRow(ctx, `SELECT pg_current_wal_insert_lsn()::text`).Scan(&inserted); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.FlushWAL(ctx, s.Nodes()[0]); err != nil {
+		t.Fatal(err)
+	}
+	var flushed bool
+	if err := s.pool(ctx).QueryRow(ctx, `SELECT pg_current_wal_flush_lsn() >= $1::pg_lsn`, inserted).Scan(&flushed); err != nil {
+		t.Fatal(err)
+	}
+	if !flushed {
+		t.Fatal("FlushWAL returned before the WAL inserted earlier was flushed")
+	}
+}
