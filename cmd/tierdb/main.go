@@ -67,6 +67,8 @@ type serveFlags struct {
 	backends        string
 	versionCacheMB  int
 	cursorTimeout   time.Duration
+	sessionTimeout  time.Duration
+	txnLifetime     time.Duration
 	logLevel        string
 	testCommands    bool
 	metricsListen   string
@@ -87,6 +89,8 @@ func serve(args []string) error {
 	fs.IntVar(&f.backendsPerTier, "backends-per-tier", 8, "PostgreSQL backends in each tier's pool")
 	fs.StringVar(&f.backends, "backends", "", `per-tier pool sizes overriding --backends-per-tier, e.g. "high=8,normal=8,low=2" (default with QoS on: "`+defaultQoSBackends+`")`)
 	fs.DurationVar(&f.cursorTimeout, "cursor-timeout", 10*time.Minute, "close cursors idle for longer than this")
+	fs.DurationVar(&f.sessionTimeout, "session-timeout", 30*time.Minute, "forget logical sessions (and their retryable writes' records) idle for longer than this (logicalSessionTimeoutMinutes)")
+	fs.DurationVar(&f.txnLifetime, "transaction-lifetime", 60*time.Second, "abort transactions open for longer than this and free their backend (transactionLifetimeLimitSeconds)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&f.metricsListen, "metrics-listen", "", "serve Prometheus metrics on this address, e.g. 127.0.0.1:9216 (empty: off)")
 	fs.BoolVar(&f.pprof, "pprof", false, "also serve Go profiles under /debug/pprof/ on --metrics-listen")
@@ -203,16 +207,18 @@ func serve(args []string) error {
 		return err
 	}
 	h := commands.New(commands.Options{
-		Store:         store,
-		Logger:        log,
-		CursorTimeout: f.cursorTimeout,
-		Argv:          redactArgv(os.Args),
-		Connections:   srv.Connections,
-		CurrentOps:    srv.CurrentOps,
-		QoS:           manager,
-		TestCommands:  f.testCommands,
-		Auth:          registry,
-		Replication:   f.repl.startReplication(ctx, store, set, log),
+		Store:          store,
+		Logger:         log,
+		CursorTimeout:  f.cursorTimeout,
+		SessionTimeout: f.sessionTimeout,
+		TxnLifetime:    f.txnLifetime,
+		Argv:           redactArgv(os.Args),
+		Connections:    srv.Connections,
+		CurrentOps:     srv.CurrentOps,
+		QoS:            manager,
+		TestCommands:   f.testCommands,
+		Auth:           registry,
+		Replication:    f.repl.startReplication(ctx, store, set, log),
 	})
 	defer h.Close()
 	srv.SetHandlers(h)

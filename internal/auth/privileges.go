@@ -53,6 +53,8 @@ const (
 	ActUseTierHigh
 	ActUseTierNormal
 	ActUseTierLow
+	// killAnySession: end other users' sessions (killAllSessions).
+	ActKillAnySession
 	numActions
 )
 
@@ -62,7 +64,7 @@ var actionNames = [numActions]string{
 	"serverStatus", "hostInfo", "getCmdLineOpts", "getLog", "inprog", "getParameter", "qosStatus",
 	"setQoSConfig", "setCpuPools", "replSetConfigure", "replSetGetStatus", "createUser", "dropUser",
 	"changePassword", "changeCustomData", "grantRole", "revokeRole", "viewUser", "createRole", "dropRole",
-	"viewRole", "useTierHigh", "useTierNormal", "useTierLow",
+	"viewRole", "useTierHigh", "useTierNormal", "useTierLow", "killAnySession",
 }
 
 func (a Action) String() string {
@@ -122,7 +124,7 @@ func tierAction(t qos.Tier) Action {
 // Cluster-only actions: they make sense on the cluster resource only.
 var clusterActions = Actions(ActListDatabases, ActServerStatus, ActHostInfo, ActGetCmdLineOpts, ActGetLog,
 	ActInprog, ActGetParameter, ActQoSStatus, ActSetQoSConfig, ActSetCpuPools, ActReplSetConfigure,
-	ActReplSetGetStatus, ActUseTierHigh, ActUseTierNormal, ActUseTierLow)
+	ActReplSetGetStatus, ActUseTierHigh, ActUseTierNormal, ActUseTierLow, ActKillAnySession)
 
 // Resource is what a privilege applies to: the cluster, every resource, or
 // a namespace pattern where "" is a wildcard ({db: "", collection: ""} is

@@ -31,7 +31,7 @@ var (
 	monitorActions = Actions(ActServerStatus, ActHostInfo, ActGetCmdLineOpts, ActGetLog, ActInprog, ActGetParameter,
 		ActListDatabases, ActQoSStatus, ActReplSetGetStatus)
 	managerActions = monitorActions | Actions(ActSetQoSConfig, ActSetCpuPools, ActReplSetConfigure,
-		ActUseTierHigh, ActUseTierNormal, ActUseTierLow)
+		ActUseTierHigh, ActUseTierNormal, ActUseTierLow, ActKillAnySession)
 )
 
 // builtinDBRoles exist in every database and apply to it.

@@ -78,7 +78,7 @@ func (h *Handlers) hello(ctx context.Context, req *Request) (bson.D, error) {
 		bson.E{Key: "maxMessageSizeBytes", Value: int32(wire.MaxMessageSize)},
 		bson.E{Key: "maxWriteBatchSize", Value: int32(100000)},
 		bson.E{Key: "localTime", Value: bson.NewDateTimeFromTime(time.Now())},
-		bson.E{Key: "logicalSessionTimeoutMinutes", Value: int32(30)},
+		bson.E{Key: "logicalSessionTimeoutMinutes", Value: h.sessionTimeoutMinutes()},
 		bson.E{Key: "connectionId", Value: connID},
 		bson.E{Key: "minWireVersion", Value: int32(0)},
 		bson.E{Key: "maxWireVersion", Value: int32(MaxWireVersion)},

@@ -43,6 +43,8 @@ func Map(err error) (e *mongoerr.Error, internal bool) {
 			return &mongoerr.Error{Code: mongoerr.HostUnreachable, Msg: "storage backend unavailable, retry later", Cause: err}, true
 		case storage.ErrDeadline:
 			return &mongoerr.Error{Code: mongoerr.MaxTimeMSExpired, Msg: "operation exceeded time limit", Cause: err}, false
+		case storage.ErrWriteConflict:
+			return &mongoerr.Error{Code: mongoerr.WriteConflict, Msg: se.Msg, Cause: err}, false
 		case storage.ErrCanceled:
 			return &mongoerr.Error{Code: mongoerr.ClientDisconnect, Msg: "operation was interrupted", Cause: err}, false
 		}
@@ -83,14 +85,22 @@ func mapAuth(ae *auth.Error, err error) *mongoerr.Error {
 	return &mongoerr.Error{Code: code, Msg: ae.Msg}
 }
 
-// errorReply is the {ok: 0, errmsg, code, codeName} document.
+// errorReply is the {ok: 0, errmsg, code, codeName[, errorLabels]} document.
 func errorReply(e *mongoerr.Error) bson.D {
-	return bson.D{
+	reply := bson.D{
 		{Key: "ok", Value: 0.0},
 		{Key: "errmsg", Value: e.Msg},
 		{Key: "code", Value: int32(e.Code)},
 		{Key: "codeName", Value: e.Code.Name()},
 	}
+	if len(e.Labels) > 0 {
+		labels := make(bson.A, len(e.Labels))
+		for i, l := range e.Labels {
+			labels[i] = l
+		}
+		reply = append(reply, bson.E{Key: "errorLabels", Value: labels})
+	}
+	return reply
 }
 
 // writeError is one entry of a writeErrors array.

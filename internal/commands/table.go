@@ -16,6 +16,7 @@ import (
 	"tierdb/internal/qos"
 	"tierdb/internal/query"
 	"tierdb/internal/router"
+	"tierdb/internal/session"
 	"tierdb/internal/storage"
 	"tierdb/internal/tierctl"
 )
@@ -103,12 +104,22 @@ type Options struct {
 	// (authorize) and tiers against the user's tier privileges. nil means
 	// no access control at all (unit tests).
 	Auth *auth.Registry
+	// SessionTimeout forgets logical sessions idle for longer
+	// (logicalSessionTimeoutMinutes, default 30 minutes); TxnLifetime
+	// aborts transactions open for longer
+	// (transactionLifetimeLimitSeconds, default 60 s).
+	SessionTimeout time.Duration
+	TxnLifetime    time.Duration
 }
 
 // Admitter is the admission contract: Admit blocks until a request of tier t
-// may run and returns done, to be called when it ends.
+// may run and returns done, to be called when it ends. Enter counts a
+// request of tier t in process at once, without waiting: the statements of
+// a transaction already admitted, which may hold locks that the requests
+// they would wait behind need.
 type Admitter interface {
 	Admit(ctx context.Context, t qos.Tier, internal bool) (done func(), err error)
+	Enter(t qos.Tier) (done func())
 }
 
 // Handlers holds the command table and what its handlers share.
@@ -127,6 +138,9 @@ type Handlers struct {
 	// accounts are the per-user figures; authStats count authentications.
 	accounts  *accounts
 	authStats authStats
+	// sessions are the logical sessions with transactions.
+	sessions *session.Registry
+	stop     chan struct{}
 }
 
 // New builds the command table.
@@ -140,7 +154,14 @@ func New(opts Options) *Handlers {
 	if opts.QoS != nil && opts.Admission == nil {
 		opts.Admission = opts.QoS.Channel
 	}
-	h := &Handlers{opts: opts, log: opts.Logger, store: opts.Store, started: time.Now(), processID: bson.NewObjectID()}
+	if opts.SessionTimeout <= 0 {
+		opts.SessionTimeout = 30 * time.Minute
+	}
+	if opts.TxnLifetime <= 0 {
+		opts.TxnLifetime = 60 * time.Second
+	}
+	h := &Handlers{opts: opts, log: opts.Logger, store: opts.Store, started: time.Now(), processID: bson.NewObjectID(), stop: make(chan struct{})}
+	h.sessions = session.NewRegistry(time.Now, opts.SessionTimeout, opts.TxnLifetime)
 	h.cursors = newCursorRegistry(opts.CursorTimeout)
 	h.accounts = newAccounts()
 	h.table = h.commands()
@@ -152,11 +173,41 @@ func New(opts Options) *Handlers {
 	for t := range h.latency {
 		h.latency[t] = metrics.NewHistogram(metrics.LatencyBuckets())
 	}
+	go h.reapSessions()
 	return h
 }
 
-// Close stops background work (the cursor reaper).
-func (h *Handlers) Close() { h.cursors.close() }
+// Close stops background work (the cursor and session reapers) and aborts
+// open transactions.
+func (h *Handlers) Close() {
+	h.cursors.close()
+	close(h.stop)
+	h.sessions.EndMatching(func(session.ID) bool { return true })
+}
+
+// reapSessions aborts transactions past their lifetime and forgets idle
+// sessions and their durable records, as MongoDB's session reaper does.
+func (h *Handlers) reapSessions() {
+	tick := time.NewTicker(min(time.Second, h.opts.TxnLifetime/4))
+	defer tick.Stop()
+	lastRecords := time.Now()
+	for {
+		select {
+		case <-h.stop:
+			return
+		case <-tick.C:
+		}
+		h.sessions.Reap()
+		if h.store != nil && time.Since(lastRecords) >= min(time.Minute, h.opts.SessionTimeout/4) {
+			lastRecords = time.Now()
+			ctx, cancel := context.WithTimeout(qos.WithTier(context.Background(), qos.Low), 10*time.Second)
+			if _, err := h.store.ReapRecords(ctx, h.opts.SessionTimeout); err != nil {
+				h.log.Warn("expiring session records failed", "err", err)
+			}
+			cancel()
+		}
+	}
+}
 
 // commands is the table. Aliases point to the same entry.
 func (h *Handlers) commands() map[string]*command {
@@ -175,7 +226,11 @@ func (h *Handlers) commands() map[string]*command {
 		"getParameter":            {handler: h.getParameter, help: "read server parameters", internal: true, access: onCluster(auth.ActGetParameter)},
 		"connectionStatus":        {handler: h.connectionStatus, help: "authentication state of this connection", internal: true, access: open},
 		"whatsmyuri":              {handler: h.whatsmyuri, help: "the client's address as the server sees it", internal: true, access: open},
-		"endSessions":             {handler: h.ok, help: "accepted; sessions hold no server state", internal: true, access: open},
+		"startSession":            {handler: h.startSession, help: "a new logical session id", internal: true, access: anyUser},
+		"endSessions":             {handler: h.endSessions, help: "end sessions: abort their transactions, forget their retryable writes", internal: true, access: anyUser},
+		"killSessions":            {handler: h.endSessions, help: "end the caller's sessions", internal: true, access: anyUser},
+		"refreshSessions":         {handler: h.refreshSessions, help: "keep sessions from expiring", internal: true, access: anyUser},
+		"killAllSessions":         {handler: h.killAllSessions, help: "end every session of the named users (all with [])", internal: true, access: onCluster(auth.ActKillAnySession)},
 		"serverStatus":            {handler: h.serverStatusWithSecurity, help: "uptime, connections, opcounters, authentications", internal: true, access: onCluster(auth.ActServerStatus)},
 		"hostInfo":                {handler: h.hostInfo, help: "the host's OS and hardware", internal: true, access: onCluster(auth.ActHostInfo)},
 		"getCmdLineOpts":          {handler: h.getCmdLineOpts, help: "the command line tierdb was started with", internal: true, access: onCluster(auth.ActGetCmdLineOpts)},
@@ -216,6 +271,9 @@ func (h *Handlers) commands() map[string]*command {
 		"count":         {handler: h.count, help: "count matching documents", counter: opCommand, access: onColl(auth.ActFind)},
 		"aggregate":     {handler: h.aggregate, help: "aggregation pipeline ($match, $group, $count, $sort, $skip, $limit, $project)", counter: opCommand, access: onColl(auth.ActFind)},
 		"explain":       {handler: h.explain, help: "the PostgreSQL plan of a find", access: onColl(auth.ActFind)},
+		// transactions (txn.go); a statement's own command runs as usual
+		"commitTransaction": {handler: h.ok, writes: true, help: "commit the session's transaction", access: anyUser},
+		"abortTransaction":  {handler: h.ok, writes: true, help: "abort the session's transaction", access: anyUser},
 	}
 	if h.opts.TestCommands {
 		t["sleep"] = &command{handler: h.sleep, help: "test command: hold a request in process for millis", access: anyUser}
@@ -308,6 +366,13 @@ func (h *Handlers) run(ctx context.Context, req *Request) (bson.D, error) {
 		return nil, err
 	}
 	defer cancel()
+	sa, err := parseSessionArgs(req)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkSessionArgs(req, sa); err != nil {
+		return nil, err
+	}
 	if !cmd.internal {
 		// Per-user accounting of the work requests (not handshakes and
 		// diagnostics): operations by tier, time waiting for admission.
@@ -316,7 +381,15 @@ func (h *Handlers) run(ctx context.Context, req *Request) (bson.D, error) {
 			acct = req.Session.acct
 		}
 		acct.ops[tier].Add(1)
-		if h.opts.Admission != nil {
+		switch {
+		case h.opts.Admission == nil:
+		case sa.inTxn && !sa.startTxn:
+			// A transaction is admitted once, at its first statement.
+			// The rest never wait: they may hold row locks that the
+			// requests they would wait behind need (see
+			// docs/architecture.md, Transactions).
+			defer h.opts.Admission.Enter(tier)()
+		default:
 			t0 := time.Now()
 			done, err := h.opts.Admission.Admit(ctx, tier, false)
 			acct.waitNanos.Add(int64(time.Since(t0)))
@@ -326,10 +399,17 @@ func (h *Handlers) run(ctx context.Context, req *Request) (bson.D, error) {
 			defer done()
 		}
 	}
-	if cmd.writes {
-		return h.withWriteConcern(ctx, req, cmd.handler)
+	run := cmd.handler
+	switch {
+	case sa.inTxn:
+		run = func(ctx context.Context, req *Request) (bson.D, error) { return h.inTransaction(ctx, req, sa, cmd.handler) }
+	case sa.hasTxnNumber:
+		run = func(ctx context.Context, req *Request) (bson.D, error) { return h.retryableWrite(ctx, req, sa, cmd.handler) }
 	}
-	return cmd.handler(ctx, req)
+	if cmd.writes {
+		return h.withWriteConcern(ctx, req, run)
+	}
+	return run(ctx, req)
 }
 
 // withMaxTime applies maxTimeMS to the request context.

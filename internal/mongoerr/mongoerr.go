@@ -3,6 +3,7 @@ package mongoerr
 import (
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // Code is a MongoDB server error code.
@@ -70,8 +71,19 @@ const (
 	Location40234                Code = 40234
 	Location40323                Code = 40323
 	UserNotFound                 Code = 11
-	RoleNotFound                 Code = 31
-	MechanismUnavailable         Code = 334
+	WriteConflict                Code = 112
+	ConflictingOperationInProg   Code = 117
+	NoSuchSession                Code = 206
+	TransactionTooOld            Code = 225
+	NoSuchTransaction            Code = 251
+	TransactionCommitted         Code = 256
+	OperationNotSupportedInTxn   Code = 263
+	TxnExceededLifetimeLimit     Code = 290
+	// MongoDB's assertion for a txnNumber on a command that is neither a
+	// retryable write nor part of a transaction.
+	TxnNumberNotAllowed  Code = 50768
+	RoleNotFound         Code = 31
+	MechanismUnavailable Code = 334
 	// MongoDB reports an existing user or role with these numbered
 	// assertions (codeName "Location51003" / "Location51002").
 	UserAlreadyExists Code = 51003
@@ -136,7 +148,25 @@ var names = map[Code]string{
 	UserNotFound:                 "UserNotFound",
 	RoleNotFound:                 "RoleNotFound",
 	MechanismUnavailable:         "MechanismUnavailable",
+	WriteConflict:                "WriteConflict",
+	ConflictingOperationInProg:   "ConflictingOperationInProgress",
+	NoSuchSession:                "NoSuchSession",
+	TransactionTooOld:            "TransactionTooOld",
+	NoSuchTransaction:            "NoSuchTransaction",
+	TransactionCommitted:         "TransactionCommitted",
+	OperationNotSupportedInTxn:   "OperationNotSupportedInTransaction",
+	TxnExceededLifetimeLimit:     "TransactionExceededLifetimeLimitSeconds",
 }
+
+// Error labels MongoDB attaches to errors of transactions and retryable
+// writes; drivers decide from them whether to retry.
+const (
+	// LabelTransientTxn: the whole transaction may be retried from the start.
+	LabelTransientTxn = "TransientTransactionError"
+	// LabelUnknownCommit: the commit may or may not have happened; retrying
+	// commitTransaction is safe.
+	LabelUnknownCommit = "UnknownTransactionCommitResult"
+)
 
 // Name is the codeName MongoDB sends beside the code; "Location<N>" for the
 // numbered assertion codes that have no name.
@@ -151,6 +181,8 @@ func (c Code) Name() string {
 type Error struct {
 	Code Code
 	Msg  string
+	// Labels are the reply's errorLabels (LabelTransientTxn, ...).
+	Labels []string
 	// Cause is the underlying error, for the log only. Never sent to a client.
 	Cause error
 }
@@ -170,6 +202,15 @@ func New(code Code, msg string) *Error { return &Error{Code: code, Msg: msg} }
 // Newf is New with formatting.
 func Newf(code Code, format string, args ...any) *Error {
 	return &Error{Code: code, Msg: fmt.Sprintf(format, args...)}
+}
+
+// WithLabel returns a copy of e that carries label too.
+func (e *Error) WithLabel(label string) *Error {
+	c := *e
+	if !slices.Contains(c.Labels, label) {
+		c.Labels = append(slices.Clone(c.Labels), label)
+	}
+	return &c
 }
 
 // As reports whether err is (or wraps) a *Error, and returns it.

@@ -144,6 +144,21 @@ func (c *Channel) Admit(ctx context.Context, t Tier, internal bool) (done func()
 	return c.wait(ctx, w)
 }
 
+// Enter counts a request of tier t as in process at once, whatever the
+// channel's state, and returns its done (Algorithm 3). It is for the later
+// statements of a transaction admitted at its first: they may hold
+// PostgreSQL locks that requests in process wait for, so holding them back
+// could stall the very requests that hold their tier back.
+func (c *Channel) Enter(t Tier) (done func()) {
+	c.mu.Lock()
+	slot, gen, notify := c.admitLocked(t, nil, false)
+	c.mu.Unlock()
+	if notify {
+		c.syncObserver()
+	}
+	return c.doneFunc(t, slot, gen)
+}
+
 // wait is the loop of Algorithm 2 lines 6-9 and 11-14. A signal only means
 // "your condition may hold now": the waiter re-checks it under the lock,
 // because another high request may have arrived between the signal and the

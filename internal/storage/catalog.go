@@ -94,14 +94,14 @@ CREATE TABLE IF NOT EXISTS `+catalogSchema+`.collections (
 	next_col int NOT NULL DEFAULT 1,
 	created  timestamptz NOT NULL DEFAULT now(),
 	PRIMARY KEY (db, name)
-);`+authTablesSQL)
+);`+authTablesSQL+recordsSQL)
 		return err
 	})
 }
 
 // ddl runs fn in a transaction holding the DDL lock.
 func (c *catalog) ddl(ctx context.Context, fn func(tx pgx.Tx) error) error {
-	tx, err := c.s.pool(ctx).Begin(ctx)
+	tx, err := c.s.catalogPool(ctx).Begin(ctx)
 	if err != nil {
 		return fromPG(ctx, err)
 	}
@@ -183,7 +183,7 @@ func (s *Store) Collection(ctx context.Context, db, name string) (*Collection, e
 	if col != nil {
 		return col, nil
 	}
-	col, err := s.cat.load(ctx, s.pool(ctx), db, name)
+	col, err := s.cat.load(ctx, s.catalogPool(ctx), db, name)
 	if err != nil {
 		return nil, err
 	}
@@ -284,7 +284,7 @@ type DatabaseInfo struct {
 
 // ListDatabases lists databases that have at least one collection.
 func (s *Store) ListDatabases(ctx context.Context) ([]DatabaseInfo, error) {
-	rows, err := s.pool(ctx).Query(ctx, `
+	rows, err := s.catalogPool(ctx).Query(ctx, `
 SELECT db, sum(coalesce(pg_total_relation_size(to_regclass('`+dataSchema+`.' || quote_ident(tbl))), 0))::bigint
 FROM `+catalogSchema+`.collections GROUP BY db ORDER BY db`)
 	if err != nil {
@@ -300,7 +300,7 @@ FROM `+catalogSchema+`.collections GROUP BY db ORDER BY db`)
 
 // ListCollections lists the collections of db in name order.
 func (s *Store) ListCollections(ctx context.Context, db string) ([]*Collection, error) {
-	rows, err := s.pool(ctx).Query(ctx, `SELECT name, tbl, uuid::text, indexes FROM `+catalogSchema+`.collections WHERE db = $1 ORDER BY name`, db)
+	rows, err := s.catalogPool(ctx).Query(ctx, `SELECT name, tbl, uuid::text, indexes FROM `+catalogSchema+`.collections WHERE db = $1 ORDER BY name`, db)
 	if err != nil {
 		return nil, fromPG(ctx, err)
 	}

@@ -110,6 +110,9 @@ func (s *Store) AsyncCommits() int64 { return s.asyncCommits.Load() }
 // implicit transaction, so it costs no round trip and cannot leak into the
 // backend's next request.
 func (s *Store) write(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	if t := txnFrom(ctx); t != nil {
+		return t.exec(ctx, sql, args...) // its commit decides synchronous_commit
+	}
 	p := s.pool(ctx)
 	if async, _ := ctx.Value(asyncCommitKey{}).(bool); !async {
 		return p.Exec(ctx, sql, args...)
@@ -312,7 +315,7 @@ func (p *ScanParams) sql(c *Collection) (string, []any) {
 // Scan returns rows matching the prefilter, in _id order.
 func (s *Store) Scan(ctx context.Context, c *Collection, p ScanParams) ([]Row, error) {
 	sql, args := p.sql(c)
-	rows, err := s.readPool(ctx).Query(ctx, sql, args...)
+	rows, err := s.readQ(ctx).Query(ctx, sql, args...)
 	if err != nil {
 		return nil, s.readError(ctx, c, err)
 	}
@@ -327,7 +330,7 @@ func (s *Store) Scan(ctx context.Context, c *Collection, p ScanParams) ([]Row, e
 // Explain returns PostgreSQL's plan for the scan, for the explain command and tests.
 func (s *Store) Explain(ctx context.Context, c *Collection, p ScanParams) (string, error) {
 	sql, args := p.sql(c)
-	rows, err := s.readPool(ctx).Query(ctx, "EXPLAIN "+sql, args...)
+	rows, err := s.readQ(ctx).Query(ctx, "EXPLAIN "+sql, args...)
 	if err != nil {
 		return "", fromPG(ctx, err)
 	}
@@ -382,7 +385,7 @@ func (s *Store) Delete(ctx context.Context, c *Collection, rows []Row) (int64, e
 // Get returns the row with the given _id key, or nil.
 func (s *Store) Get(ctx context.Context, c *Collection, key []byte) (*Row, error) {
 	var r Row
-	err := s.pool(ctx).QueryRow(ctx, `SELECT _id, doc FROM `+c.table+` WHERE _id = $1`, key).Scan(&r.Key, &r.Doc)
+	err := s.q(ctx).QueryRow(ctx, `SELECT _id, doc FROM `+c.table+` WHERE _id = $1`, key).Scan(&r.Key, &r.Doc)
 	if err == pgx.ErrNoRows {
 		return nil, nil
 	}
@@ -399,6 +402,6 @@ func (s *Store) Count(ctx context.Context, c *Collection, where string, args []a
 		sql += " WHERE " + where
 	}
 	var n int64
-	err := s.readPool(ctx).QueryRow(ctx, sql, args...).Scan(&n)
+	err := s.readQ(ctx).QueryRow(ctx, sql, args...).Scan(&n)
 	return n, s.readError(ctx, c, err)
 }

@@ -32,6 +32,10 @@ const (
 	// ErrCanceled means the request's context ended (client gone, deadline).
 	ErrCanceled
 	ErrDeadline
+	// ErrWriteConflict: a transaction lost a race with a concurrent one (a
+	// serialization failure or a deadlock); retrying it from the start may
+	// succeed.
+	ErrWriteConflict
 )
 
 // Error is a storage failure. Msg is safe to show a client; Cause is for logs.
@@ -74,6 +78,8 @@ const (
 	sqlTooManyConns      = "53300"
 	sqlDuplicateTable    = "42P07"
 	sqlConnectionFailure = "08"
+	sqlSerialization     = "40001"
+	sqlDeadlock          = "40P01"
 )
 
 // fromPG translates an error from pgx into a storage error. It is the only
@@ -97,6 +103,8 @@ func fromPG(ctx context.Context, err error) error {
 		switch {
 		case pe.Code == sqlUniqueViolation:
 			return &Error{Code: ErrDuplicateKey, Msg: "duplicate key", Cause: err}
+		case pe.Code == sqlSerialization || pe.Code == sqlDeadlock:
+			return &Error{Code: ErrWriteConflict, Msg: "Write conflict during plan execution and yielding is disabled.", Cause: err}
 		case pe.Code == sqlUndefinedTable || pe.Code == sqlUndefinedColumn:
 			return &Error{Code: ErrNamespaceNotFound, Msg: "collection does not exist", Cause: err}
 		case pe.Code == sqlQueryCanceled:

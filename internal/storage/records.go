@@ -1,0 +1,130 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"tierdb/internal/qos"
+)
+
+// recordsSQL is appended to the catalog bootstrap: one row per logical
+// session, the last statement (retryable write or transaction) it ran and
+// that statement's reply, as MongoDB's config.transactions. It is written
+// in the same PostgreSQL transaction as the statement's changes, so the
+// two commit or vanish together and a retry, on any tierdb of this
+// PostgreSQL or after a failover, finds the first outcome.
+const recordsSQL = `;
+CREATE TABLE IF NOT EXISTS ` + catalogSchema + `.txn_records (
+	lsid       bytea NOT NULL,
+	uid        text NOT NULL,
+	txn_number bigint NOT NULL,
+	reply      bytea,
+	last_use   timestamptz NOT NULL DEFAULT now(),
+	PRIMARY KEY (lsid, uid)
+)`
+
+// SessionKey identifies a logical session durably: the driver's lsid and
+// the user that owns it (so one user cannot read another's replies).
+type SessionKey struct {
+	LSID []byte
+	User string
+}
+
+// Record is the last statement a session ran to completion.
+type Record struct {
+	TxnNumber int64
+	Reply     []byte // nil while its transaction is open
+}
+
+// BeginRecorded begins a transaction (see Begin) that claims statement
+// txnNumber of session k, in the same round trip. If the session already
+// has that statement or a later one, nothing is begun and prev is the
+// session's record: a retry, or a stale txnNumber. A concurrent claim of
+// the same session waits until the other transaction ends.
+func (s *Store) BeginRecorded(ctx context.Context, t qos.Tier, snapshot bool, k SessionKey, txnNumber int64) (txn *Txn, prev *Record, err error) {
+	txn, _, rows, err := s.Begin(ctx, t, snapshot, Stmt{SQL: `
+INSERT INTO ` + catalogSchema + `.txn_records AS r (lsid, uid, txn_number) VALUES ($1, $2, $3)
+ON CONFLICT (lsid, uid) DO UPDATE SET txn_number = EXCLUDED.txn_number, reply = NULL, last_use = now()
+WHERE r.txn_number < EXCLUDED.txn_number
+RETURNING true`, Args: []any{k.LSID, k.User, txnNumber}, Returning: 1})
+	if err != nil {
+		return nil, nil, err
+	}
+	if rows[0] != nil {
+		return txn, nil, nil
+	}
+	txn.Rollback(ctx)
+	prev, err = s.LoadRecord(ctx, k)
+	if err == nil && prev == nil {
+		err = newErr(ErrInternal, "session record vanished")
+	}
+	return nil, prev, err
+}
+
+// CommitRecorded stores reply as the outcome of the statement the
+// transaction claimed and commits both, in one round trip.
+func (t *Txn) CommitRecorded(ctx context.Context, k SessionKey, reply []byte) error {
+	_, err := t.Commit(ctx, Stmt{SQL: `UPDATE ` + catalogSchema + `.txn_records SET reply = $3, last_use = now() WHERE lsid = $1 AND uid = $2`,
+		Args: []any{k.LSID, k.User, reply}})
+	return err
+}
+
+// LoadRecord reads session k's record; nil when it has none.
+func (s *Store) LoadRecord(ctx context.Context, k SessionKey) (*Record, error) {
+	var r Record
+	err := s.current(ctx).nodes[0].pools[qos.TierFrom(ctx)].QueryRow(ctx,
+		`SELECT txn_number, reply FROM `+catalogSchema+`.txn_records WHERE lsid = $1 AND uid = $2`, k.LSID, k.User).Scan(&r.TxnNumber, &r.Reply)
+	if err != nil {
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil, nil
+		}
+		return nil, fromPG(ctx, err)
+	}
+	return &r, nil
+}
+
+// TouchRecords marks sessions as used now (refreshSessions), so their
+// records outlive the idle timeout.
+func (s *Store) TouchRecords(ctx context.Context, keys []SessionKey) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	lsids := make([][]byte, len(keys))
+	users := make([]string, len(keys))
+	for i, k := range keys {
+		lsids[i], users[i] = k.LSID, k.User
+	}
+	_, err := s.current(ctx).nodes[0].probe.Exec(ctx, `UPDATE `+catalogSchema+`.txn_records r SET last_use = now()
+FROM unnest($1::bytea[], $2::text[]) AS k(lsid, uid) WHERE r.lsid = k.lsid AND r.uid = k.uid`, lsids, users)
+	return fromPG(ctx, err)
+}
+
+// DeleteRecords forgets sessions that ended (endSessions, killSessions).
+func (s *Store) DeleteRecords(ctx context.Context, keys []SessionKey) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	lsids := make([][]byte, len(keys))
+	users := make([]string, len(keys))
+	for i, k := range keys {
+		lsids[i], users[i] = k.LSID, k.User
+	}
+	_, err := s.current(ctx).nodes[0].probe.Exec(ctx, `DELETE FROM `+catalogSchema+`.txn_records r
+USING unnest($1::bytea[], $2::text[]) AS k(lsid, uid) WHERE r.lsid = k.lsid AND r.uid = k.uid`, lsids, users)
+	return fromPG(ctx, err)
+}
+
+// ReapRecords deletes the records of sessions idle for longer than idle
+// (logicalSessionTimeoutMinutes): their statements can no longer be
+// retried, as in MongoDB. It returns how many it deleted.
+func (s *Store) ReapRecords(ctx context.Context, idle time.Duration) (int64, error) {
+	tag, err := s.current(ctx).nodes[0].probe.Exec(ctx,
+		`DELETE FROM `+catalogSchema+`.txn_records WHERE last_use < now() - make_interval(secs => $1)`, idle.Seconds())
+	if err != nil {
+		return 0, fromPG(ctx, err)
+	}
+	return tag.RowsAffected(), nil
+}

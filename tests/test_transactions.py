@@ -1,0 +1,389 @@
+"""Multi-document transactions, retryable writes and logical sessions,
+through pymongo against a real tierdb on its embedded PostgreSQL."""
+import signal
+import threading
+import time
+import uuid
+
+import bson
+import pytest
+import rawwire
+from bson.binary import Binary, UUID_SUBTYPE
+from pymongo import MongoClient, ReturnDocument
+from pymongo.errors import OperationFailure
+from pymongo.read_concern import ReadConcern
+from pymongo.write_concern import WriteConcern
+
+
+def lsid():
+    return {"id": Binary(uuid.uuid4().bytes, UUID_SUBTYPE)}
+
+
+class Raw:
+    """Commands sent as written: pymongo would replace a command's lsid
+    with one of its own sessions."""
+
+    def __init__(self, server):
+        self.sock = rawwire.connect(server)
+        self.n = 0
+
+    def __call__(self, db, cmd):
+        self.n += 1
+        reply = rawwire.command(self.sock, {**cmd, "$db": db}, request_id=self.n)
+        if reply.get("ok") != 1:
+            raise OperationFailure(reply.get("errmsg"), reply.get("code"), reply)
+        return reply
+
+    def close(self):
+        self.sock.close()
+
+
+@pytest.fixture
+def raw(server):
+    r = Raw(server)
+    yield r
+    r.close()
+
+
+# --- transactions -----------------------------------------------------------
+
+def test_commit_makes_writes_visible_together(client, db):
+    db.create_collection("acct")
+    db.acct.insert_many([{"_id": "a", "bal": 100}, {"_id": "b", "bal": 0}])
+    with client.start_session() as s:
+        with s.start_transaction():
+            db.acct.update_one({"_id": "a"}, {"$inc": {"bal": -30}}, session=s)
+            db.acct.update_one({"_id": "b"}, {"$inc": {"bal": 30}}, session=s)
+            db.acct.insert_one({"_id": "log1", "amount": 30}, session=s)
+            # Inside: the transaction sees its own writes ...
+            assert db.acct.find_one({"_id": "a"}, session=s)["bal"] == 70
+            # ... outside, nobody does before the commit.
+            assert db.acct.find_one({"_id": "a"})["bal"] == 100
+            assert db.acct.find_one({"_id": "log1"}) is None
+    assert {d["_id"]: d.get("bal") for d in db.acct.find()} == {"a": 70, "b": 30, "log1": None}
+
+
+def test_abort_discards_every_write(client, db):
+    db.create_collection("c")
+    db.c.insert_one({"_id": 1, "n": 1})
+    with client.start_session() as s:
+        s.start_transaction()
+        db.c.insert_one({"_id": 2}, session=s)
+        db.c.update_one({"_id": 1}, {"$set": {"n": 99}}, session=s)
+        db.c.delete_one({"_id": 1}, session=s)
+        s.abort_transaction()
+    assert list(db.c.find()) == [{"_id": 1, "n": 1}]
+
+
+def test_with_transaction_helper_commits_and_returns(client, db):
+    db.create_collection("orders")
+
+    def work(s):
+        db.orders.insert_one({"_id": 1, "item": "tea"}, session=s)
+        db.orders.insert_one({"_id": 2, "item": "cake"}, session=s)
+        return db.orders.count_documents({}, session=s)
+
+    with client.start_session() as s:
+        assert s.with_transaction(work) == 2
+    assert db.orders.count_documents({}) == 2
+
+
+def test_snapshot_reads_ignore_later_commits(client, db):
+    db.create_collection("snap")
+    db.snap.insert_one({"_id": 1, "v": 1})
+    with client.start_session() as s:
+        with s.start_transaction(read_concern=ReadConcern("snapshot")):
+            assert db.snap.find_one({"_id": 1}, session=s)["v"] == 1
+            db.snap.update_one({"_id": 1}, {"$set": {"v": 2}})  # outside, committed
+            db.snap.insert_one({"_id": 2})
+            assert db.snap.find_one({"_id": 1}, session=s)["v"] == 1
+            assert db.snap.count_documents({}, session=s) == 1
+    assert db.snap.find_one({"_id": 1})["v"] == 2
+
+
+def test_write_conflict_is_transient_and_with_transaction_retries(client, db):
+    db.create_collection("hot")
+    db.hot.insert_one({"_id": 1, "n": 0})
+    s1 = client.start_session()
+    s1.start_transaction()
+    db.hot.update_one({"_id": 1}, {"$inc": {"n": 1}}, session=s1)
+    # A second transaction that read the document before the first commits
+    # cannot write it afterwards.
+    s2 = client.start_session()
+    s2.start_transaction()
+    assert db.hot.find_one({"_id": 1}, session=s2)["n"] == 0
+    s1.commit_transaction()
+    with pytest.raises(OperationFailure) as e:
+        db.hot.update_one({"_id": 1}, {"$inc": {"n": 1}}, session=s2)
+    assert e.value.code == 112  # WriteConflict
+    assert e.value.has_error_label("TransientTransactionError")
+    s2.abort_transaction()
+    # The helper retries a transient failure from the start.
+    attempts = []
+
+    def work(s):
+        attempts.append(1)
+        doc = db.hot.find_one({"_id": 1}, session=s)
+        if len(attempts) == 1:
+            db.hot.update_one({"_id": 1}, {"$inc": {"n": 10}})  # a concurrent writer
+        db.hot.update_one({"_id": 1}, {"$set": {"n": doc["n"] + 1}}, session=s)
+
+    with client.start_session() as s:
+        s.with_transaction(work)
+    assert len(attempts) == 2
+    assert db.hot.find_one({"_id": 1})["n"] == 12
+    s1.end_session()
+    s2.end_session()
+
+
+def test_error_inside_transaction_aborts_it(client, db):
+    db.create_collection("u")
+    db.u.insert_one({"_id": 1})
+    with client.start_session() as s:
+        s.start_transaction()
+        db.u.insert_one({"_id": 2}, session=s)
+        with pytest.raises(OperationFailure) as e:
+            db.u.insert_one({"_id": 1}, session=s)
+        assert e.value.code == 11000
+        with pytest.raises(OperationFailure) as e:
+            s.commit_transaction()
+        assert e.value.code == 251  # NoSuchTransaction: it was aborted
+    assert db.u.find_one({"_id": 2}) is None
+
+
+def test_commands_outside_the_transaction_language_are_refused(client, db):
+    with client.start_session() as s:
+        s.start_transaction()
+        with pytest.raises(OperationFailure) as e:
+            db.command("create", "newcoll", session=s)
+        assert e.value.code == 263  # OperationNotSupportedInTransaction
+        s.abort_transaction()
+
+
+def test_commit_retried_after_success_answers_ok(raw, db):
+    db.create_collection("r")
+    sid = lsid()
+    raw(db.name, {"insert": "r", "documents": [{"_id": 1}], "lsid": sid, "txnNumber": bson.Int64(1),
+                "startTransaction": True, "autocommit": False})
+    commit = {"commitTransaction": 1, "lsid": sid, "txnNumber": bson.Int64(1), "autocommit": False}
+    assert raw("admin", commit)["ok"] == 1
+    assert raw("admin", commit)["ok"] == 1
+    # Abort after commit is refused; the commit stands.
+    with pytest.raises(OperationFailure) as e:
+        raw("admin", {"abortTransaction": 1, "lsid": sid, "txnNumber": bson.Int64(1), "autocommit": False})
+    assert e.value.code == 256  # TransactionCommitted
+    assert db.r.count_documents({}) == 1
+
+
+def test_unknown_transaction_and_stale_numbers(raw, db):
+    sid = lsid()
+    with pytest.raises(OperationFailure) as e:
+        raw(db.name, {"find": "x", "lsid": sid, "txnNumber": bson.Int64(5), "autocommit": False})
+    assert e.value.code == 251
+    assert e.value.has_error_label("TransientTransactionError")
+    raw(db.name, {"find": "x", "lsid": sid, "txnNumber": bson.Int64(5), "autocommit": False, "startTransaction": True})
+    with pytest.raises(OperationFailure) as e:
+        raw(db.name, {"find": "x", "lsid": sid, "txnNumber": bson.Int64(4), "autocommit": False, "startTransaction": True})
+    assert e.value.code == 225  # TransactionTooOld
+    raw("admin", {"abortTransaction": 1, "lsid": sid, "txnNumber": bson.Int64(5), "autocommit": False})
+
+
+def test_session_fields_are_checked(raw, db):
+    with pytest.raises(OperationFailure) as e:
+        raw(db.name, {"find": "x", "lsid": {"id": "not-a-uuid"}})
+    assert e.value.code == 14  # TypeMismatch
+    with pytest.raises(OperationFailure) as e:
+        raw(db.name, {"find": "x", "lsid": "nope"})
+    assert e.value.code == 14
+    with pytest.raises(OperationFailure) as e:
+        raw(db.name, {"find": "x", "lsid": lsid(), "txnNumber": bson.Int64(1)})
+    assert e.value.code == 50768  # txnNumber on a command that is not a retryable write
+    with pytest.raises(OperationFailure) as e:
+        raw(db.name, {"insert": "x", "documents": [{}], "lsid": lsid(), "txnNumber": 1})  # int32
+    assert e.value.code == 14
+    with pytest.raises(OperationFailure) as e:
+        raw(db.name, {"find": "x", "lsid": lsid(), "txnNumber": bson.Int64(1), "autocommit": True})
+    assert e.value.code == 72
+
+
+def test_transaction_lifetime_limit_aborts_and_frees_the_backend(new_server):
+    # The low tier has one PostgreSQL backend: a forgotten low-tier
+    # transaction holds it until its lifetime ends.
+    t = new_server(extra_args=["--transaction-lifetime", "2s"]).start()
+    c = t.client()
+    try:
+        coll = c.test.life
+        coll.insert_one({"_id": 0})
+        s = c.start_session()
+        s.start_transaction()
+        c.admin.command("setClientPriority", "low")  # pymongo's pool has one connection here
+        coll.insert_one({"_id": 1}, session=s)
+        time.sleep(3.5)
+        with pytest.raises(OperationFailure) as e:
+            s.commit_transaction()
+        assert e.value.code == 251
+        assert coll.find_one({"_id": 1}) is None
+        # The low tier's backend is free again: a low-tier write goes through.
+        coll.insert_one({"_id": 2})
+        assert coll.count_documents({}) == 2
+        s.end_session()
+    finally:
+        c.close()
+        t.cleanup()
+
+
+def test_end_sessions_aborts_open_transaction(raw, db):
+    db.create_collection("e")
+    sid = lsid()
+    raw(db.name, {"insert": "e", "documents": [{"_id": 1}], "lsid": sid, "txnNumber": bson.Int64(1),
+                "startTransaction": True, "autocommit": False})
+    raw("admin", {"endSessions": [sid]})
+    with pytest.raises(OperationFailure) as e:
+        raw("admin", {"commitTransaction": 1, "lsid": sid, "txnNumber": bson.Int64(1), "autocommit": False})
+    assert e.value.code == 251
+    assert db.e.count_documents({}) == 0
+
+
+def test_start_refresh_kill_sessions(raw, db):
+    r = raw("admin", {"startSession": 1})
+    sid = r["id"]
+    assert isinstance(sid["id"], (uuid.UUID, Binary)) and r["timeoutMinutes"] >= 1
+    assert raw("admin", {"refreshSessions": [sid]})["ok"] == 1
+    raw(db.name, {"insert": "k", "documents": [{"_id": 1}], "lsid": sid, "txnNumber": bson.Int64(1),
+                "startTransaction": True, "autocommit": False})
+    raw("admin", {"killAllSessions": []})
+    with pytest.raises(OperationFailure):
+        raw("admin", {"commitTransaction": 1, "lsid": sid, "txnNumber": bson.Int64(1), "autocommit": False})
+    assert db.k.count_documents({}) == 0
+
+
+# --- retryable writes ---------------------------------------------------------
+
+def test_same_txn_number_applies_once(raw, db):
+    db.create_collection("w")
+    db.w.insert_one({"_id": 1, "n": 0, "a": []})
+    sid = lsid()
+    cmd = {"update": "w", "updates": [{"q": {"_id": 1}, "u": {"$inc": {"n": 1}, "$push": {"a": "x"}}}],
+           "lsid": sid, "txnNumber": bson.Int64(7)}
+    first = raw(db.name, cmd)
+    again = raw(db.name, cmd)
+    assert (first["n"], first["nModified"]) == (again["n"], again["nModified"]) == (1, 1)
+    assert db.w.find_one({"_id": 1}) == {"_id": 1, "n": 1, "a": ["x"]}
+    # The next number runs; an older one is refused.
+    raw(db.name, {**cmd, "txnNumber": bson.Int64(8)})
+    assert db.w.find_one({"_id": 1})["n"] == 2
+    with pytest.raises(OperationFailure) as e:
+        raw(db.name, {**cmd, "txnNumber": bson.Int64(7)})
+    assert e.value.code == 225
+
+
+def test_retried_insert_reports_success_not_duplicate(raw, db):
+    sid = lsid()
+    cmd = {"insert": "ins", "documents": [{"_id": 1}, {"_id": 2}], "lsid": sid, "txnNumber": bson.Int64(1)}
+    assert raw(db.name, cmd)["n"] == 2
+    again = raw(db.name, cmd)
+    assert again["n"] == 2 and "writeErrors" not in again
+    assert db.ins.count_documents({}) == 2
+
+
+def test_retried_find_and_modify_returns_first_result(raw, db):
+    db.create_collection("fam")
+    db.fam.insert_one({"_id": 1, "n": 0})
+    sid = lsid()
+    cmd = {"findAndModify": "fam", "query": {"_id": 1}, "update": {"$inc": {"n": 1}}, "new": True,
+           "lsid": sid, "txnNumber": bson.Int64(3)}
+    first = raw(db.name, cmd)
+    again = raw(db.name, cmd)
+    assert first["value"] == again["value"] == {"_id": 1, "n": 1}
+    assert db.fam.find_one({"_id": 1})["n"] == 1
+
+
+def test_ordered_batch_error_is_recorded_with_its_writes(raw, db):
+    db.create_collection("ob")
+    db.ob.insert_one({"_id": 2})
+    sid = lsid()
+    cmd = {"insert": "ob", "documents": [{"_id": 1}, {"_id": 2}, {"_id": 3}], "lsid": sid, "txnNumber": bson.Int64(1)}
+    first = raw(db.name, cmd)
+    assert first["n"] == 1 and first["writeErrors"][0]["index"] == 1
+    assert raw(db.name, cmd) == first
+    assert sorted(d["_id"] for d in db.ob.find()) == [1, 2]
+
+
+def test_retry_after_kill_9_is_not_applied_twice(new_server):
+    t = new_server().start()
+    c = t.client()
+    sid = lsid()
+    c.test.k9.insert_one({"_id": 1, "n": 0, "a": []})
+    c.close()
+    cmd = {"update": "k9", "updates": [{"q": {"_id": 1}, "u": {"$inc": {"n": 1}, "$push": {"a": 1}}}],
+           "lsid": sid, "txnNumber": bson.Int64(1)}
+    raw = Raw(t)
+    first = raw("test", cmd)
+    # A transaction committed before the crash: its retried commit is ok.
+    raw("test", {"insert": "k9", "documents": [{"_id": 2}], "lsid": sid, "txnNumber": bson.Int64(2),
+                 "startTransaction": True, "autocommit": False})
+    commit = {"commitTransaction": 1, "lsid": sid, "txnNumber": bson.Int64(2), "autocommit": False}
+    raw("admin", commit)
+    raw.close()
+    t.stop(sig=signal.SIGKILL)
+    t.start()
+    raw = Raw(t)
+    c = t.client()
+    try:
+        assert raw("admin", commit)["ok"] == 1
+        with pytest.raises(OperationFailure) as e:  # txnNumber 1 is older than the transaction's
+            raw("test", cmd)
+        assert e.value.code == 225
+        cmd3 = {**cmd, "txnNumber": bson.Int64(3)}
+        again = None
+        first = raw("test", cmd3)
+        raw.close()
+        t.stop(sig=signal.SIGKILL)
+        t.start()
+        raw = Raw(t)
+        again = raw("test", cmd3)
+        assert (again["n"], again["nModified"]) == (first["n"], first["nModified"]) == (1, 1)
+        c.close()
+        c = t.client()
+        assert c.test.k9.find_one({"_id": 1}) == {"_id": 1, "n": 2, "a": [1, 1]}
+        assert c.test.k9.count_documents({}) == 2
+    finally:
+        raw.close()
+        c.close()
+        t.cleanup()
+
+
+def test_concurrent_retries_apply_once(server, db):
+    db.create_collection("cc")
+    db.cc.insert_one({"_id": 1, "n": 0})
+    sid = lsid()
+    cmd = {"update": "cc", "updates": [{"q": {"_id": 1}, "u": {"$inc": {"n": 1}}}], "lsid": sid, "txnNumber": bson.Int64(1)}
+    replies = []
+
+    def send():
+        r = Raw(server)
+        replies.append(r(db.name, cmd))
+        r.close()
+
+    threads = [threading.Thread(target=send) for _ in range(6)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert len(replies) == 6 and all(r["nModified"] == 1 for r in replies)
+    assert db.cc.find_one({"_id": 1})["n"] == 1
+
+
+def test_driver_retryable_writes_work_end_to_end(server, db):
+    c = MongoClient(f"mongodb://127.0.0.1:{server.port}/", retryWrites=True)
+    try:
+        coll = c[db.name].rw
+        coll.insert_one({"_id": 1, "n": 0})
+        coll.update_one({"_id": 1}, {"$inc": {"n": 5}})
+        doc = coll.find_one_and_update({"_id": 1}, {"$inc": {"n": 1}}, return_document=ReturnDocument.AFTER)
+        assert doc["n"] == 6
+        coll.with_options(write_concern=WriteConcern(w=1, j=False)).insert_one({"_id": 2})
+        coll.delete_one({"_id": 2})
+        assert coll.count_documents({}) == 1
+    finally:
+        c.close()
