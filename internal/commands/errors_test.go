@@ -29,6 +29,7 @@ func TestMapGivesEveryErrorAMongoCodeAndHidesInternals(t *testing.T) {
 		{&storage.Error{Code: storage.ErrUnavailable, Msg: "down", Cause: secret}, mongoerr.HostUnreachable, true},
 		{&storage.Error{Code: storage.ErrDeadline, Msg: "late"}, mongoerr.MaxTimeMSExpired, false},
 		{&storage.Error{Code: storage.ErrCanceled, Msg: "gone"}, mongoerr.ClientDisconnect, false},
+		{&storage.Error{Code: storage.ErrWriteConflict, Msg: "conflict", Cause: secret}, mongoerr.WriteConflict, false},
 		{&storage.Error{Code: storage.ErrInternal, Msg: "internal storage error", Cause: secret}, mongoerr.InternalError, true},
 		{context.DeadlineExceeded, mongoerr.MaxTimeMSExpired, false},
 		{fmt.Errorf("admit: %w", context.Canceled), mongoerr.ClientDisconnect, false},

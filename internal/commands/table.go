@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"maps"
+	"runtime/debug"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -315,7 +316,7 @@ var otherAccess = map[string]access{
 // MongoDB codes (with internal errors logged, never shown).
 func (h *Handlers) Dispatch(ctx context.Context, req *Request) bson.D {
 	start := time.Now()
-	reply, err := h.run(ctx, req)
+	reply, err := h.runRecovered(ctx, req)
 	h.latency[req.tier].ObserveDuration(time.Since(start))
 	if err != nil {
 		if req.cmd != nil {
@@ -330,6 +331,19 @@ func (h *Handlers) Dispatch(ctx context.Context, req *Request) bson.D {
 		return errorReply(e)
 	}
 	return append(reply, bson.E{Key: "ok", Value: 1.0})
+}
+
+// runRecovered is run with a handler's panic turned into an InternalError
+// for this request alone: the stack goes to the log, the connection and
+// every other request carry on.
+func (h *Handlers) runRecovered(ctx context.Context, req *Request) (reply bson.D, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			h.log.Error("command panicked", "cmd", req.Name, "db", req.DB, "panic", p, "stack", string(debug.Stack()))
+			reply, err = nil, mongoerr.New(mongoerr.InternalError, "internal error")
+		}
+	}()
+	return h.run(ctx, req)
 }
 
 func (h *Handlers) run(ctx context.Context, req *Request) (bson.D, error) {
@@ -402,9 +416,13 @@ func (h *Handlers) run(ctx context.Context, req *Request) (bson.D, error) {
 	run := cmd.handler
 	switch {
 	case sa.inTxn:
-		run = func(ctx context.Context, req *Request) (bson.D, error) { return h.inTransaction(ctx, req, sa, cmd.handler) }
+		run = func(ctx context.Context, req *Request) (bson.D, error) {
+			return h.inTransaction(ctx, req, sa, cmd.handler)
+		}
 	case sa.hasTxnNumber:
-		run = func(ctx context.Context, req *Request) (bson.D, error) { return h.retryableWrite(ctx, req, sa, cmd.handler) }
+		run = func(ctx context.Context, req *Request) (bson.D, error) {
+			return h.retryableWrite(ctx, req, sa, cmd.handler)
+		}
 	}
 	if cmd.writes {
 		return h.withWriteConcern(ctx, req, run)

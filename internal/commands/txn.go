@@ -365,4 +365,3 @@ func retriedReply(prev *storage.Record, n int64) (bson.D, error) {
 	}
 	return bsonx.Decode(prev.Reply)
 }
-

@@ -234,3 +234,27 @@ func TestOnHighActiveConcurrent(t *testing.T) {
 		}
 	}
 }
+
+// Enter admits at once even while the tier would wait, and counts as in
+// process: a transaction's later statement never waits, and a high one
+// still holds the lower tiers back.
+func TestEnterNeverWaitsAndCounts(t *testing.T) {
+	c, _ := NewChannel(ChannelOptions{})
+	doneH := c.Enter(High)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	if _, err := c.Admit(ctx, Normal, false); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a normal request ran beside an entered high one: %v", err)
+	}
+	doneN := c.Enter(Normal) // a normal transaction's statement: no wait
+	if st := c.Stats(); st.Tiers[High].Admitted != 1 || st.Tiers[Normal].Admitted != 1 {
+		t.Fatalf("entered requests not counted: %+v", st)
+	}
+	doneH()
+	doneN()
+	doneL, err := c.Admit(context.Background(), Low, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doneL()
+}
