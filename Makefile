@@ -6,7 +6,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 ARGS ?=
 
-.PHONY: all build run test test-go test-py fuzz deps deps-postgres deps-python deps-tools bench bench-smoke bench-repl bench-baseline clean
+.PHONY: all build run test test-go test-py fuzz deps deps-postgres deps-python deps-tools deps-drivers bench bench-smoke bench-repl bench-baseline clean
 
 all: build
 
@@ -40,7 +40,16 @@ deps-tools:
 		if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
 		$$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q openssl </dev/null; }
 
-deps: deps-postgres deps-python deps-tools
+# The Node.js and Java driver tests (tests/test_drivers.py) need node, npm,
+# a JDK and Maven; their drivers come from npm and Maven Central.
+deps-drivers:
+	@command -v node >/dev/null && command -v npm >/dev/null && command -v javac >/dev/null && command -v mvn >/dev/null || { \
+		if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+		$$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q nodejs npm default-jdk-headless maven </dev/null; }
+	cd tests/node && npm ci --no-audit --no-fund
+	cd tests/java && mvn -q -B dependency:copy-dependencies -DoutputDirectory=target/lib
+
+deps: deps-postgres deps-python deps-tools deps-drivers
 
 # The main job: build and run tierdb on its embedded PostgreSQL (./tierdb-data).
 run: deps-postgres build
