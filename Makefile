@@ -6,7 +6,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 ARGS ?=
 
-.PHONY: all build run test test-go test-py fuzz deps deps-postgres deps-python deps-tools deps-drivers bench bench-smoke bench-repl bench-baseline clean
+.PHONY: all build run test test-go test-py fuzz deps deps-postgres deps-python deps-tools deps-drivers soak bench bench-smoke bench-repl bench-baseline clean
 
 all: build
 
@@ -83,6 +83,12 @@ bench-repl: deps-postgres build
 	./$(BIN) bench decongestant-clients
 	./$(BIN) bench staleness
 	./$(BIN) bench fig5b
+
+# Fault soak (not in CI): kill -9 of tierdb and of PostgreSQL, step-downs,
+# under retried and plain writes; fails on any lost or duplicated write.
+SOAK_ARGS ?= --cycles 50
+soak: deps-postgres deps-python build
+	TIERDB_BIN=$(abspath $(BIN)) $(PY) tests/soak.py $(SOAK_ARGS)
 
 bench-baseline: deps build
 	$(GO) run ./bench/baseline $(ARGS)
