@@ -101,6 +101,20 @@ def test_snapshot_reads_ignore_later_commits(client, db):
     assert db.snap.find_one({"_id": 1})["v"] == 2
 
 
+def test_server_status_counts_transactions(client, db):
+    before = client.admin.command("serverStatus")["transactions"]
+    with client.start_session() as s:
+        with s.start_transaction():
+            db.st.insert_one({"_id": 1}, session=s)
+        s.start_transaction()
+        db.st.insert_one({"_id": 2}, session=s)
+        s.abort_transaction()
+    after = client.admin.command("serverStatus")["transactions"]
+    assert after["totalStarted"] - before["totalStarted"] == 2
+    assert after["totalCommitted"] - before["totalCommitted"] == 1
+    assert after["totalAborted"] - before["totalAborted"] == 1
+
+
 def test_write_conflict_is_transient_and_with_transaction_retries(client, db):
     db.create_collection("hot")
     db.hot.insert_one({"_id": 1, "n": 0})
@@ -259,14 +273,16 @@ def test_start_refresh_kill_sessions(raw, db):
 
 # --- retryable writes ---------------------------------------------------------
 
-def test_same_txn_number_applies_once(raw, db):
+def test_same_txn_number_applies_once(raw, client, db):
     db.create_collection("w")
     db.w.insert_one({"_id": 1, "n": 0, "a": []})
     sid = lsid()
     cmd = {"update": "w", "updates": [{"q": {"_id": 1}, "u": {"$inc": {"n": 1}, "$push": {"a": "x"}}}],
            "lsid": sid, "txnNumber": bson.Int64(7)}
+    retried = client.admin.command("serverStatus")["transactions"]["retriedCommandsCount"]
     first = raw(db.name, cmd)
     again = raw(db.name, cmd)
+    assert client.admin.command("serverStatus")["transactions"]["retriedCommandsCount"] == retried + 1
     assert (first["n"], first["nModified"]) == (again["n"], again["nModified"]) == (1, 1)
     assert db.w.find_one({"_id": 1}) == {"_id": 1, "n": 1, "a": ["x"]}
     # The next number runs; an older one is refused.

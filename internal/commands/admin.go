@@ -208,6 +208,8 @@ func (h *Handlers) serverStatus(context.Context, *Request) (bson.D, error) {
 			{Key: "command", Value: h.ops[opCommand].Load()},
 		}},
 		{Key: "repl", Value: h.replStatus()},
+		{Key: "transactions", Value: h.txnStats.status()},
+		{Key: "logicalSessionRecordCache", Value: bson.D{{Key: "activeSessionsCount", Value: int32(h.sessions.Len())}}},
 		{Key: "tierdb", Value: bson.D{{Key: "backends", Value: h.backendStats()}, {Key: "versionCache", Value: h.versionCacheStats()}, {Key: "asyncCommits", Value: h.store.AsyncCommits()}}},
 		{Key: "metrics", Value: bson.D{{Key: "cursor", Value: bson.D{
 			{Key: "open", Value: bson.D{{Key: "total", Value: int64(h.cursors.len())}}},

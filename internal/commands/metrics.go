@@ -41,6 +41,13 @@ func (h *Handlers) Metrics(w *metrics.Writer) {
 		w.Counter("tierdb_connections_total", "Client connections accepted.", nil, float64(total))
 	}
 	w.Gauge("tierdb_cursors_open", "Open cursors.", nil, float64(h.cursors.len()))
+	for _, o := range []struct {
+		outcome string
+		n       int64
+	}{{"started", h.txnStats.started.Load()}, {"committed", h.txnStats.committed.Load()}, {"aborted", h.txnStats.aborted.Load()}} {
+		w.Counter("tierdb_transactions_total", "Multi-document transactions, by what happened to them.", metrics.Labels{{"outcome", o.outcome}}, float64(o.n))
+	}
+	w.Counter("tierdb_retried_writes_total", "Retryable writes answered from their record instead of running again.", nil, float64(h.txnStats.retried.Load()))
 	w.Counter("tierdb_async_commits_total", "Write statements committed without waiting for the WAL flush (j:false).", nil, float64(h.store.AsyncCommits()))
 	// Per-user accounting: one label value per user that ran anything
 	// (bounded by the number of users, which administrators create).

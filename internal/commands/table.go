@@ -141,6 +141,7 @@ type Handlers struct {
 	authStats authStats
 	// sessions are the logical sessions with transactions.
 	sessions *session.Registry
+	txnStats txnStats
 	stop     chan struct{}
 }
 

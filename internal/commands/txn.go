@@ -3,6 +3,7 @@ package commands
 import (
 	"bytes"
 	"context"
+	"sync/atomic"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
@@ -147,9 +148,34 @@ func checkTxnReadConcern(cmd bson.D, first bool) error {
 
 // txnResource is what an active transaction holds: its PostgreSQL
 // transaction (and so one backend of its tier's pool).
-type txnResource struct{ txn *storage.Txn }
+type txnResource struct {
+	txn   *storage.Txn
+	stats *txnStats
+}
 
-func (r txnResource) Abort() { r.txn.Rollback(context.Background()) }
+func (r txnResource) Abort() {
+	r.txn.Rollback(context.Background())
+	r.stats.aborted.Add(1)
+}
+
+// txnStats count transactions and retried writes (serverStatus, /metrics).
+type txnStats struct {
+	started, committed, aborted atomic.Int64
+	// retried: retryable writes answered from their record.
+	retried atomic.Int64
+}
+
+// status is serverStatus().transactions, in MongoDB's names.
+func (st *txnStats) status() bson.D {
+	started, committed, aborted := st.started.Load(), st.committed.Load(), st.aborted.Load()
+	return bson.D{
+		{Key: "retriedCommandsCount", Value: st.retried.Load()},
+		{Key: "currentOpen", Value: started - committed - aborted},
+		{Key: "totalStarted", Value: started},
+		{Key: "totalCommitted", Value: committed},
+		{Key: "totalAborted", Value: aborted},
+	}
+}
 
 // inTransaction runs one statement of a multi-document transaction (seen
 // by MongoDB's rules: the first statement starts it, commitTransaction and
@@ -219,7 +245,8 @@ func (h *Handlers) startTransaction(ctx context.Context, req *Request, sa sessio
 		}
 		return mongoerr.Newf(mongoerr.ConflictingOperationInProg, "txnNumber %d has already been used on this session", sa.txnNumber)
 	}
-	h.sessions.Start(s, sa.txnNumber, txnResource{txn})
+	h.sessions.Start(s, sa.txnNumber, txnResource{txn, &h.txnStats})
+	h.txnStats.started.Add(1)
 	return nil
 }
 
@@ -280,9 +307,11 @@ func (h *Handlers) commitTransaction(ctx context.Context, sa sessionArgs, s *ses
 	s.Txn, s.State = nil, session.Aborted
 	err := txn.CommitRecorded(ctx, sa.key(), committedReply)
 	if err == nil {
+		h.txnStats.committed.Add(1)
 		s.State = session.Committed
 		return bson.D{}, nil
 	}
+	h.txnStats.aborted.Add(1) // or, for an unknown outcome, perhaps not
 	me, _ := Map(err)
 	switch {
 	case me.Code == mongoerr.WriteConflict:
@@ -329,6 +358,7 @@ func (h *Handlers) retryableWrite(ctx context.Context, req *Request, sa sessionA
 			return nil, err
 		}
 		if prev != nil {
+			h.txnStats.retried.Add(1)
 			return retriedReply(prev, sa.txnNumber)
 		}
 		reply, err := run(storage.InTxn(ctx, txn), req)
