@@ -62,6 +62,7 @@ test-go:
 	$(GO) test -race -count=1 ./...
 	$(GO) test -run '^$$' -fuzz FuzzReadMessage -fuzztime 15s ./internal/wire
 	$(GO) test -run '^$$' -fuzz FuzzSCRAMMessages -fuzztime 10s ./internal/auth
+	$(GO) test -run '^$$' -fuzz FuzzParseLSID -fuzztime 5s ./internal/session
 
 test-py: deps-python deps-tools build
 	TIERDB_BIN=$(abspath $(BIN)) $(PY) -m pytest -q tests
