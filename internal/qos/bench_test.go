@@ -68,3 +68,18 @@ func BenchmarkAdmitDoneParallel(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkGateAdmitDone measures the gate's uncontended fast path: a free
+// slot and nobody waiting (one map lookup, the lock twice).
+func BenchmarkGateAdmitDone(b *testing.B) {
+	ctx := context.Background()
+	g, _ := NewGate(GateOptions{Parallelism: 8})
+	b.ReportAllocs()
+	for b.Loop() {
+		done, err := g.Admit(ctx, Normal, "admin.alice", 1)
+		if err != nil {
+			b.Fatal(err)
+		}
+		done()
+	}
+}

@@ -1,0 +1,257 @@
+package qos
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"tierdb/internal/mongoerr"
+)
+
+// GateOptions configure a Gate.
+type GateOptions struct {
+	// Parallelism is P, seed 004's delivered parallelism: the most
+	// requests, of every tier, in process at once. It must be at least 1.
+	Parallelism int
+	// Restricted is how many lower-tier (normal and low) requests may be
+	// in process while a high-tier request is: seed 003's restricted CPU
+	// pool, as concurrency. Zero or at least Parallelism: no restriction.
+	Restricted int
+	// Zeta is the initial scheduling-round quota ζ (default 8 per user
+	// that waits, see newRound).
+	Zeta int
+	// UnfairnessBound is U_f°, CVBound is V_l°: the ζ control grows ζ
+	// while the measured unfairness and latency variability are under half
+	// of them and halves it when one is crossed (seed 004 §4.3.2).
+	// Defaults 0.10 and 1.0.
+	UnfairnessBound, CVBound float64
+	// Window is the fast timescale over which U_f and V_l are measured
+	// and ζ adjusted (default 100 ms).
+	Window time.Duration
+	// Clock defaults to RealClock().
+	Clock Clock
+}
+
+// Gate is the second and third layers of admission, after the priority
+// channel has let a request's tier through (seed 004, AppleS):
+//
+//   - within a tier, users share by weighted round-robin in scheduling
+//     rounds: user i may start L_i = φ_i·ζ requests in a row per round,
+//     φ_i being its weight over the weights of the users waiting (wrr.go);
+//   - across tiers, at most P requests are in process at once, and while a
+//     high-tier request is in process the lower tiers together hold at most
+//     Restricted of them.
+//
+// High-tier requests never wait at the gate (as in the channel) but count
+// towards P. Normal waiters go before low ones. Waiting is only ever for a
+// slot: when nothing waits and a slot is free, Admit returns at once.
+//
+// A Gate is safe for concurrent use; create it with NewGate.
+type Gate struct {
+	clock Clock
+
+	mu         sync.Mutex
+	p          int
+	restricted int
+	running    [NumTiers]int
+	tiers      [NumTiers]tierRound // High's stays empty
+	tokens     tokenTable
+}
+
+// NewGate returns a Gate with nothing in process.
+func NewGate(opts GateOptions) (*Gate, error) {
+	if opts.Parallelism < 1 {
+		return nil, mongoerr.Newf(mongoerr.BadValue, "parallelism must be at least 1, got %d", opts.Parallelism)
+	}
+	if opts.Restricted < 0 || opts.Zeta < 0 || opts.UnfairnessBound < 0 || opts.CVBound < 0 || opts.Window < 0 {
+		return nil, mongoerr.New(mongoerr.BadValue, "gate options must not be negative")
+	}
+	clock := opts.Clock
+	if clock == nil {
+		clock = RealClock()
+	}
+	g := &Gate{clock: clock, p: opts.Parallelism, restricted: opts.Restricted}
+	for t := range g.tiers {
+		g.tiers[t].users = map[string]*fairUser{}
+		g.tiers[t].ctl = newZetaControl(opts, clock.Now())
+	}
+	return g, nil
+}
+
+// gateWaiter is one request waiting at the gate. granted and cancelled are
+// guarded by Gate.mu.
+type gateWaiter struct {
+	user      *fairUser
+	tier      Tier
+	wake      chan struct{}
+	granted   bool
+	cancelled bool
+	slot      uint32
+	gen       uint64
+}
+
+// Admit blocks until a request of user (with weight, > 0) at tier t may
+// be processed and returns done, to be called once when it ends. If ctx
+// ends first, the request leaves no trace and ctx.Err() is returned; a
+// grant that races with the end of ctx is given back.
+func (g *Gate) Admit(ctx context.Context, t Tier, user string, weight float64) (done func(), err error) {
+	if t >= NumTiers {
+		return nil, mongoerr.Newf(mongoerr.BadValue, "unknown performance tier %d", uint8(t))
+	}
+	now := g.clock.Now()
+	g.mu.Lock()
+	u := g.tiers[t].user(user, weight, now)
+	if t == High || g.tiers[t].waiting == 0 && g.mayRunLocked(t) {
+		slot, gen := g.takeLocked(t, u)
+		g.mu.Unlock()
+		return g.doneFunc(t, u, now, slot, gen), nil
+	}
+	if err := ctx.Err(); err != nil {
+		g.mu.Unlock()
+		return nil, err
+	}
+	w := &gateWaiter{user: u, tier: t, wake: make(chan struct{}, 1)}
+	g.tiers[t].enqueue(w)
+	g.mu.Unlock()
+	select {
+	case <-w.wake:
+		return g.doneFunc(t, u, now, w.slot, w.gen), nil
+	case <-ctx.Done():
+	}
+	g.mu.Lock()
+	if w.granted {
+		// The grant and the end of ctx raced: give the slot back.
+		g.releaseLocked(t, u, w.slot, w.gen, 0)
+		g.mu.Unlock()
+		return nil, ctx.Err()
+	}
+	w.cancelled = true
+	g.tiers[t].withdraw(w)
+	g.mu.Unlock()
+	return nil, ctx.Err()
+}
+
+// mayRunLocked says whether a request of tier t may take a slot now.
+func (g *Gate) mayRunLocked(t Tier) bool {
+	total := g.running[High] + g.running[Normal] + g.running[Low]
+	if total >= g.p {
+		return false
+	}
+	lower := g.running[Normal] + g.running[Low]
+	return t == High || g.running[High] == 0 || g.restricted <= 0 || lower < g.restricted
+}
+
+// takeLocked records that a request of user u at tier t takes a slot.
+func (g *Gate) takeLocked(t Tier, u *fairUser) (slot uint32, gen uint64) {
+	slot, gen = g.tokens.take()
+	g.running[t]++
+	u.inProcess++
+	u.served++
+	return slot, gen
+}
+
+// grantLocked gives the waiter w a slot and wakes it.
+func (g *Gate) grantLocked(w *gateWaiter) {
+	w.slot, w.gen = g.takeLocked(w.tier, w.user)
+	w.granted = true
+	w.wake <- struct{}{}
+}
+
+// doneFunc is the done of a request that arrived at since; its latency
+// counts towards V_l.
+func (g *Gate) doneFunc(t Tier, u *fairUser, since time.Time, slot uint32, gen uint64) func() {
+	return func() {
+		now := g.clock.Now()
+		g.mu.Lock()
+		g.releaseLocked(t, u, slot, gen, now.Sub(since))
+		g.mu.Unlock()
+	}
+}
+
+// releaseLocked ends a request's processing (latency 0: it did not run)
+// and hands free slots to waiters.
+func (g *Gate) releaseLocked(t Tier, u *fairUser, slot uint32, gen uint64, latency time.Duration) {
+	if !g.tokens.settle(slot, gen) {
+		return
+	}
+	g.running[t]--
+	u.inProcess--
+	if latency > 0 {
+		u.lat.add(latency)
+	}
+	g.dispatchLocked()
+}
+
+// dispatchLocked grants free slots: tier first (normal before low), then
+// the user's share within the tier.
+func (g *Gate) dispatchLocked() {
+	for t := Normal; t < NumTiers; t++ {
+		tr := &g.tiers[t]
+		for tr.waiting > 0 && g.mayRunLocked(t) {
+			w := tr.next(g.clock.Now())
+			g.grantLocked(w)
+		}
+		if tr.waiting > 0 {
+			return
+		}
+	}
+}
+
+// SetLimits changes P and the restricted share at run time; raising them
+// may admit waiters at once.
+func (g *Gate) SetLimits(parallelism, restricted int) error {
+	if parallelism < 1 || restricted < 0 {
+		return mongoerr.Newf(mongoerr.BadValue, "parallelism must be at least 1 and the restricted share not negative, got %d and %d", parallelism, restricted)
+	}
+	g.mu.Lock()
+	g.p, g.restricted = parallelism, restricted
+	g.dispatchLocked()
+	g.mu.Unlock()
+	return nil
+}
+
+// GateStats is a snapshot of a Gate.
+type GateStats struct {
+	Parallelism, Restricted int
+	InProcess               [NumTiers]int
+	Tiers                   [NumTiers]FairStats
+}
+
+// FairStats describes the round-robin of one tier.
+type FairStats struct {
+	Waiting int
+	// Zeta is ζ per unit of weight; Unfairness (U_f) and CV (V_l) were
+	// measured over the last window in which at least two users waited.
+	Zeta, Unfairness, CV float64
+	Grown, Halved        uint64
+	Users                []UserStats
+}
+
+// UserStats describes one user of one tier.
+type UserStats struct {
+	User      string
+	Weight    float64
+	Waiting   int
+	InProcess int
+	// Served is how many requests were admitted in the current window.
+	Served int
+}
+
+// Stats returns a consistent snapshot.
+func (g *Gate) Stats() GateStats {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	st := GateStats{Parallelism: g.p, Restricted: g.restricted, InProcess: g.running}
+	for t := range g.tiers {
+		tr := &g.tiers[t]
+		fs := FairStats{Waiting: tr.waiting, Zeta: tr.ctl.zeta, Unfairness: tr.ctl.uf, CV: tr.ctl.cv, Grown: tr.ctl.grown, Halved: tr.ctl.halved}
+		for _, u := range tr.users {
+			fs.Users = append(fs.Users, UserStats{User: u.key, Weight: u.weight, Waiting: u.pending, InProcess: u.inProcess, Served: u.served})
+		}
+		slices.SortFunc(fs.Users, func(a, b UserStats) int { return strings.Compare(a.User, b.User) })
+		st.Tiers[t] = fs
+	}
+	return st
+}

@@ -1,0 +1,299 @@
+package qos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+)
+
+func newTestGate(t *testing.T, opts GateOptions) (*Gate, *fakeClock) {
+	t.Helper()
+	clk := newFakeClock()
+	opts.Clock = clk
+	g, err := NewGate(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g, clk
+}
+
+// admitAsync starts an Admit in a goroutine and returns a channel that
+// yields its done func once admitted.
+func admitAsync(g *Gate, ctx context.Context, tier Tier, user string, w float64) <-chan func() {
+	ch := make(chan func(), 1)
+	go func() {
+		done, err := g.Admit(ctx, tier, user, w)
+		if err == nil {
+			ch <- done
+		} else {
+			close(ch)
+		}
+	}()
+	return ch
+}
+
+// waitQueued waits until n requests wait at tier t.
+func waitQueued(t *testing.T, g *Gate, tier Tier, n int) {
+	t.Helper()
+	for range 2000 {
+		if g.Stats().Tiers[tier].Waiting == n {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+	t.Fatalf("%d requests never queued at %v (have %d)", n, tier, g.Stats().Tiers[tier].Waiting)
+}
+
+func TestNewGateOptions(t *testing.T) {
+	if _, err := NewGate(GateOptions{}); err == nil {
+		t.Error("P = 0 accepted")
+	}
+	if _, err := NewGate(GateOptions{Parallelism: 2, Restricted: -1}); err == nil {
+		t.Error("negative restricted share accepted")
+	}
+	g, _ := NewGate(GateOptions{Parallelism: 2})
+	if err := g.SetLimits(0, 0); err == nil {
+		t.Error("SetLimits(0) accepted")
+	}
+}
+
+// P bounds what is in process; high never waits but counts.
+func TestParallelismBoundsInProcess(t *testing.T) {
+	g, _ := newTestGate(t, GateOptions{Parallelism: 2})
+	ctx := context.Background()
+	d1, _ := g.Admit(ctx, Normal, "a", 1)
+	d2, _ := g.Admit(ctx, Normal, "a", 1)
+	third := admitAsync(g, ctx, Normal, "a", 1)
+	waitQueued(t, g, Normal, 1)
+	dh, err := g.Admit(ctx, High, "h", 1) // beyond P: high never waits
+	if err != nil {
+		t.Fatal(err)
+	}
+	d1()
+	select {
+	case <-third:
+		t.Fatal("admitted while high + normal already fill P")
+	case <-time.After(20 * time.Millisecond):
+	}
+	dh()
+	d3 := <-third
+	if st := g.Stats(); st.InProcess[Normal] != 2 {
+		t.Fatalf("in process %v, want 2 normal", st.InProcess)
+	}
+	d2()
+	d3()
+	d3() // a second call does nothing
+	if st := g.Stats(); st.InProcess != [NumTiers]int{} {
+		t.Fatalf("in process after all done: %v", st.InProcess)
+	}
+}
+
+// While a high-tier request is in process, the lower tiers hold at most
+// their restricted share; when it ends they get all of P again.
+func TestRestrictedShareWhileHighActive(t *testing.T) {
+	g, _ := newTestGate(t, GateOptions{Parallelism: 4, Restricted: 1})
+	ctx := context.Background()
+	dh, _ := g.Admit(ctx, High, "h", 1)
+	d1, _ := g.Admit(ctx, Normal, "a", 1)
+	second := admitAsync(g, ctx, Low, "b", 1)
+	waitQueued(t, g, Low, 1)
+	dh()
+	d2 := <-second
+	d3, err := g.Admit(ctx, Normal, "a", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d1()
+	d2()
+	d3()
+}
+
+// Normal waiters go before low ones.
+func TestNormalBeforeLow(t *testing.T) {
+	g, _ := newTestGate(t, GateOptions{Parallelism: 1})
+	ctx := context.Background()
+	d, _ := g.Admit(ctx, Normal, "x", 1)
+	low := admitAsync(g, ctx, Low, "l", 1)
+	waitQueued(t, g, Low, 1)
+	norm := admitAsync(g, ctx, Normal, "n", 1)
+	waitQueued(t, g, Normal, 1)
+	d()
+	dn := <-norm
+	select {
+	case <-low:
+		t.Fatal("low admitted before the waiting normal")
+	default:
+	}
+	dn()
+	(<-low)()
+}
+
+// The scripted trace of seed 004's scheduler: with P = 1, a greedy user
+// with 8 requests waiting and two polite users with one each; ζ = 2 per
+// unit of weight. Each round serves up to L_i = w_i·ζ requests of a user
+// in a row, in ring order.
+func TestWeightedRoundRobinOrder(t *testing.T) {
+	g, _ := newTestGate(t, GateOptions{Parallelism: 1, Zeta: 2})
+	ctx := context.Background()
+	hold, _ := g.Admit(ctx, Normal, "hold", 1)
+	var mu sync.Mutex
+	var order []string
+	var wg sync.WaitGroup
+	enqueue := func(user string, w float64, n int) {
+		for range n {
+			wg.Add(1)
+			before := g.Stats().Tiers[Normal].Waiting
+			go func() {
+				defer wg.Done()
+				done, err := g.Admit(ctx, Normal, user, w)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				order = append(order, user)
+				mu.Unlock()
+				done()
+			}()
+			waitQueued(t, g, Normal, before+1)
+		}
+	}
+	enqueue("greedy", 1, 8)
+	enqueue("polite1", 1, 1)
+	enqueue("heavy", 2, 5)
+	hold()
+	wg.Wait()
+	want := []string{
+		"greedy", "greedy", "polite1", "heavy", "heavy", "heavy", "heavy", // round 1: L = 2, 2 (1 waiting), 4
+		"greedy", "greedy", "heavy", // round 2
+		"greedy", "greedy", // round 3
+		"greedy", "greedy",
+	}
+	if fmt.Sprint(order) != fmt.Sprint(want) {
+		t.Fatalf("order\n got %v\nwant %v", order, want)
+	}
+}
+
+// A waiter whose context ends leaves no trace; one granted as its context
+// ends gives the slot back.
+func TestGateCancellation(t *testing.T) {
+	g, _ := newTestGate(t, GateOptions{Parallelism: 1})
+	d, _ := g.Admit(context.Background(), Normal, "a", 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	ch := admitAsync(g, ctx, Normal, "b", 1)
+	waitQueued(t, g, Normal, 1)
+	cancel()
+	if _, ok := <-ch; ok {
+		t.Fatal("a cancelled waiter was admitted")
+	}
+	if st := g.Stats(); st.Tiers[Normal].Waiting != 0 {
+		t.Fatalf("cancelled waiter still counted: %+v", st.Tiers[Normal])
+	}
+	d()
+	d2, err := g.Admit(context.Background(), Normal, "c", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d2()
+	ended, stop := context.WithCancel(context.Background())
+	stop()
+	hold, _ := g.Admit(context.Background(), Normal, "a", 1)
+	if _, err := g.Admit(ended, Normal, "b", 1); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Admit with an ended context = %v", err)
+	}
+	hold()
+}
+
+// The ζ control: with two users treated unequally U_f is high and ζ
+// halves; with equal service it grows. U_f follows seed 004's definition.
+func TestZetaControl(t *testing.T) {
+	tr := tierRound{users: map[string]*fairUser{}}
+	tr.ctl = newZetaControl(GateOptions{Zeta: 8}, time.Unix(0, 0))
+	a := tr.user("a", 1, time.Unix(0, 0))
+	b := tr.user("b", 1, time.Unix(0, 0))
+	a.backlogged, b.backlogged = true, true
+	a.served, b.served = 30, 10 // H = 20: U_f = |30-20|/20 = 0.5
+	a.lastSeen, b.lastSeen = time.Unix(1, 0), time.Unix(1, 0)
+	tr.ctl.roundEnded(&tr, time.Unix(1, 0))
+	if len(tr.users) != 2 {
+		t.Fatal("users seen in the window were forgotten")
+	}
+	if tr.ctl.uf != 0.5 || tr.ctl.zeta != 4 {
+		t.Fatalf("U_f %v, ζ %v; want 0.5 and halved to 4", tr.ctl.uf, tr.ctl.zeta)
+	}
+	// Users seen in the window are kept (Admit refreshes lastSeen).
+	a.lastSeen, b.lastSeen = time.Unix(2, 0), time.Unix(2, 0)
+	a.backlogged, b.backlogged = true, true
+	a.served, b.served = 20, 20
+	tr.ctl.roundEnded(&tr, time.Unix(2, 0))
+	if tr.ctl.uf != 0 || tr.ctl.zeta != 5 {
+		t.Fatalf("U_f %v, ζ %v; want 0 and grown to 5", tr.ctl.uf, tr.ctl.zeta)
+	}
+	// Weighted: a (weight 2) served twice b's is fair.
+	a.weight = 2
+	a.lastSeen, b.lastSeen = time.Unix(3, 0), time.Unix(3, 0)
+	a.backlogged, b.backlogged = true, true
+	a.served, b.served = 40, 20
+	tr.ctl.roundEnded(&tr, time.Unix(3, 0))
+	if tr.ctl.uf != 0 {
+		t.Fatalf("weighted U_f %v, want 0", tr.ctl.uf)
+	}
+	// Within the window nothing is measured.
+	a.served = 100
+	tr.ctl.roundEnded(&tr, time.Unix(3, 0).Add(time.Millisecond))
+	if tr.ctl.uf != 0 {
+		t.Fatal("measured within the window")
+	}
+	// Idle users are forgotten at the next window.
+	tr.ctl.roundEnded(&tr, time.Unix(10, 0))
+	if len(tr.users) != 0 {
+		t.Fatalf("%d idle users kept", len(tr.users))
+	}
+}
+
+// Concurrency: many users and tiers admitted and released at random,
+// with cancellations; under -race, and P is never exceeded.
+func TestGateStress(t *testing.T) {
+	g, err := NewGate(GateOptions{Parallelism: 3, Restricted: 1, Zeta: 1, Window: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var inProcess, maxSeen int
+	for i := range 24 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			tier := Tier(i % 3)
+			for j := range 150 {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Duration(j%5)*time.Millisecond+time.Millisecond)
+				done, err := g.Admit(ctx, tier, fmt.Sprint("u", i%5), float64(1+i%2))
+				if err == nil {
+					mu.Lock()
+					inProcess++
+					maxSeen = max(maxSeen, inProcess)
+					mu.Unlock()
+					time.Sleep(time.Duration(j%3) * 50 * time.Microsecond)
+					mu.Lock()
+					inProcess--
+					mu.Unlock()
+					done()
+				}
+				cancel()
+			}
+		}()
+	}
+	wg.Wait()
+	st := g.Stats()
+	if st.InProcess != [NumTiers]int{} || st.Tiers[Normal].Waiting+st.Tiers[Low].Waiting != 0 {
+		t.Fatalf("left behind: %+v", st)
+	}
+	// High requests may exceed P (they never wait); lower ones may not.
+	if maxSeen > 3+8 {
+		t.Fatalf("%d in process at once with P = 3 and 8 high clients", maxSeen)
+	}
+}
