@@ -179,14 +179,20 @@ func serve(args []string) error {
 		if err != nil {
 			return err
 		}
+		gate, err := qos.NewGate(qos.GateOptions{Parallelism: qcfg.Fair.Parallelism, Restricted: qcfg.Fair.Restricted,
+			UnfairnessBound: qcfg.Fair.UnfairnessBound, CVBound: qcfg.Fair.CVBound})
+		if err != nil {
+			return err
+		}
 		ctrl := tierctl.New(tierctl.Options{Logger: log, BackgroundProcesses: backgroundProcs}, qcfg)
 		defer ctrl.Close()
-		manager = tierctl.NewManager(qcfg, ch, ctrl)
+		manager = tierctl.NewManager(qcfg, ch, gate, ctrl)
 		storeOpts.OnBackendOpen = ctrl.BackendOpened
 		storeOpts.OnBackendClose = ctrl.BackendClosed
 		go keepBackgroundIO(ctx, ctrl)
 		applyBackground = ctrl.ApplyBackground
-		log.Info("QoS on", "threshold", qcfg.Threshold, "nice", qcfg.Nice, "cpu_pools", qcfg.Pools.Enabled())
+		log.Info("QoS on", "threshold", qcfg.Threshold, "nice", qcfg.Nice, "cpu_pools", qcfg.Pools.Enabled(),
+			"parallelism", qcfg.Fair.Parallelism, "restricted", qcfg.Fair.Restricted)
 	} else {
 		log.Info("QoS off: no admission control, no OS priorities")
 	}

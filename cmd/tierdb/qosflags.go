@@ -25,6 +25,7 @@ type qosFlags struct {
 	nice         string
 	io           string
 	pools        string
+	fair         qos.FairConfig
 }
 
 func (q *qosFlags) register(fs *flag.FlagSet) {
@@ -36,6 +37,10 @@ func (q *qosFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&q.nice, "nice", fmt.Sprintf("high=%d,normal=%d,low=%d", d.Nice[qos.High], d.Nice[qos.Normal], d.Nice[qos.Low]), "nice level of each tier's PostgreSQL backends")
 	fs.StringVar(&q.io, "io-priority", fmt.Sprintf("background=%s,walwriter=%s,high=%s,normal=%s,low=%s", d.IO.Background, d.IO.WALWriter, d.IO.Tiers[qos.High], d.IO.Tiers[qos.Normal], d.IO.Tiers[qos.Low]), "I/O priority of PostgreSQL's background processes (checkpointer, background writer, autovacuum), its WAL path (WAL writer, senders, receivers, standby replay), and each tier's backends")
 	fs.StringVar(&q.pools, "cpu-pools", "", `CPU pools, e.g. "priority=0-1;standard=0-1;restricted=1" (empty: no pools)`)
+	fs.IntVar(&q.fair.Parallelism, "parallelism", 0, "P: the most requests of all tiers in PostgreSQL at once; users of a tier share it fairly when it is reached (0: no limit)")
+	fs.IntVar(&q.fair.Restricted, "restricted", 0, "how many normal and low requests may be in PostgreSQL while high-tier requests are (0: no restriction)")
+	fs.Float64Var(&q.fair.UnfairnessBound, "fair-unfairness", d.Fair.UnfairnessBound, "U_f bound of the fair-share round quota control")
+	fs.Float64Var(&q.fair.CVBound, "fair-cv", d.Fair.CVBound, "latency CV bound of the fair-share round quota control")
 }
 
 func (q *qosFlags) config() (qos.Config, error) {
@@ -49,6 +54,7 @@ func (q *qosFlags) config() (qos.Config, error) {
 		return c, fmt.Errorf("--qos must be on or off, got %q", q.mode)
 	}
 	c.Threshold = q.threshold
+	c.Fair = q.fair
 	c.StarvationGuard = q.guard
 	c.Anticipation = q.anticipation
 	err := eachPair(q.nice, ",", func(k, v string) error {

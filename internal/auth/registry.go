@@ -42,6 +42,9 @@ type User struct {
 	// DefaultTier is applied to a connection when the user authenticates,
 	// and is a tier the user may always use.
 	DefaultTier qos.Tier
+	// Weight is the user's share within its tier relative to other users
+	// (φ of seed 004); 0 means the default, 1.
+	Weight float64
 }
 
 // Mechanisms lists the user's mechanisms, strongest first.
@@ -469,6 +472,7 @@ type userDoc struct {
 	Roles       []RoleName            `bson:"roles"`
 	CustomData  bson.Raw              `bson:"customData,omitempty"`
 	DefaultTier string                `bson:"defaultTier"`
+	Weight      float64               `bson:"weight,omitempty"`
 }
 
 type resourceDoc struct {
@@ -493,7 +497,7 @@ type roleDoc struct {
 
 func encodeUser(u *User) []byte {
 	d := userDoc{ID: u.Name.String(), User: u.Name.User, DB: u.Name.DB, Credentials: map[string]Credential{},
-		Roles: u.Roles, CustomData: u.CustomData, DefaultTier: u.DefaultTier.String()}
+		Roles: u.Roles, CustomData: u.CustomData, DefaultTier: u.DefaultTier.String(), Weight: u.Weight}
 	if d.Roles == nil {
 		d.Roles = []RoleName{}
 	}
@@ -512,7 +516,7 @@ func decodeUser(b []byte) (*User, error) {
 	if err := bson.Unmarshal(b, &d); err != nil {
 		return nil, err
 	}
-	u := &User{Name: UserName{d.User, d.DB}, Credentials: map[Mechanism]Credential{}, Roles: d.Roles, CustomData: d.CustomData, DefaultTier: qos.Normal}
+	u := &User{Name: UserName{d.User, d.DB}, Credentials: map[Mechanism]Credential{}, Roles: d.Roles, CustomData: d.CustomData, DefaultTier: qos.Normal, Weight: d.Weight}
 	if t, ok := qos.ParseTier(d.DefaultTier); ok {
 		u.DefaultTier = t
 	}

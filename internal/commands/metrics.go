@@ -41,6 +41,9 @@ func (h *Handlers) Metrics(w *metrics.Writer) {
 		w.Counter("tierdb_connections_total", "Client connections accepted.", nil, float64(total))
 	}
 	w.Gauge("tierdb_cursors_open", "Open cursors.", nil, float64(h.cursors.len()))
+	if m := h.opts.QoS; m != nil {
+		h.writeFairMetrics(w, m.Gate.Stats())
+	}
 	for _, o := range []struct {
 		outcome string
 		n       int64
@@ -106,4 +109,38 @@ func b2f(b bool) float64 {
 		return 1
 	}
 	return 0
+}
+
+// writeFairMetrics writes the gate's figures, each family's samples
+// together as the exposition format wants.
+func (h *Handlers) writeFairMetrics(w *metrics.Writer, st qos.GateStats) {
+	w.Gauge("tierdb_fair_parallelism", "P: the most requests of all tiers in PostgreSQL at once (0: no limit).", nil, float64(st.Parallelism))
+	perTier := []struct {
+		name, help string
+		value      func(qos.FairStats) float64
+	}{
+		{"tierdb_fair_waiting", "Requests waiting at the fair-share gate, by tier.", func(f qos.FairStats) float64 { return float64(f.Waiting) }},
+		{"tierdb_fair_zeta", "Round quota per unit of weight, by tier.", func(f qos.FairStats) float64 { return f.Zeta }},
+		{"tierdb_fair_unfairness", "U_f over the last window with at least two waiting users, by tier.", func(f qos.FairStats) float64 { return f.Unfairness }},
+		{"tierdb_fair_latency_cv", "Latency coefficient of variation averaged over users, last window, by tier.", func(f qos.FairStats) float64 { return f.CV }},
+	}
+	for _, m := range perTier {
+		for t := qos.Normal; t < qos.NumTiers; t++ {
+			w.Gauge(m.name, m.help, metrics.Labels{{"tier", t.String()}}, m.value(st.Tiers[t]))
+		}
+	}
+	perUser := []struct {
+		name, help string
+		value      func(qos.UserStats) float64
+	}{
+		{"tierdb_fair_user_waiting", "Requests of a user waiting at the fair-share gate.", func(u qos.UserStats) float64 { return float64(u.Waiting) }},
+		{"tierdb_fair_user_weight", "A user's fair-share weight.", func(u qos.UserStats) float64 { return u.Weight }},
+	}
+	for _, m := range perUser {
+		for t := qos.Normal; t < qos.NumTiers; t++ {
+			for _, u := range st.Tiers[t].Users {
+				w.Gauge(m.name, m.help, metrics.Labels{{"tier", t.String()}, {"user", u.User}}, m.value(u))
+			}
+		}
+	}
 }

@@ -98,6 +98,7 @@ func (h *Handlers) qosStatus(_ context.Context, req *Request) (bson.D, error) {
 			{Key: "expired", Value: int64(st.AnticipationExpired)},
 		}},
 		{Key: "tiers", Value: tiers},
+		{Key: "fair", Value: fairStatus(m.Gate.Stats())},
 		{Key: "cpuPools", Value: pools},
 		{Key: "backgroundIOPriority", Value: cfg.IO.Background.String()},
 		{Key: "walWriterIOPriority", Value: cfg.IO.WALWriter.String()},
@@ -136,7 +137,44 @@ func (h *Handlers) setQoSConfig(_ context.Context, req *Request) (bson.D, error)
 		{Key: "threshold", Value: int32(cfg.Threshold)},
 		{Key: "starvationGuardMS", Value: cfg.StarvationGuard.Milliseconds()},
 		{Key: "anticipationMS", Value: float64(cfg.Anticipation) / float64(time.Millisecond)},
+		{Key: "parallelism", Value: int32(cfg.Fair.Parallelism)},
+		{Key: "restricted", Value: int32(cfg.Fair.Restricted)},
 	}, nil
+}
+
+// fairStatus is the gate: P, the restricted share, and per tier the round
+// quota ζ, the last measured U_f and latency CV, and each user's share.
+func fairStatus(st qos.GateStats) bson.D {
+	tiers := bson.D{}
+	for t := qos.Normal; t < qos.NumTiers; t++ {
+		ts := st.Tiers[t]
+		users := bson.A{}
+		for _, u := range ts.Users {
+			users = append(users, bson.D{
+				{Key: "user", Value: u.User},
+				{Key: "weight", Value: u.Weight},
+				{Key: "waiting", Value: int32(u.Waiting)},
+				{Key: "inProcess", Value: int32(u.InProcess)},
+				{Key: "admittedInWindow", Value: int32(u.Served)},
+			})
+		}
+		tiers = append(tiers, bson.E{Key: t.String(), Value: bson.D{
+			{Key: "inProcess", Value: int32(st.InProcess[t])},
+			{Key: "waiting", Value: int32(ts.Waiting)},
+			{Key: "zeta", Value: ts.Zeta},
+			{Key: "unfairness", Value: ts.Unfairness},
+			{Key: "latencyCV", Value: ts.CV},
+			{Key: "zetaGrown", Value: int64(ts.Grown)},
+			{Key: "zetaHalved", Value: int64(ts.Halved)},
+			{Key: "users", Value: users},
+		}})
+	}
+	return bson.D{
+		{Key: "parallelism", Value: int32(st.Parallelism)},
+		{Key: "restricted", Value: int32(st.Restricted)},
+		{Key: "highInProcess", Value: int32(st.InProcess[qos.High])},
+		{Key: "tiers", Value: tiers},
+	}
 }
 
 func applyQoSField(c *qos.Config, e bson.E) error {
@@ -198,6 +236,16 @@ func applyQoSField(c *qos.Config, e bson.E) error {
 			}
 			c.IO.Tiers[t] = p
 		}
+	case "parallelism", "restricted":
+		n, ok := asInt(e.Value)
+		if !ok || n < 0 || n > 1<<20 {
+			return mongoerr.Newf(mongoerr.BadValue, "%s must be an integer ≥ 0 (0: no limit)", e.Key)
+		}
+		if e.Key == "parallelism" {
+			c.Fair.Parallelism = int(n)
+		} else {
+			c.Fair.Restricted = int(n)
+		}
 	case "cpuPools":
 		d, ok := e.Value.(bson.D)
 		if !ok {
@@ -209,7 +257,7 @@ func applyQoSField(c *qos.Config, e bson.E) error {
 		}
 		c.Pools = pools
 	default:
-		return mongoerr.Newf(mongoerr.BadValue, "unknown setQoSConfig field %q; allowed: threshold, starvationGuardMS, anticipationMS, nice, ioPriority, cpuPools", e.Key)
+		return mongoerr.Newf(mongoerr.BadValue, "unknown setQoSConfig field %q; allowed: threshold, starvationGuardMS, anticipationMS, nice, ioPriority, cpuPools, parallelism, restricted", e.Key)
 	}
 	return nil
 }

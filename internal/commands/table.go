@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"maps"
+	"net"
 	"runtime/debug"
 	"strings"
 	"sync/atomic"
@@ -94,8 +95,11 @@ type Options struct {
 	// nil admits everything at once (--qos=off).
 	Admission Admitter
 	// QoS is the running QoS configuration; nil with --qos=off. When set,
-	// its priority channel is the Admission.
+	// its priority channel is the Admission and its gate the Fair.
 	QoS *tierctl.Manager
+	// Fair gates requests after Admission: the user's share within its
+	// tier, then delivered parallelism; nil admits at once.
+	Fair FairAdmitter
 	// TestCommands enables commands only tests need (sleep).
 	TestCommands bool
 	// Replication routes reads and waits for write concerns; nil runs
@@ -121,6 +125,12 @@ type Options struct {
 type Admitter interface {
 	Admit(ctx context.Context, t qos.Tier, internal bool) (done func(), err error)
 	Enter(t qos.Tier) (done func())
+}
+
+// FairAdmitter is the second admission contract: Admit blocks until a
+// request of user (with its weight) at tier t may run.
+type FairAdmitter interface {
+	Admit(ctx context.Context, t qos.Tier, user string, weight float64) (done func(), err error)
 }
 
 // Handlers holds the command table and what its handlers share.
@@ -155,6 +165,9 @@ func New(opts Options) *Handlers {
 	}
 	if opts.QoS != nil && opts.Admission == nil {
 		opts.Admission = opts.QoS.Channel
+	}
+	if opts.QoS != nil && opts.Fair == nil && opts.QoS.Gate != nil {
+		opts.Fair = opts.QoS.Gate
 	}
 	if opts.SessionTimeout <= 0 {
 		opts.SessionTimeout = 30 * time.Minute
@@ -405,13 +418,24 @@ func (h *Handlers) run(ctx context.Context, req *Request) (bson.D, error) {
 			// docs/architecture.md, Transactions).
 			defer h.opts.Admission.Enter(tier)()
 		default:
+			// Tier first (the priority channel), then the user's share
+			// within the tier and delivered parallelism (the gate).
 			t0 := time.Now()
 			done, err := h.opts.Admission.Admit(ctx, tier, false)
+			if err == nil {
+				defer done()
+				if h.opts.Fair != nil {
+					user, weight := fairUser(req.Session)
+					var fdone func()
+					if fdone, err = h.opts.Fair.Admit(ctx, tier, user, weight); err == nil {
+						defer fdone()
+					}
+				}
+			}
 			acct.waitNanos.Add(int64(time.Since(t0)))
 			if err != nil {
 				return nil, err
 			}
-			defer done()
 		}
 	}
 	run := cmd.handler
@@ -429,6 +453,24 @@ func (h *Handlers) run(ctx context.Context, req *Request) (bson.D, error) {
 		return h.withWriteConcern(ctx, req, run)
 	}
 	return run(ctx, req)
+}
+
+// fairUser is who a request counts for in the fair share of its tier: the
+// authenticated user with its weight, else the client's address (one user
+// per peer host, weight 1), so unauthenticated clients on different hosts
+// are not lumped together.
+func fairUser(s *Session) (string, float64) {
+	switch {
+	case s == nil:
+		return "", 1
+	case s.User != nil:
+		return s.User.User.Name.String(), userWeight(s.User.User)
+	}
+	host, _, err := net.SplitHostPort(s.RemoteAddr)
+	if err != nil {
+		host = s.RemoteAddr
+	}
+	return "peer " + host, 1
 }
 
 // withMaxTime applies maxTimeMS to the request context.

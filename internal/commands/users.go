@@ -255,7 +255,27 @@ func (h *Handlers) userFields(req *Request, u *auth.User, creating bool) error {
 		}
 		u.DefaultTier = t
 	}
+	if v, ok := lookup(req.Cmd[1:], "weight"); ok {
+		w, isNum := asNumber(v)
+		if !isNum || !(w > 0 && w <= 1000) { // also refuses NaN
+			return mongoerr.New(mongoerr.BadValue, "weight must be a number greater than 0 and at most 1000 (default 1)")
+		}
+		// A weight is a share of the server, like a tier: only those who
+		// configure QoS may hand it out.
+		if !h.mayCluster(req.Session, auth.Actions(auth.ActSetQoSConfig)) {
+			return mongoerr.New(mongoerr.Unauthorized, "setting a user's weight needs the setQoSConfig privilege (clusterManager or root)")
+		}
+		u.Weight = w
+	}
 	return nil
+}
+
+// userWeight is the user's fair-share weight, 1 unless set.
+func userWeight(u *auth.User) float64 {
+	if u.Weight <= 0 {
+		return 1
+	}
+	return u.Weight
 }
 
 func diffRoles(old, new []auth.RoleName) (added, removed []auth.RoleName) {
@@ -303,7 +323,7 @@ func (h *Handlers) updateUser(ctx context.Context, req *Request) (bson.D, error)
 	}
 	for _, e := range req.Cmd[1:] {
 		switch e.Key {
-		case "pwd", "roles", "customData", "mechanisms", "digestPassword", "defaultTier":
+		case "pwd", "roles", "customData", "mechanisms", "digestPassword", "defaultTier", "weight":
 		default:
 			if !isGenericField(e.Key) {
 				return nil, mongoerr.Newf(mongoerr.BadValue, "unknown updateUser field %q", e.Key)
@@ -431,6 +451,7 @@ func (h *Handlers) userInfoDoc(p *auth.Principal, showPriv bool) bson.D {
 		{Key: "roles", Value: roleNamesArray(u.Roles)},
 		{Key: "mechanisms", Value: mechs},
 		{Key: "defaultTier", Value: u.DefaultTier.String()},
+		{Key: "weight", Value: userWeight(u)},
 		{Key: "tiers", Value: tiersArray(p.Grants)},
 	}
 	if len(u.CustomData) > 0 {

@@ -27,6 +27,18 @@ type Config struct {
 	// IO is the I/O priority of each tier's backends and of PostgreSQL's
 	// background processes (seed 002, the user-space part).
 	IO IOConfig
+	// Fair configures the Gate: per-user fair shares within a tier and
+	// delivered parallelism (seed 004).
+	Fair FairConfig
+}
+
+// FairConfig is what GateOptions takes from the configuration.
+type FairConfig struct {
+	// Parallelism is P (0: no limit); Restricted the lower tiers' share
+	// of it while high-tier requests are in process (0: no restriction).
+	Parallelism, Restricted int
+	// UnfairnessBound and CVBound bound the ζ control (U_f°, V_l°).
+	UnfairnessBound, CVBound float64
 }
 
 // CPUPools are CPU sets: high-tier backends run in Priority; normal and low
@@ -72,6 +84,7 @@ func DefaultConfig() Config {
 		Enabled:   true,
 		Threshold: 1,
 		Nice:      [NumTiers]int{-19, 0, 19},
+		Fair:      FairConfig{UnfairnessBound: 0.10, CVBound: 1.0},
 		IO: IOConfig{
 			Background: IOPrio{Class: IOIdle},
 			WALWriter:  IOPrio{Class: IOBestEffort, Level: 0},
@@ -111,6 +124,12 @@ func (c Config) Validate(onlineCPUs []int) error {
 	}
 	if c.Anticipation < 0 {
 		return mongoerr.Newf(mongoerr.BadValue, "anticipation must be ≥ 0 ms, got %v", c.Anticipation)
+	}
+	if c.Fair.Parallelism < 0 || c.Fair.Restricted < 0 {
+		return mongoerr.Newf(mongoerr.BadValue, "parallelism and restricted must be integers ≥ 0 (0: no limit), got %d and %d", c.Fair.Parallelism, c.Fair.Restricted)
+	}
+	if !(c.Fair.UnfairnessBound > 0 && c.Fair.UnfairnessBound <= 10) || !(c.Fair.CVBound > 0 && c.Fair.CVBound <= 100) {
+		return mongoerr.Newf(mongoerr.BadValue, "fair unfairness bound must be in (0, 10] and the CV bound in (0, 100], got %v and %v", c.Fair.UnfairnessBound, c.Fair.CVBound)
 	}
 	for t, n := range c.Nice {
 		if n < -20 || n > 19 {

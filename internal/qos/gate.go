@@ -13,7 +13,8 @@ import (
 // GateOptions configure a Gate.
 type GateOptions struct {
 	// Parallelism is P, seed 004's delivered parallelism: the most
-	// requests, of every tier, in process at once. It must be at least 1.
+	// requests, of every tier, in process at once. Zero: no limit (then
+	// only the restricted share can make a request wait).
 	Parallelism int
 	// Restricted is how many lower-tier (normal and low) requests may be
 	// in process while a high-tier request is: seed 003's restricted CPU
@@ -62,10 +63,7 @@ type Gate struct {
 
 // NewGate returns a Gate with nothing in process.
 func NewGate(opts GateOptions) (*Gate, error) {
-	if opts.Parallelism < 1 {
-		return nil, mongoerr.Newf(mongoerr.BadValue, "parallelism must be at least 1, got %d", opts.Parallelism)
-	}
-	if opts.Restricted < 0 || opts.Zeta < 0 || opts.UnfairnessBound < 0 || opts.CVBound < 0 || opts.Window < 0 {
+	if opts.Parallelism < 0 || opts.Restricted < 0 || opts.Zeta < 0 || opts.UnfairnessBound < 0 || opts.CVBound < 0 || opts.Window < 0 {
 		return nil, mongoerr.New(mongoerr.BadValue, "gate options must not be negative")
 	}
 	clock := opts.Clock
@@ -136,7 +134,7 @@ func (g *Gate) Admit(ctx context.Context, t Tier, user string, weight float64) (
 // mayRunLocked says whether a request of tier t may take a slot now.
 func (g *Gate) mayRunLocked(t Tier) bool {
 	total := g.running[High] + g.running[Normal] + g.running[Low]
-	if total >= g.p {
+	if g.p > 0 && total >= g.p {
 		return false
 	}
 	lower := g.running[Normal] + g.running[Low]
@@ -199,11 +197,11 @@ func (g *Gate) dispatchLocked() {
 	}
 }
 
-// SetLimits changes P and the restricted share at run time; raising them
-// may admit waiters at once.
+// SetLimits changes P and the restricted share at run time (0: no limit);
+// raising them may admit waiters at once.
 func (g *Gate) SetLimits(parallelism, restricted int) error {
-	if parallelism < 1 || restricted < 0 {
-		return mongoerr.Newf(mongoerr.BadValue, "parallelism must be at least 1 and the restricted share not negative, got %d and %d", parallelism, restricted)
+	if parallelism < 0 || restricted < 0 {
+		return mongoerr.Newf(mongoerr.BadValue, "parallelism and the restricted share must not be negative, got %d and %d", parallelism, restricted)
 	}
 	g.mu.Lock()
 	g.p, g.restricted = parallelism, restricted

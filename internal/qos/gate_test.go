@@ -48,15 +48,15 @@ func waitQueued(t *testing.T, g *Gate, tier Tier, n int) {
 }
 
 func TestNewGateOptions(t *testing.T) {
-	if _, err := NewGate(GateOptions{}); err == nil {
-		t.Error("P = 0 accepted")
+	if _, err := NewGate(GateOptions{Parallelism: -1}); err == nil {
+		t.Error("P < 0 accepted")
 	}
 	if _, err := NewGate(GateOptions{Parallelism: 2, Restricted: -1}); err == nil {
 		t.Error("negative restricted share accepted")
 	}
 	g, _ := NewGate(GateOptions{Parallelism: 2})
-	if err := g.SetLimits(0, 0); err == nil {
-		t.Error("SetLimits(0) accepted")
+	if err := g.SetLimits(-1, 0); err == nil {
+		t.Error("SetLimits(-1) accepted")
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 // a bad change leaves everything as it was.
 type Manager struct {
 	Channel    *qos.Channel
+	Gate       *qos.Gate
 	Controller *Controller
 
 	mu  sync.Mutex
@@ -19,9 +20,9 @@ type Manager struct {
 }
 
 // NewManager starts a manager for a validated configuration.
-func NewManager(cfg qos.Config, ch *qos.Channel, ctrl *Controller) *Manager {
+func NewManager(cfg qos.Config, ch *qos.Channel, gate *qos.Gate, ctrl *Controller) *Manager {
 	ch.OnHighActive(ctrl.SetHighActive)
-	return &Manager{Channel: ch, Controller: ctrl, cfg: cfg}
+	return &Manager{Channel: ch, Gate: gate, Controller: ctrl, cfg: cfg}
 }
 
 // Config returns the running configuration.
@@ -54,6 +55,9 @@ func (m *Manager) Update(change func(*qos.Config) error) (qos.Config, error) {
 		return m.cfg, err
 	}
 	if err := m.Channel.SetThreshold(next.Threshold); err != nil {
+		return m.cfg, err
+	}
+	if err := m.Gate.SetLimits(next.Fair.Parallelism, next.Fair.Restricted); err != nil {
 		return m.cfg, err
 	}
 	m.Channel.SetStarvationGuard(next.StarvationGuard)

@@ -1,0 +1,129 @@
+"""Fair shares within a tier (seed 004): user weights, the parallelism limit
+P and the gate's figures, through pymongo against a real tierdb. How fair
+and how fast it is under load is measured by benchmarks, not here."""
+import threading
+import time
+
+import pytest
+from pymongo.errors import OperationFailure
+
+PW = "pw"
+
+
+@pytest.fixture
+def authed(new_server):
+    t = new_server(env={"TIERDB_ADMIN_PASSWORD": PW},
+                   extra_args=["--admin-user", "admin", "--enable-test-commands", "--parallelism", "1"]).start()
+    admin = t.client(username="admin", password=PW)
+    yield t, admin
+    admin.close()
+    t.cleanup()
+
+
+def test_weight_is_set_shown_checked_and_kept(authed):
+    t, admin = authed
+    admin.admin.command("createUser", "gold", pwd="g", roles=[{"role": "readWrite", "db": "app"}], weight=4)
+    admin.admin.command("createUser", "plain", pwd="p", roles=[{"role": "readWrite", "db": "app"},
+                                                              {"role": "userAdmin", "db": "admin"}])
+    info = {u["user"]: u for u in admin.admin.command("usersInfo", ["gold", "plain"])["users"]}
+    assert info["gold"]["weight"] == 4 and info["plain"]["weight"] == 1
+    admin.admin.command("updateUser", "gold", weight=2.5)
+    for bad in (0, -1, "heavy", 1e9, float("nan")):
+        with pytest.raises(OperationFailure) as e:
+            admin.admin.command("updateUser", "gold", weight=bad)
+        assert e.value.code == 2, bad
+    # A user administrator without QoS privileges cannot hand out shares.
+    plain = t.client(username="plain", password="p")
+    try:
+        with pytest.raises(OperationFailure) as e:
+            plain.admin.command("updateUser", "gold", weight=100)
+        assert e.value.code == 13
+        with pytest.raises(OperationFailure) as e:
+            plain.admin.command("createUser", "x", pwd="x", roles=[], weight=100)
+        assert e.value.code == 13
+    finally:
+        plain.close()
+    assert admin.admin.command("usersInfo", "gold")["users"][0]["weight"] == 2.5
+    # Weights survive a restart (they are stored with the user).
+    admin.close()
+    t.stop()
+    t.start()
+    admin2 = t.client(username="admin", password=PW)
+    try:
+        assert admin2.admin.command("usersInfo", "gold")["users"][0]["weight"] == 2.5
+    finally:
+        admin2.close()
+
+
+def test_requests_queue_per_user_beyond_parallelism(authed):
+    t, admin = authed
+    for name, w in (("greedy", 1), ("polite", 3)):
+        admin.admin.command("createUser", name, pwd=name, roles=[{"role": "readWrite", "db": "app"}], weight=w)
+    greedy = t.client(username="greedy", password="greedy", maxPoolSize=10)
+    polite = t.client(username="polite", password="polite")
+    errors = []
+
+    def sleep(c, ms):
+        try:
+            c.app.command("sleep", millis=ms)
+        except Exception as e:  # noqa: BLE001 (reported below)
+            errors.append(e)
+
+    # P = 1: one request holds the only slot; the others wait in their
+    # users' queues at the gate.
+    threads = [threading.Thread(target=sleep, args=(admin, 1500))]
+    threads[0].start()
+    time.sleep(0.3)
+    threads += [threading.Thread(target=sleep, args=(greedy, 10)) for _ in range(4)]
+    threads += [threading.Thread(target=sleep, args=(polite, 10))]
+    for th in threads[1:]:
+        th.start()
+    deadline = time.time() + 10
+    while True:
+        fair = admin.admin.command("qosStatus")["fair"]
+        users = {u["user"]: u for u in fair["tiers"]["normal"]["users"]}
+        if users.get("admin.greedy", {}).get("waiting") == 4 and users.get("admin.polite", {}).get("waiting") == 1:
+            break
+        assert time.time() < deadline, fair
+        time.sleep(0.05)
+    assert fair["parallelism"] == 1
+    assert users["admin.polite"]["weight"] == 3 and users["admin.greedy"]["weight"] == 1
+    assert fair["tiers"]["normal"]["inProcess"] == 1
+    for th in threads:
+        th.join(30)
+    assert not errors
+    fair = admin.admin.command("qosStatus")["fair"]
+    assert fair["tiers"]["normal"]["waiting"] == 0 and fair["tiers"]["normal"]["inProcess"] == 0
+    greedy.close()
+    polite.close()
+
+
+def test_parallelism_changes_at_run_time_and_bad_values_change_nothing(authed):
+    t, admin = authed
+    r = admin.admin.command("setQoSConfig", parallelism=6, restricted=2)
+    assert (r["parallelism"], r["restricted"]) == (6, 2)
+    for bad in ({"parallelism": -1}, {"restricted": "x"}, {"parallelism": 2.5}):
+        with pytest.raises(OperationFailure) as e:
+            admin.admin.command("setQoSConfig", **bad)
+        assert e.value.code == 2
+    fair = admin.admin.command("qosStatus")["fair"]
+    assert (fair["parallelism"], fair["restricted"]) == (6, 2)
+
+
+def test_fair_metrics_are_exported(new_server):
+    import socket
+    import urllib.request
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    t = new_server(extra_args=["--parallelism", "4", "--metrics-listen", f"127.0.0.1:{port}"]).start()
+    try:
+        c = t.client()
+        c.app.c.insert_one({"x": 1})
+        body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+        assert "tierdb_fair_parallelism 4" in body
+        assert 'tierdb_fair_zeta{tier="normal"}' in body
+        assert 'tierdb_fair_user_weight{tier="normal",user="peer 127.0.0.1"} 1' in body
+        c.close()
+    finally:
+        t.cleanup()
