@@ -6,10 +6,11 @@ default) and one without. Every write carries a unique operation id:
   - an insert of {_id: op},
   - an update {$inc: {n: 1}, $push: {ops: op}} of one of a few counters.
 A write that pymongo acknowledges must be present exactly once afterwards; a
-write that failed may be present once or not at all, never twice. After each
-cycle the script checks every counter (n equals the length of ops, no op
-twice) and every acknowledged op; at the end it prints one line per fault
-and exits non-zero on any loss or duplicate.
+write that failed may be present once or not at all, never twice. The script
+checks every counter (n equals the length of ops, no op
+twice) and every acknowledged op at the end of each fault's cycles, prints
+one line per fault and writer kind, and exits non-zero on any loss or
+duplicate.
 
     python tests/soak.py --cycles 50 --faults kill-tierdb,kill-postgres,stepdown
 """
@@ -33,11 +34,13 @@ COUNTERS = 8
 class Writers:
     """Writer threads; each records what was acknowledged and what failed."""
 
-    def __init__(self, port, retry, threads=3):
+    def __init__(self, port, retry, fault, threads=3):
         self.retry = retry
         self.client = pymongo.MongoClient("127.0.0.1", port, directConnection=True, retryWrites=retry,
                                           serverSelectionTimeoutMS=30000, socketTimeoutMS=30000)
-        self.coll = self.client.soak["retry" if retry else "plain"]
+        # One collection per fault and writer kind: each check covers
+        # exactly the operations of its own writers.
+        self.coll = self.client.soak[f"{fault}-{'retry' if retry else 'plain'}"]
         self.acked, self.failed = set(), set()
         self.lock = threading.Lock()
         self.stop = threading.Event()
@@ -147,7 +150,7 @@ def main():
     results, failures = {}, 0
     try:
         for fault in faults:
-            writers = [Writers(port, retry=True), Writers(port, retry=False)]
+            writers = [Writers(port, True, fault), Writers(port, False, fault)]
             for w in writers:
                 w.start()
             t0, killed = time.time(), None
@@ -173,8 +176,9 @@ def main():
             res = check_when_up(port, writers)
             res["seconds"] = round(time.time() - t0)
             results[fault] = res
-            for name in ("retry", "plain"):
-                r = res[name]
+            for w in writers:
+                name = "retry" if w.retry else "plain"
+                r = res[w.coll.name]
                 failures += len(r["lost"]) + len(r["duplicated"])
                 print(f"{fault:13} {name:5} writers: {r['acked']} acknowledged, {len(r['lost'])} lost, "
                       f"{len(r['duplicated'])} duplicated; {r['failed']} failed "
