@@ -127,3 +127,51 @@ def test_fair_metrics_are_exported(new_server):
         c.close()
     finally:
         t.cleanup()
+
+
+def test_recalibration_samples_three_parallelisms_and_sets_p(new_server):
+    t = new_server().start()
+    c = t.client(maxPoolSize=20)
+    stop = threading.Event()
+
+    def load(i):
+        coll = c.app[f"load{i % 2}"]
+        n = 0
+        while not stop.is_set():
+            coll.update_one({"_id": n % 50}, {"$inc": {"n": 1}}, upsert=True)
+            n += 1
+
+    threads = [threading.Thread(target=load, args=(i,)) for i in range(8)]
+    try:
+        for th in threads:
+            th.start()
+        r = c.admin.command("setQoSConfig", recalibrate=True, calibrationWindowMS=400)
+        assert r["calibrating"] is True
+        with pytest.raises(OperationFailure) as e:  # one at a time
+            c.admin.command("setQoSConfig", recalibrate=True, calibrationWindowMS=400)
+        assert e.value.code == 117
+        with pytest.raises(OperationFailure) as e:  # P belongs to the calibration meanwhile
+            c.admin.command("setQoSConfig", parallelism=3)
+        assert e.value.code == 117
+        deadline = time.time() + 30
+        while True:
+            fair = c.admin.command("qosStatus")["fair"]
+            cal = fair["calibration"]
+            if not cal["running"]:
+                break
+            assert time.time() < deadline, cal
+            time.sleep(0.1)
+        ps = [s["p"] for s in cal["samples"]]
+        assert ps[0] == 1 and ps[0] < ps[1] < ps[2], ps
+        assert all(s["opsPerSec"] > 0 for s in cal["samples"]), cal
+        assert fair["parallelism"] == cal["parallelism"]
+        assert cal["parallelism"] == 0 or 1 <= cal["parallelism"] <= ps[2]
+        with pytest.raises(OperationFailure) as e:
+            c.admin.command("setQoSConfig", recalibrate=True, calibrationWindowMS=5)
+        assert e.value.code == 2
+    finally:
+        stop.set()
+        for th in threads:
+            th.join(30)
+        c.close()
+        t.cleanup()

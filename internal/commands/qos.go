@@ -98,7 +98,7 @@ func (h *Handlers) qosStatus(_ context.Context, req *Request) (bson.D, error) {
 			{Key: "expired", Value: int64(st.AnticipationExpired)},
 		}},
 		{Key: "tiers", Value: tiers},
-		{Key: "fair", Value: fairStatus(m.Gate.Stats())},
+		{Key: "fair", Value: append(fairStatus(m.Gate.Stats()), bson.E{Key: "calibration", Value: calibrationStatus(m.Calibration())})},
 		{Key: "cpuPools", Value: pools},
 		{Key: "backgroundIOPriority", Value: cfg.IO.Background.String()},
 		{Key: "walWriterIOPriority", Value: cfg.IO.WALWriter.String()},
@@ -119,9 +119,17 @@ func (h *Handlers) setQoSConfig(_ context.Context, req *Request) (bson.D, error)
 	if h.opts.QoS == nil {
 		return nil, h.qosOff()
 	}
+	recalibrate, err := getBool(req.Cmd, "recalibrate", false)
+	if err != nil {
+		return nil, err
+	}
+	windowMS, err := getInt(req.Cmd, "calibrationWindowMS", 5000)
+	if err != nil {
+		return nil, err
+	}
 	cfg, err := h.opts.QoS.Update(func(c *qos.Config) error {
 		for _, e := range req.Cmd[1:] {
-			if isGenericField(e.Key) {
+			if isGenericField(e.Key) || e.Key == "recalibrate" || e.Key == "calibrationWindowMS" {
 				continue
 			}
 			if err := applyQoSField(c, e); err != nil {
@@ -133,13 +141,41 @@ func (h *Handlers) setQoSConfig(_ context.Context, req *Request) (bson.D, error)
 	if err != nil {
 		return nil, err
 	}
+	if recalibrate {
+		if err := h.opts.QoS.Recalibrate(time.Duration(windowMS)*time.Millisecond, h.store.MaxBackends()); err != nil {
+			return nil, err
+		}
+	}
 	return bson.D{
 		{Key: "threshold", Value: int32(cfg.Threshold)},
 		{Key: "starvationGuardMS", Value: cfg.StarvationGuard.Milliseconds()},
 		{Key: "anticipationMS", Value: float64(cfg.Anticipation) / float64(time.Millisecond)},
 		{Key: "parallelism", Value: int32(cfg.Fair.Parallelism)},
 		{Key: "restricted", Value: int32(cfg.Fair.Restricted)},
+		{Key: "calibrating", Value: recalibrate},
 	}, nil
+}
+
+// calibrationStatus is the running or last calibration of P.
+func calibrationStatus(running bool, c *qos.Calibration) bson.D {
+	d := bson.D{{Key: "running", Value: running}}
+	if c == nil {
+		return d
+	}
+	samples := bson.A{}
+	for _, s := range c.Samples {
+		samples = append(samples, bson.D{{Key: "p", Value: int32(s.P)}, {Key: "opsPerSec", Value: s.Lambda}})
+	}
+	d = append(d,
+		bson.E{Key: "at", Value: bson.NewDateTimeFromTime(c.At)},
+		bson.E{Key: "samples", Value: samples},
+		bson.E{Key: "fitted", Value: c.Fitted},
+		bson.E{Key: "parallelism", Value: int32(c.P)},
+	)
+	if c.Fitted {
+		d = append(d, bson.E{Key: "model", Value: bson.D{{Key: "B", Value: c.Model.B}, {Key: "gamma", Value: c.Model.G}}})
+	}
+	return d
 }
 
 // fairStatus is the gate: P, the restricted share, and per tier the round
@@ -257,7 +293,7 @@ func applyQoSField(c *qos.Config, e bson.E) error {
 		}
 		c.Pools = pools
 	default:
-		return mongoerr.Newf(mongoerr.BadValue, "unknown setQoSConfig field %q; allowed: threshold, starvationGuardMS, anticipationMS, nice, ioPriority, cpuPools, parallelism, restricted", e.Key)
+		return mongoerr.Newf(mongoerr.BadValue, "unknown setQoSConfig field %q; allowed: threshold, starvationGuardMS, anticipationMS, nice, ioPriority, cpuPools, parallelism, restricted, recalibrate, calibrationWindowMS", e.Key)
 	}
 	return nil
 }

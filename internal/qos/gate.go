@@ -59,6 +59,9 @@ type Gate struct {
 	running    [NumTiers]int
 	tiers      [NumTiers]tierRound // High's stays empty
 	tokens     tokenTable
+	// completed counts requests that ran to their done: the throughput
+	// the calibration of P samples.
+	completed uint64
 }
 
 // NewGate returns a Gate with nothing in process.
@@ -178,6 +181,7 @@ func (g *Gate) releaseLocked(t Tier, u *fairUser, slot uint32, gen uint64, laten
 	u.inProcess--
 	if latency > 0 {
 		u.lat.add(latency)
+		g.completed++
 	}
 	g.dispatchLocked()
 }
@@ -208,6 +212,13 @@ func (g *Gate) SetLimits(parallelism, restricted int) error {
 	g.dispatchLocked()
 	g.mu.Unlock()
 	return nil
+}
+
+// Completed is how many requests have run to their done.
+func (g *Gate) Completed() uint64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.completed
 }
 
 // GateStats is a snapshot of a Gate.

@@ -288,6 +288,20 @@ func (s *Store) BackendPIDs(t qos.Tier) []int {
 	return pids
 }
 
+// MaxBackends is how many backends the tiers' pools on one node may open
+// together: the most requests that can run in PostgreSQL at once.
+func (s *Store) MaxBackends() int {
+	n := 0
+	for t := range s.opts.BackendsPerTier {
+		if size := s.opts.BackendsPerTier[t]; size > 0 {
+			n += size
+		} else {
+			n += 8
+		}
+	}
+	return n
+}
+
 // PoolStats reports, per tier, the primary's backends in use and total.
 func (s *Store) PoolStats() [qos.NumTiers][2]int32 {
 	var out [qos.NumTiers][2]int32

@@ -3,6 +3,7 @@ package tierctl
 import (
 	"sync"
 
+	"tierdb/internal/mongoerr"
 	"tierdb/internal/osprio"
 	"tierdb/internal/qos"
 )
@@ -17,6 +18,10 @@ type Manager struct {
 
 	mu  sync.Mutex
 	cfg qos.Config
+	// calibrating: a calibration of P owns the gate's limits until it
+	// ends; lastCalibration is the latest outcome.
+	calibrating     bool
+	lastCalibration *qos.Calibration
 }
 
 // NewManager starts a manager for a validated configuration.
@@ -53,6 +58,9 @@ func (m *Manager) Update(change func(*qos.Config) error) (qos.Config, error) {
 	next.Enabled = true // QoS cannot be switched off at run time
 	if err := Validate(next); err != nil {
 		return m.cfg, err
+	}
+	if m.calibrating && next.Fair != m.cfg.Fair {
+		return m.cfg, mongoerr.New(mongoerr.ConflictingOperationInProg, "parallelism is being calibrated; change it when the calibration ends (qosStatus.fair.calibration)")
 	}
 	if err := m.Channel.SetThreshold(next.Threshold); err != nil {
 		return m.cfg, err

@@ -1,0 +1,163 @@
+package qos
+
+import (
+	"math"
+	"time"
+)
+
+// ThroughputSample is a throughput λ measured with the delivered
+// parallelism limited to P.
+type ThroughputSample struct {
+	P      int
+	Lambda float64 // requests per second
+}
+
+// ThroughputModel is seed 004's model of throughput against delivered
+// parallelism (§4.3.1): the parallel fraction
+//
+//	α(P) = A + B·e^(−γP)                                        (Eq. 1)
+//
+// gives, with α(P0) = 1 at a small P0,
+//
+//	λ(P) = P·λ(P0) / (P0 + B·P0·(e^(−γP0) − e^(−γP))·(P − 1))   (Eq. 2)
+type ThroughputModel struct {
+	P0            int
+	Lambda0, B, G float64 // λ(P0), B, γ
+}
+
+// Lambda is Eq. 2.
+func (m ThroughputModel) Lambda(p int) float64 {
+	fp, f0 := float64(p), float64(m.P0)
+	return fp * m.Lambda0 / (f0 + m.B*f0*(math.Exp(-m.G*f0)-math.Exp(-m.G*fp))*(fp-1))
+}
+
+// FitThroughput pins Eq. 2 down from three samples, P0 < P1 < P2 (seed 004
+// takes λ(P2) unconstrained and λ(P1) in between): each of the two upper
+// samples gives K(P) = (P·λ0/λ(P) − P0) / (P0·(P − 1)) = B·(e^(−γP0) − e^(−γP)),
+// their ratio fixes γ (found by bisection, the ratio being monotonic in γ)
+// and then B. ok is false when the samples show no contention to model
+// (throughput growing at least linearly) or do not fit Eq. 2.
+func FitThroughput(s0, s1, s2 ThroughputSample) (m ThroughputModel, ok bool) {
+	if !(s0.P >= 1 && s0.P < s1.P && s1.P < s2.P) || s0.Lambda <= 0 || s1.Lambda <= 0 || s2.Lambda <= 0 {
+		return m, false
+	}
+	p0, p1, p2 := float64(s0.P), float64(s1.P), float64(s2.P)
+	k := func(p, lambda float64) float64 { return (p*s0.Lambda/lambda - p0) / (p0 * (p - 1)) }
+	k1, k2 := k(p1, s1.Lambda), k(p2, s2.Lambda)
+	if k1 <= 0 || k2 <= 0 {
+		return m, false
+	}
+	// r(γ) = (1 − e^(−γ(P1−P0))) / (1 − e^(−γ(P2−P0))) rises from
+	// (P1−P0)/(P2−P0) at γ → 0 to 1 at γ → ∞.
+	ratio := func(g float64) float64 { return -math.Expm1(-g*(p1-p0)) / -math.Expm1(-g*(p2-p0)) }
+	want := k1 / k2
+	if want <= (p1-p0)/(p2-p0) || want >= 1 {
+		return m, false
+	}
+	lo, hi := 1e-9, 1.0
+	for ratio(hi) < want && hi < 1e6 {
+		hi *= 2
+	}
+	for range 200 {
+		mid := (lo + hi) / 2
+		if ratio(mid) < want {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	g := (lo + hi) / 2
+	b := k1 / (math.Exp(-g*p0) - math.Exp(-g*p1))
+	return ThroughputModel{P0: s0.P, Lambda0: s0.Lambda, B: b, G: g}, true
+}
+
+// MatchingPoint is C, the first local maximum of Eq. 2 for P in
+// [P0, maxP]: the smallest parallelism at which throughput peaks.
+func (m ThroughputModel) MatchingPoint(maxP int) int {
+	best := m.P0
+	for p := m.P0 + 1; p <= maxP; p++ {
+		if m.Lambda(p) < m.Lambda(best) {
+			break
+		}
+		best = p
+	}
+	return best
+}
+
+// Calibration is the outcome of one calibration of P.
+type Calibration struct {
+	Samples [3]ThroughputSample
+	// Fitted says Eq. 2 fitted the samples; then Model is the fit and P
+	// its matching point. Otherwise P is 0 (no limit) when the samples show
+	// no contention, else the best sampled P.
+	Fitted bool
+	Model  ThroughputModel
+	P      int
+	At     time.Time
+}
+
+// Calibrator measures the three samples of §4.3.1 on live traffic: it asks
+// for P = P0, P1, P2 in turn, each for a window whose first fifth is left
+// to settle, counts the requests completed, and fits Eq. 2. It is pure
+// logic: its driver sets the gate's P and feeds it the clock and the
+// gate's completion count.
+type Calibrator struct {
+	points [3]int
+	window time.Duration
+	step   int
+	// The sample being measured: when its settling ended and the count then.
+	measuring bool
+	since     time.Time
+	count     uint64
+	samples   [3]ThroughputSample
+}
+
+// NewCalibrator samples at p0 < p1 < p2, window each.
+func NewCalibrator(p0, p1, p2 int, window time.Duration) *Calibrator {
+	return &Calibrator{points: [3]int{p0, p1, p2}, window: window}
+}
+
+// Start begins the first sample at now; the driver sets P to the value
+// returned.
+func (c *Calibrator) Start(now time.Time) int {
+	c.step, c.measuring, c.since = 0, false, now
+	return c.points[0]
+}
+
+// Tick advances the calibration: completed is the gate's completion count
+// at now. It returns the P the driver must set next (unchanged while a
+// sample runs) and, once the last sample is taken, the result.
+func (c *Calibrator) Tick(now time.Time, completed uint64) (p int, result *Calibration) {
+	settle := c.window / 5
+	switch {
+	case !c.measuring && now.Sub(c.since) >= settle:
+		c.measuring, c.since, c.count = true, now, completed
+	case c.measuring && now.Sub(c.since) >= c.window-settle:
+		secs := now.Sub(c.since).Seconds()
+		c.samples[c.step] = ThroughputSample{P: c.points[c.step], Lambda: float64(completed-c.count) / secs}
+		c.step++
+		if c.step == len(c.points) {
+			return 0, c.result(now)
+		}
+		c.measuring, c.since = false, now
+	}
+	return c.points[c.step], nil
+}
+
+func (c *Calibrator) result(now time.Time) *Calibration {
+	r := &Calibration{Samples: c.samples, At: now}
+	if m, ok := FitThroughput(c.samples[0], c.samples[1], c.samples[2]); ok {
+		r.Fitted, r.Model, r.P = true, m, m.MatchingPoint(c.points[2])
+		return r
+	}
+	best := c.samples[0]
+	for _, s := range c.samples[1:] {
+		if s.Lambda > best.Lambda {
+			best = s
+		}
+	}
+	if best.P != c.points[2] {
+		r.P = best.P // a peak below the largest sample, Eq. 2 or not
+	}
+	return r
+}

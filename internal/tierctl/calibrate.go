@@ -1,0 +1,65 @@
+package tierctl
+
+import (
+	"time"
+
+	"tierdb/internal/mongoerr"
+	"tierdb/internal/qos"
+)
+
+// calibrationTick is how often the calibration looks at the gate.
+const calibrationTick = 20 * time.Millisecond
+
+// Recalibrate finds P, the delivered parallelism, on the live traffic
+// (seed 004 §4.3.1): it runs the gate at P0 = 1, P1 = max(2, maxP/4) and
+// P2 = maxP for window each, fits Eq. 2 and makes the matching point the
+// running P (0, no limit, when the traffic shows no contention). It returns
+// at once; the calibration runs in the background, and qosStatus reports
+// it. maxP is the most requests the backends can hold at once.
+func (m *Manager) Recalibrate(window time.Duration, maxP int) error {
+	if window < 100*time.Millisecond || window > 10*time.Minute {
+		return mongoerr.Newf(mongoerr.BadValue, "calibration window must be from 100 ms to 10 minutes, got %v", window)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.calibrating {
+		return mongoerr.New(mongoerr.ConflictingOperationInProg, "a calibration of parallelism is already running")
+	}
+	m.calibrating = true
+	maxP = max(maxP, 4)
+	c := qos.NewCalibrator(1, max(2, maxP/4), maxP, window)
+	go m.calibrate(c)
+	return nil
+}
+
+func (m *Manager) calibrate(c *qos.Calibrator) {
+	restricted := m.Config().Fair.Restricted
+	p := c.Start(time.Now())
+	_ = m.Gate.SetLimits(p, restricted)
+	tick := time.NewTicker(calibrationTick)
+	defer tick.Stop()
+	for now := range tick.C {
+		next, res := c.Tick(now, m.Gate.Completed())
+		if res != nil {
+			m.mu.Lock()
+			m.cfg.Fair.Parallelism = res.P
+			m.lastCalibration = res
+			m.calibrating = false
+			_ = m.Gate.SetLimits(m.cfg.Fair.Parallelism, m.cfg.Fair.Restricted)
+			m.mu.Unlock()
+			return
+		}
+		if next != p {
+			p = next
+			_ = m.Gate.SetLimits(p, restricted)
+		}
+	}
+}
+
+// Calibration reports whether a calibration runs and the last one's
+// outcome (nil before the first).
+func (m *Manager) Calibration() (running bool, last *qos.Calibration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.calibrating, m.lastCalibration
+}
