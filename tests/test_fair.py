@@ -175,3 +175,39 @@ def test_recalibration_samples_three_parallelisms_and_sets_p(new_server):
             th.join(30)
         c.close()
         t.cleanup()
+
+
+def test_latency_objectives_are_set_checked_and_reported(authed):
+    t, admin = authed
+    admin.admin.command("createUser", "ls", pwd="ls", roles=[{"role": "readWrite", "db": "app"}], slo={"p999Ms": 20})
+    assert admin.admin.command("usersInfo", "ls")["users"][0]["slo"] == {"p999Ms": 20}
+    for bad in ({"p999Ms": 0}, {"p99Ms": 5}, {"p999Ms": "fast"}, 7):
+        with pytest.raises(OperationFailure) as e:
+            admin.admin.command("updateUser", "ls", slo=bad)
+        assert e.value.code == 2, bad
+    admin.admin.command("createUser", "ua", pwd="ua", roles=[{"role": "userAdmin", "db": "admin"}])
+    ua = t.client(username="ua", password="ua")
+    try:
+        with pytest.raises(OperationFailure) as e:
+            ua.admin.command("updateUser", "ls", slo={"p999Ms": 1})
+        assert e.value.code == 13
+    finally:
+        ua.close()
+    ls = t.client(username="ls", password="ls")
+    try:
+        for i in range(50):
+            ls.app.c.insert_one({"i": i})
+        deadline = time.time() + 10
+        while True:
+            slos = {s["user"]: s for s in admin.admin.command("qosStatus")["fair"]["slos"]}
+            if "admin.ls" in slos and slos["admin.ls"]["p999Ms"] > 0:
+                break
+            assert time.time() < deadline, slos
+            time.sleep(0.2)
+        s = slos["admin.ls"]
+        assert s["p999ObjectiveMs"] == 20 and s["state"] in ("met", "missed", "cannot be met")
+        assert s["weightScale"] > 0
+    finally:
+        ls.close()
+    admin.admin.command("updateUser", "ls", slo={})
+    assert admin.admin.command("usersInfo", "ls")["users"][0]["slo"] == {}

@@ -190,6 +190,7 @@ func serve(args []string) error {
 		storeOpts.OnBackendOpen = ctrl.BackendOpened
 		storeOpts.OnBackendClose = ctrl.BackendClosed
 		go keepBackgroundIO(ctx, ctrl)
+		go adjustSLOs(ctx, gate)
 		applyBackground = ctrl.ApplyBackground
 		log.Info("QoS on", "threshold", qcfg.Threshold, "nice", qcfg.Nice, "cpu_pools", qcfg.Pools.Enabled(),
 			"parallelism", qcfg.Fair.Parallelism, "restricted", qcfg.Fair.Restricted)

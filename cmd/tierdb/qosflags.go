@@ -163,6 +163,20 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 	return nil
 }
 
+// adjustSLOs runs the gate's latency-objective controller once a second.
+func adjustSLOs(ctx context.Context, g *qos.Gate) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			g.AdjustSLOs()
+		}
+	}
+}
+
 // keepBackgroundIO re-applies the background processes' I/O priority now
 // and then, so that processes PostgreSQL restarts get it too (the applier
 // makes no system call for what is already set).

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
@@ -45,6 +46,9 @@ type User struct {
 	// Weight is the user's share within its tier relative to other users
 	// (φ of seed 004); 0 means the default, 1.
 	Weight float64
+	// SLO is the user's p99.9 latency objective (0: none), which the
+	// gate's SLO controller meets by scaling the weight.
+	SLO time.Duration
 }
 
 // Mechanisms lists the user's mechanisms, strongest first.
@@ -473,6 +477,7 @@ type userDoc struct {
 	CustomData  bson.Raw              `bson:"customData,omitempty"`
 	DefaultTier string                `bson:"defaultTier"`
 	Weight      float64               `bson:"weight,omitempty"`
+	SLOMicros   int64                 `bson:"sloP999Micros,omitempty"`
 }
 
 type resourceDoc struct {
@@ -497,7 +502,7 @@ type roleDoc struct {
 
 func encodeUser(u *User) []byte {
 	d := userDoc{ID: u.Name.String(), User: u.Name.User, DB: u.Name.DB, Credentials: map[string]Credential{},
-		Roles: u.Roles, CustomData: u.CustomData, DefaultTier: u.DefaultTier.String(), Weight: u.Weight}
+		Roles: u.Roles, CustomData: u.CustomData, DefaultTier: u.DefaultTier.String(), Weight: u.Weight, SLOMicros: u.SLO.Microseconds()}
 	if d.Roles == nil {
 		d.Roles = []RoleName{}
 	}
@@ -516,7 +521,7 @@ func decodeUser(b []byte) (*User, error) {
 	if err := bson.Unmarshal(b, &d); err != nil {
 		return nil, err
 	}
-	u := &User{Name: UserName{d.User, d.DB}, Credentials: map[Mechanism]Credential{}, Roles: d.Roles, CustomData: d.CustomData, DefaultTier: qos.Normal, Weight: d.Weight}
+	u := &User{Name: UserName{d.User, d.DB}, Credentials: map[Mechanism]Credential{}, Roles: d.Roles, CustomData: d.CustomData, DefaultTier: qos.Normal, Weight: d.Weight, SLO: time.Duration(d.SLOMicros) * time.Microsecond}
 	if t, ok := qos.ParseTier(d.DefaultTier); ok {
 		u.DefaultTier = t
 	}

@@ -136,6 +136,17 @@ func (h *Handlers) writeFairMetrics(w *metrics.Writer, st qos.GateStats) {
 		{"tierdb_fair_user_waiting", "Requests of a user waiting at the fair-share gate.", func(u qos.UserStats) float64 { return float64(u.Waiting) }},
 		{"tierdb_fair_user_weight", "A user's fair-share weight.", func(u qos.UserStats) float64 { return u.Weight }},
 	}
+	slos := h.opts.QoS.Gate.SLOs()
+	for _, s := range slos {
+		w.Gauge("tierdb_slo_p999_seconds", "A user's p99.9 latency over the last SLO period.", metrics.Labels{{"user", s.User}}, s.P999.Seconds())
+	}
+	for _, s := range slos {
+		met := 0.0
+		if s.Met {
+			met = 1
+		}
+		w.Gauge("tierdb_slo_met", "1 when a user's p99.9 met its objective over the last SLO period.", metrics.Labels{{"user", s.User}}, met)
+	}
 	for _, m := range perUser {
 		for t := qos.Normal; t < qos.NumTiers; t++ {
 			for _, u := range st.Tiers[t].Users {

@@ -98,7 +98,9 @@ func (h *Handlers) qosStatus(_ context.Context, req *Request) (bson.D, error) {
 			{Key: "expired", Value: int64(st.AnticipationExpired)},
 		}},
 		{Key: "tiers", Value: tiers},
-		{Key: "fair", Value: append(fairStatus(m.Gate.Stats()), bson.E{Key: "calibration", Value: calibrationStatus(m.Calibration())})},
+		{Key: "fair", Value: append(fairStatus(m.Gate.Stats()),
+			bson.E{Key: "calibration", Value: calibrationStatus(m.Calibration())},
+			bson.E{Key: "slos", Value: sloStatus(m.Gate.SLOs())})},
 		{Key: "cpuPools", Value: pools},
 		{Key: "backgroundIOPriority", Value: cfg.IO.Background.String()},
 		{Key: "walWriterIOPriority", Value: cfg.IO.WALWriter.String()},
@@ -211,6 +213,29 @@ func fairStatus(st qos.GateStats) bson.D {
 		{Key: "highInProcess", Value: int32(st.InProcess[qos.High])},
 		{Key: "tiers", Value: tiers},
 	}
+}
+
+// sloStatus is each latency objective: met or not, and the weight scale
+// the controller gives the user.
+func sloStatus(slos []qos.SLOStats) bson.A {
+	out := bson.A{}
+	for _, s := range slos {
+		state := "met"
+		switch {
+		case s.Unmeetable:
+			state = "cannot be met"
+		case !s.Met:
+			state = "missed"
+		}
+		out = append(out, bson.D{
+			{Key: "user", Value: s.User},
+			{Key: "p999ObjectiveMs", Value: float64(s.Objective) / float64(time.Millisecond)},
+			{Key: "p999Ms", Value: float64(s.P999) / float64(time.Millisecond)},
+			{Key: "weightScale", Value: s.Scale},
+			{Key: "state", Value: state},
+		})
+	}
+	return out
 }
 
 func applyQoSField(c *qos.Config, e bson.E) error {

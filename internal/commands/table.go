@@ -130,7 +130,7 @@ type Admitter interface {
 // FairAdmitter is the second admission contract: Admit blocks until a
 // request of user (with its weight) at tier t may run.
 type FairAdmitter interface {
-	Admit(ctx context.Context, t qos.Tier, user string, weight float64) (done func(), err error)
+	Admit(ctx context.Context, t qos.Tier, p qos.Principal) (done func(), err error)
 }
 
 // Handlers holds the command table and what its handlers share.
@@ -425,9 +425,8 @@ func (h *Handlers) run(ctx context.Context, req *Request) (bson.D, error) {
 			if err == nil {
 				defer done()
 				if h.opts.Fair != nil {
-					user, weight := fairUser(req.Session)
 					var fdone func()
-					if fdone, err = h.opts.Fair.Admit(ctx, tier, user, weight); err == nil {
+					if fdone, err = h.opts.Fair.Admit(ctx, tier, fairPrincipal(req.Session)); err == nil {
 						defer fdone()
 					}
 				}
@@ -455,22 +454,23 @@ func (h *Handlers) run(ctx context.Context, req *Request) (bson.D, error) {
 	return run(ctx, req)
 }
 
-// fairUser is who a request counts for in the fair share of its tier: the
-// authenticated user with its weight, else the client's address (one user
-// per peer host, weight 1), so unauthenticated clients on different hosts
-// are not lumped together.
-func fairUser(s *Session) (string, float64) {
+// fairPrincipal is who a request counts for in the fair share of its tier:
+// the authenticated user with its weight and latency objective, else the
+// client's address (one user per peer host, weight 1), so unauthenticated
+// clients on different hosts are not lumped together.
+func fairPrincipal(s *Session) qos.Principal {
 	switch {
 	case s == nil:
-		return "", 1
+		return qos.Principal{Weight: 1}
 	case s.User != nil:
-		return s.User.User.Name.String(), userWeight(s.User.User)
+		u := s.User.User
+		return qos.Principal{User: u.Name.String(), Weight: userWeight(u), SLO: u.SLO}
 	}
 	host, _, err := net.SplitHostPort(s.RemoteAddr)
 	if err != nil {
 		host = s.RemoteAddr
 	}
-	return "peer " + host, 1
+	return qos.Principal{User: "peer " + host, Weight: 1}
 }
 
 // withMaxTime applies maxTimeMS to the request context.

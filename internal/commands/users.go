@@ -2,6 +2,7 @@ package commands
 
 import (
 	"context"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
@@ -267,7 +268,46 @@ func (h *Handlers) userFields(req *Request, u *auth.User, creating bool) error {
 		}
 		u.Weight = w
 	}
+	if v, ok := lookup(req.Cmd[1:], "slo"); ok {
+		slo, err := parseSLO(v)
+		if err != nil {
+			return err
+		}
+		if !h.mayCluster(req.Session, auth.Actions(auth.ActSetQoSConfig)) {
+			return mongoerr.New(mongoerr.Unauthorized, "setting a user's latency objective needs the setQoSConfig privilege (clusterManager or root)")
+		}
+		u.SLO = slo
+	}
 	return nil
+}
+
+// parseSLO reads a latency objective: {p999Ms: N} (N > 0, at most an
+// hour), or {} to remove it.
+func parseSLO(v any) (time.Duration, error) {
+	d, ok := v.(bson.D)
+	if !ok {
+		return 0, mongoerr.New(mongoerr.BadValue, "slo must be an object such as {p999Ms: 20}, or {} for none")
+	}
+	var slo time.Duration
+	for _, e := range d {
+		ms, isNum := asNumber(e.Value)
+		if e.Key != "p999Ms" {
+			return 0, mongoerr.Newf(mongoerr.BadValue, "unknown slo field %q: tierdb keeps p99.9 objectives (p999Ms)", e.Key)
+		}
+		if !isNum || !(ms > 0 && ms <= 3600_000) {
+			return 0, mongoerr.New(mongoerr.BadValue, "slo.p999Ms must be a number of milliseconds greater than 0 and at most 3600000")
+		}
+		slo = time.Duration(ms * float64(time.Millisecond))
+	}
+	return slo, nil
+}
+
+// sloDoc shows a latency objective as it is set: {p999Ms} or {}.
+func sloDoc(slo time.Duration) bson.D {
+	if slo <= 0 {
+		return bson.D{}
+	}
+	return bson.D{{Key: "p999Ms", Value: float64(slo) / float64(time.Millisecond)}}
 }
 
 // userWeight is the user's fair-share weight, 1 unless set.
@@ -323,7 +363,7 @@ func (h *Handlers) updateUser(ctx context.Context, req *Request) (bson.D, error)
 	}
 	for _, e := range req.Cmd[1:] {
 		switch e.Key {
-		case "pwd", "roles", "customData", "mechanisms", "digestPassword", "defaultTier", "weight":
+		case "pwd", "roles", "customData", "mechanisms", "digestPassword", "defaultTier", "weight", "slo":
 		default:
 			if !isGenericField(e.Key) {
 				return nil, mongoerr.Newf(mongoerr.BadValue, "unknown updateUser field %q", e.Key)
@@ -452,6 +492,7 @@ func (h *Handlers) userInfoDoc(p *auth.Principal, showPriv bool) bson.D {
 		{Key: "mechanisms", Value: mechs},
 		{Key: "defaultTier", Value: u.DefaultTier.String()},
 		{Key: "weight", Value: userWeight(u)},
+		{Key: "slo", Value: sloDoc(u.SLO)},
 		{Key: "tiers", Value: tiersArray(p.Grants)},
 	}
 	if len(u.CustomData) > 0 {

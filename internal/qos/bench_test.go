@@ -76,7 +76,7 @@ func BenchmarkGateAdmitDone(b *testing.B) {
 	g, _ := NewGate(GateOptions{Parallelism: 8})
 	b.ReportAllocs()
 	for b.Loop() {
-		done, err := g.Admit(ctx, Normal, "admin.alice", 1)
+		done, err := g.Admit(ctx, Normal, Principal{User: "admin.alice", Weight: 1})
 		if err != nil {
 			b.Fatal(err)
 		}

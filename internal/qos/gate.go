@@ -62,6 +62,16 @@ type Gate struct {
 	// completed counts requests that ran to their done: the throughput
 	// the calibration of P samples.
 	completed uint64
+	// slos are the latency objectives of users, by user (slo.go).
+	slos map[string]*sloState
+}
+
+// Principal is who a request counts for at the gate: a user, its weight
+// (φ, > 0; 0 counts as 1) and its p99.9 latency objective (0: none).
+type Principal struct {
+	User   string
+	Weight float64
+	SLO    time.Duration
 }
 
 // NewGate returns a Gate with nothing in process.
@@ -73,7 +83,7 @@ func NewGate(opts GateOptions) (*Gate, error) {
 	if clock == nil {
 		clock = RealClock()
 	}
-	g := &Gate{clock: clock, p: opts.Parallelism, restricted: opts.Restricted}
+	g := &Gate{clock: clock, p: opts.Parallelism, restricted: opts.Restricted, slos: map[string]*sloState{}}
 	for t := range g.tiers {
 		g.tiers[t].users = map[string]*fairUser{}
 		g.tiers[t].ctl = newZetaControl(opts, clock.Now())
@@ -93,17 +103,27 @@ type gateWaiter struct {
 	gen       uint64
 }
 
-// Admit blocks until a request of user (with weight, > 0) at tier t may
-// be processed and returns done, to be called once when it ends. If ctx
-// ends first, the request leaves no trace and ctx.Err() is returned; a
-// grant that races with the end of ctx is given back.
-func (g *Gate) Admit(ctx context.Context, t Tier, user string, weight float64) (done func(), err error) {
+// Admit blocks until a request of p at tier t may be processed and returns
+// done, to be called once when it ends. If ctx ends first, the request
+// leaves no trace and ctx.Err() is returned; a grant that races with the
+// end of ctx is given back.
+func (g *Gate) Admit(ctx context.Context, t Tier, p Principal) (done func(), err error) {
 	if t >= NumTiers {
 		return nil, mongoerr.Newf(mongoerr.BadValue, "unknown performance tier %d", uint8(t))
 	}
 	now := g.clock.Now()
 	g.mu.Lock()
-	u := g.tiers[t].user(user, weight, now)
+	weight := p.Weight
+	if weight <= 0 {
+		weight = 1
+	}
+	var slo *sloState
+	if p.SLO > 0 {
+		slo = g.sloLocked(p.User, p.SLO)
+		weight *= slo.scale
+	}
+	u := g.tiers[t].user(p.User, weight, now)
+	u.slo = slo
 	if t == High || g.tiers[t].waiting == 0 && g.mayRunLocked(t) {
 		slot, gen := g.takeLocked(t, u)
 		g.mu.Unlock()
@@ -182,6 +202,9 @@ func (g *Gate) releaseLocked(t Tier, u *fairUser, slot uint32, gen uint64, laten
 	if latency > 0 {
 		u.lat.add(latency)
 		g.completed++
+		if u.slo != nil {
+			u.slo.add(latency)
+		}
 	}
 	g.dispatchLocked()
 }
@@ -263,4 +286,51 @@ func (g *Gate) Stats() GateStats {
 		st.Tiers[t] = fs
 	}
 	return st
+}
+
+// sloLocked returns user's objective state, made or updated to objective.
+func (g *Gate) sloLocked(user string, objective time.Duration) *sloState {
+	s := g.slos[user]
+	if s == nil {
+		s = &sloState{scale: 1}
+		g.slos[user] = s
+	}
+	s.objective = objective
+	return s
+}
+
+// AdjustSLOs runs one period of the SLO controller (its driver calls it
+// every second or so) and forgets objectives no request has carried since
+// the last period.
+func (g *Gate) AdjustSLOs() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for user, s := range g.slos {
+		if len(s.lat) == 0 && !g.hasUserLocked(user) {
+			delete(g.slos, user)
+			continue
+		}
+		s.adjust()
+	}
+}
+
+func (g *Gate) hasUserLocked(user string) bool {
+	for t := range g.tiers {
+		if _, ok := g.tiers[t].users[user]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// SLOs describes the objectives, by user.
+func (g *Gate) SLOs() []SLOStats {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var out []SLOStats
+	for user, s := range g.slos {
+		out = append(out, SLOStats{User: user, Objective: s.objective, P999: s.p999, Scale: s.scale, Met: s.met, Unmeetable: s.unmeetable})
+	}
+	slices.SortFunc(out, func(a, b SLOStats) int { return strings.Compare(a.User, b.User) })
+	return out
 }

@@ -25,7 +25,7 @@ func newTestGate(t *testing.T, opts GateOptions) (*Gate, *fakeClock) {
 func admitAsync(g *Gate, ctx context.Context, tier Tier, user string, w float64) <-chan func() {
 	ch := make(chan func(), 1)
 	go func() {
-		done, err := g.Admit(ctx, tier, user, w)
+		done, err := g.Admit(ctx, tier, Principal{User: user, Weight: w})
 		if err == nil {
 			ch <- done
 		} else {
@@ -64,11 +64,11 @@ func TestNewGateOptions(t *testing.T) {
 func TestParallelismBoundsInProcess(t *testing.T) {
 	g, _ := newTestGate(t, GateOptions{Parallelism: 2})
 	ctx := context.Background()
-	d1, _ := g.Admit(ctx, Normal, "a", 1)
-	d2, _ := g.Admit(ctx, Normal, "a", 1)
+	d1, _ := g.Admit(ctx, Normal, Principal{User: "a", Weight: 1})
+	d2, _ := g.Admit(ctx, Normal, Principal{User: "a", Weight: 1})
 	third := admitAsync(g, ctx, Normal, "a", 1)
 	waitQueued(t, g, Normal, 1)
-	dh, err := g.Admit(ctx, High, "h", 1) // beyond P: high never waits
+	dh, err := g.Admit(ctx, High, Principal{User: "h", Weight: 1}) // beyond P: high never waits
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,13 +96,13 @@ func TestParallelismBoundsInProcess(t *testing.T) {
 func TestRestrictedShareWhileHighActive(t *testing.T) {
 	g, _ := newTestGate(t, GateOptions{Parallelism: 4, Restricted: 1})
 	ctx := context.Background()
-	dh, _ := g.Admit(ctx, High, "h", 1)
-	d1, _ := g.Admit(ctx, Normal, "a", 1)
+	dh, _ := g.Admit(ctx, High, Principal{User: "h", Weight: 1})
+	d1, _ := g.Admit(ctx, Normal, Principal{User: "a", Weight: 1})
 	second := admitAsync(g, ctx, Low, "b", 1)
 	waitQueued(t, g, Low, 1)
 	dh()
 	d2 := <-second
-	d3, err := g.Admit(ctx, Normal, "a", 1)
+	d3, err := g.Admit(ctx, Normal, Principal{User: "a", Weight: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +115,7 @@ func TestRestrictedShareWhileHighActive(t *testing.T) {
 func TestNormalBeforeLow(t *testing.T) {
 	g, _ := newTestGate(t, GateOptions{Parallelism: 1})
 	ctx := context.Background()
-	d, _ := g.Admit(ctx, Normal, "x", 1)
+	d, _ := g.Admit(ctx, Normal, Principal{User: "x", Weight: 1})
 	low := admitAsync(g, ctx, Low, "l", 1)
 	waitQueued(t, g, Low, 1)
 	norm := admitAsync(g, ctx, Normal, "n", 1)
@@ -138,7 +138,7 @@ func TestNormalBeforeLow(t *testing.T) {
 func TestWeightedRoundRobinOrder(t *testing.T) {
 	g, _ := newTestGate(t, GateOptions{Parallelism: 1, Zeta: 2})
 	ctx := context.Background()
-	hold, _ := g.Admit(ctx, Normal, "hold", 1)
+	hold, _ := g.Admit(ctx, Normal, Principal{User: "hold", Weight: 1})
 	var mu sync.Mutex
 	var order []string
 	var wg sync.WaitGroup
@@ -148,7 +148,7 @@ func TestWeightedRoundRobinOrder(t *testing.T) {
 			before := g.Stats().Tiers[Normal].Waiting
 			go func() {
 				defer wg.Done()
-				done, err := g.Admit(ctx, Normal, user, w)
+				done, err := g.Admit(ctx, Normal, Principal{User: user, Weight: w})
 				if err != nil {
 					t.Error(err)
 					return
@@ -181,7 +181,7 @@ func TestWeightedRoundRobinOrder(t *testing.T) {
 // ends gives the slot back.
 func TestGateCancellation(t *testing.T) {
 	g, _ := newTestGate(t, GateOptions{Parallelism: 1})
-	d, _ := g.Admit(context.Background(), Normal, "a", 1)
+	d, _ := g.Admit(context.Background(), Normal, Principal{User: "a", Weight: 1})
 	ctx, cancel := context.WithCancel(context.Background())
 	ch := admitAsync(g, ctx, Normal, "b", 1)
 	waitQueued(t, g, Normal, 1)
@@ -193,15 +193,15 @@ func TestGateCancellation(t *testing.T) {
 		t.Fatalf("cancelled waiter still counted: %+v", st.Tiers[Normal])
 	}
 	d()
-	d2, err := g.Admit(context.Background(), Normal, "c", 1)
+	d2, err := g.Admit(context.Background(), Normal, Principal{User: "c", Weight: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	d2()
 	ended, stop := context.WithCancel(context.Background())
 	stop()
-	hold, _ := g.Admit(context.Background(), Normal, "a", 1)
-	if _, err := g.Admit(ended, Normal, "b", 1); !errors.Is(err, context.Canceled) {
+	hold, _ := g.Admit(context.Background(), Normal, Principal{User: "a", Weight: 1})
+	if _, err := g.Admit(ended, Normal, Principal{User: "b", Weight: 1}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Admit with an ended context = %v", err)
 	}
 	hold()
@@ -271,7 +271,7 @@ func TestGateStress(t *testing.T) {
 			tier := Tier(i % 3)
 			for j := range 150 {
 				ctx, cancel := context.WithTimeout(context.Background(), time.Duration(j%5)*time.Millisecond+time.Millisecond)
-				done, err := g.Admit(ctx, tier, fmt.Sprint("u", i%5), float64(1+i%2))
+				done, err := g.Admit(ctx, tier, Principal{User: fmt.Sprint("u", i%5), Weight: float64(1 + i%2)})
 				if err == nil {
 					mu.Lock()
 					inProcess++

@@ -23,6 +23,7 @@ type fairUser struct {
 	backlogged bool
 	lat        latencyStats
 	lastSeen   time.Time
+	slo        *sloState // the user's latency objective, if any
 }
 
 func (u *fairUser) pop() *gateWaiter {
