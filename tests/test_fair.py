@@ -211,3 +211,55 @@ def test_latency_objectives_are_set_checked_and_reported(authed):
         ls.close()
     admin.admin.command("updateUser", "ls", slo={})
     assert admin.admin.command("usersInfo", "ls")["users"][0]["slo"] == {}
+
+
+def nice_of(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        return int(f.read().rsplit(")", 1)[1].split()[16])
+
+
+def test_priority_inheritance_boosts_the_holder_of_a_row_lock(new_server):
+    """A low-tier transaction holds a row lock; a high-tier update of that
+    row waits for it. While it waits, the low-tier backend runs at the high
+    tier's nice level; once the lock is released it is back at its own."""
+    t = new_server(extra_args=["--priority-inheritance", "5ms"]).start()
+    c = t.client()
+    try:
+        coll = c.app.hot
+        coll.insert_one({"_id": 1, "n": 0})
+        status = c.admin.command("qosStatus")
+        want = {tier: status["tiers"][tier]["nice"] for tier in ("high", "low")}
+        s = c.start_session()
+        s.start_transaction()
+        c.admin.command("setClientPriority", "low")  # the client's one connection: the session's statements run low
+        coll.update_one({"_id": 1}, {"$inc": {"n": 1}}, session=s)
+        low_pids = c.admin.command("qosStatus")["tiers"]["low"]["backends"]
+        assert len(low_pids) == 1 and nice_of(low_pids[0]) == want["low"]
+        hi = t.client()
+        hi.admin.command("setClientPriority", "high")
+        result = {}
+
+        def blocked_update():
+            result["r"] = hi.app.hot.update_one({"_id": 1}, {"$inc": {"n": 10}})
+
+        th = threading.Thread(target=blocked_update)
+        th.start()
+        deadline = time.time() + 10
+        while nice_of(low_pids[0]) != want["high"]:
+            assert time.time() < deadline, "the lock holder never inherited the high tier's priority"
+            time.sleep(0.01)
+        assert low_pids[0] in c.admin.command("qosStatus")["osPriorities"]["inheriting"]
+        s.commit_transaction()
+        th.join(10)
+        assert result["r"].modified_count == 1
+        deadline = time.time() + 10
+        while nice_of(low_pids[0]) != want["low"]:
+            assert time.time() < deadline, "the holder kept the high tier's priority after the wait"
+            time.sleep(0.01)
+        assert c.admin.command("qosStatus")["osPriorities"]["inheritances"] >= 1
+        assert coll.find_one({"_id": 1})["n"] == 11
+        s.end_session()
+        hi.close()
+    finally:
+        c.close()
+        t.cleanup()

@@ -204,6 +204,9 @@ func serve(args []string) error {
 	defer store.Close()
 	external.Store(store)
 	applyBackground()
+	if manager != nil && f.qos.inherit > 0 {
+		go manager.Controller.Inherit(ctx, f.qos.inherit, store.LockHolders)
+	}
 
 	registry, err := setupAuth(ctx, log, store, f.listen, f.auth)
 	if err != nil {

@@ -26,6 +26,8 @@ type qosFlags struct {
 	io           string
 	pools        string
 	fair         qos.FairConfig
+	// inherit is the poll interval of priority inheritance (0: off).
+	inherit time.Duration
 }
 
 func (q *qosFlags) register(fs *flag.FlagSet) {
@@ -41,6 +43,7 @@ func (q *qosFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&q.fair.Restricted, "restricted", 0, "how many normal and low requests may be in PostgreSQL while high-tier requests are (0: no restriction)")
 	fs.Float64Var(&q.fair.UnfairnessBound, "fair-unfairness", d.Fair.UnfairnessBound, "U_f bound of the fair-share round quota control")
 	fs.Float64Var(&q.fair.CVBound, "fair-cv", d.Fair.CVBound, "latency CV bound of the fair-share round quota control")
+	fs.DurationVar(&q.inherit, "priority-inheritance", 0, "while high-tier requests are in process, ask PostgreSQL this often whom they wait for and give those backends the high tier's priorities (0: off)")
 }
 
 func (q *qosFlags) config() (qos.Config, error) {

@@ -54,10 +54,6 @@ func (h *Handlers) qosStatus(_ context.Context, req *Request) (bson.D, error) {
 	tiers := bson.D{}
 	for t := qos.Tier(0); t < qos.NumTiers; t++ {
 		ts := st.Tiers[t]
-		pids := bson.A{}
-		for _, pid := range os.Backends[t] {
-			pids = append(pids, int32(pid))
-		}
 		tiers = append(tiers, bson.E{Key: t.String(), Value: bson.D{
 			{Key: "inProcess", Value: int32(ts.InProcess)},
 			{Key: "waiting", Value: int32(ts.Waiting)},
@@ -72,7 +68,7 @@ func (h *Handlers) qosStatus(_ context.Context, req *Request) (bson.D, error) {
 			}},
 			{Key: "nice", Value: int32(cfg.Nice[t])},
 			{Key: "ioPriority", Value: cfg.IO.Tiers[t].String()},
-			{Key: "backends", Value: pids},
+			{Key: "backends", Value: int32sOf(os.Backends[t])},
 		}})
 	}
 	pools := bson.D{{Key: "enabled", Value: cfg.Pools.Enabled()}}
@@ -108,6 +104,8 @@ func (h *Handlers) qosStatus(_ context.Context, req *Request) (bson.D, error) {
 			{Key: "applied", Value: os.Applied},
 			{Key: "negativeNiceAllowed", Value: !os.NoRaise},
 			{Key: "syscalls", Value: os.Syscalls},
+			{Key: "inheriting", Value: int32sOf(os.Boosted)},
+			{Key: "inheritances", Value: os.Boosts},
 		}},
 		{Key: "users", Value: users},
 		{Key: "caller", Value: callerDoc},
@@ -178,6 +176,14 @@ func calibrationStatus(running bool, c *qos.Calibration) bson.D {
 		d = append(d, bson.E{Key: "model", Value: bson.D{{Key: "B", Value: c.Model.B}, {Key: "gamma", Value: c.Model.G}}})
 	}
 	return d
+}
+
+func int32sOf(pids []int) bson.A {
+	out := bson.A{}
+	for _, p := range pids {
+		out = append(out, int32(p))
+	}
+	return out
 }
 
 // fairStatus is the gate: P, the restricted share, and per tier the round

@@ -31,6 +31,11 @@ type Controller struct {
 	cfg        qos.Config
 	backends   map[int]qos.Tier
 	highActive bool
+	// boosted are lower-tier backends running with the high tier's
+	// settings because a high-tier request waits for them (inherit.go);
+	// boosts counts how often one was.
+	boosted map[int]bool
+	boosts  int64
 	// disabled is set once backends turn out not to be local processes.
 	disabled bool
 	// noRaise is set once negative nice values are refused.
@@ -53,6 +58,7 @@ func New(opts Options, cfg qos.Config) *Controller {
 		bgProcs:    opts.BackgroundProcesses,
 		cfg:        cfg,
 		backends:   map[int]qos.Tier{},
+		boosted:    map[int]bool{},
 		warned:     map[string]bool{},
 		poolsDirty: make(chan struct{}, 1),
 		stop:       make(chan struct{}),
@@ -82,6 +88,7 @@ func (c *Controller) BackendClosed(pid int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.backends, pid)
+	delete(c.boosted, pid)
 	c.applier.Forget(pid)
 }
 
@@ -186,6 +193,9 @@ func (c *Controller) apply(pid int, t qos.Tier) {
 	if !c.cfg.Enabled {
 		return
 	}
+	if c.boosted[pid] {
+		t = qos.High // inheriting the priority of a high-tier request that waits for it
+	}
 	nice := c.cfg.Nice[t]
 	if nice < 0 && c.noRaise {
 		nice = 0
@@ -249,13 +259,20 @@ type Status struct {
 	Backends   [qos.NumTiers][]int
 	NoRaise    bool
 	Syscalls   int64
+	// Boosted backends inherit the high tier's priority now; Boosts
+	// counts how often one started to.
+	Boosted []int
+	Boosts  int64
 }
 
 // Status reports what the controller manages.
 func (c *Controller) Status() Status {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	st := Status{Applied: !c.disabled && c.cfg.Enabled, HighActive: c.highActive, NoRaise: c.noRaise, Syscalls: c.applier.Syscalls()}
+	st := Status{Applied: !c.disabled && c.cfg.Enabled, HighActive: c.highActive, NoRaise: c.noRaise, Syscalls: c.applier.Syscalls(), Boosts: c.boosts}
+	for pid := range c.boosted {
+		st.Boosted = append(st.Boosted, pid)
+	}
 	for pid, t := range c.backends {
 		st.Backends[t] = append(st.Backends[t], pid)
 	}
