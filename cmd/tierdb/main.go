@@ -179,7 +179,7 @@ func serve(args []string) error {
 		if err != nil {
 			return err
 		}
-		gate, err := qos.NewGate(qos.GateOptions{Parallelism: qcfg.Fair.Parallelism, Restricted: qcfg.Fair.Restricted,
+		gate, err := qos.NewGate(qos.GateOptions{Parallelism: qcfg.Fair.Parallelism, Restricted: qcfg.Fair.Restricted, HighHold: qcfg.Fair.HighHold,
 			UnfairnessBound: qcfg.Fair.UnfairnessBound, CVBound: qcfg.Fair.CVBound})
 		if err != nil {
 			return err

@@ -35,8 +35,10 @@ type Config struct {
 // FairConfig is what GateOptions takes from the configuration.
 type FairConfig struct {
 	// Parallelism is P (0: no limit); Restricted the lower tiers' share
-	// of it while high-tier requests are in process (0: no restriction).
+	// of it while the high tier is active (0: no restriction), which it
+	// stays for HighHold after its last request ends.
 	Parallelism, Restricted int
+	HighHold                time.Duration
 	// UnfairnessBound and CVBound bound the ζ control (U_f°, V_l°).
 	UnfairnessBound, CVBound float64
 }
@@ -84,7 +86,7 @@ func DefaultConfig() Config {
 		Enabled:   true,
 		Threshold: 1,
 		Nice:      [NumTiers]int{-19, 0, 19},
-		Fair:      FairConfig{UnfairnessBound: 0.10, CVBound: 1.0},
+		Fair:      FairConfig{UnfairnessBound: 0.10, CVBound: 1.0, HighHold: 100 * time.Millisecond},
 		IO: IOConfig{
 			Background: IOPrio{Class: IOIdle},
 			WALWriter:  IOPrio{Class: IOBestEffort, Level: 0},
@@ -125,7 +127,7 @@ func (c Config) Validate(onlineCPUs []int) error {
 	if c.Anticipation < 0 {
 		return mongoerr.Newf(mongoerr.BadValue, "anticipation must be ≥ 0 ms, got %v", c.Anticipation)
 	}
-	if c.Fair.Parallelism < 0 || c.Fair.Restricted < 0 {
+	if c.Fair.Parallelism < 0 || c.Fair.Restricted < 0 || c.Fair.HighHold < 0 {
 		return mongoerr.Newf(mongoerr.BadValue, "parallelism and restricted must be integers ≥ 0 (0: no limit), got %d and %d", c.Fair.Parallelism, c.Fair.Restricted)
 	}
 	if !(c.Fair.UnfairnessBound > 0 && c.Fair.UnfairnessBound <= 10) || !(c.Fair.CVBound > 0 && c.Fair.CVBound <= 100) {

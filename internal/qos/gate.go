@@ -17,9 +17,15 @@ type GateOptions struct {
 	// only the restricted share can make a request wait).
 	Parallelism int
 	// Restricted is how many lower-tier (normal and low) requests may be
-	// in process while a high-tier request is: seed 003's restricted CPU
-	// pool, as concurrency. Zero or at least Parallelism: no restriction.
+	// in process while the high tier is active: seed 003's restricted CPU
+	// pool, as concurrency. Zero: no restriction.
 	Restricted int
+	// HighHold keeps the high tier active for this long after its last
+	// request in process ends. A high-tier client working back to back is
+	// out of process between two requests only for its own round trip;
+	// without a hold those gaps would let the lower tiers take every slot
+	// again. Zero: active only while high-tier requests are in process.
+	HighHold time.Duration
 	// Zeta is the initial scheduling-round quota ζ (default 8 per user
 	// that waits, see newRound).
 	Zeta int
@@ -56,6 +62,11 @@ type Gate struct {
 	mu         sync.Mutex
 	p          int
 	restricted int
+	hold       time.Duration
+	// highUntil is when the hold after the last high-tier request ends;
+	// holdTimer dispatches the waiters it kept back then.
+	highUntil time.Time
+	holdTimer Timer
 	running    [NumTiers]int
 	tiers      [NumTiers]tierRound // High's stays empty
 	tokens     tokenTable
@@ -76,14 +87,14 @@ type Principal struct {
 
 // NewGate returns a Gate with nothing in process.
 func NewGate(opts GateOptions) (*Gate, error) {
-	if opts.Parallelism < 0 || opts.Restricted < 0 || opts.Zeta < 0 || opts.UnfairnessBound < 0 || opts.CVBound < 0 || opts.Window < 0 {
+	if opts.Parallelism < 0 || opts.Restricted < 0 || opts.HighHold < 0 || opts.Zeta < 0 || opts.UnfairnessBound < 0 || opts.CVBound < 0 || opts.Window < 0 {
 		return nil, mongoerr.New(mongoerr.BadValue, "gate options must not be negative")
 	}
 	clock := opts.Clock
 	if clock == nil {
 		clock = RealClock()
 	}
-	g := &Gate{clock: clock, p: opts.Parallelism, restricted: opts.Restricted, slos: map[string]*sloState{}}
+	g := &Gate{clock: clock, p: opts.Parallelism, restricted: opts.Restricted, hold: opts.HighHold, slos: map[string]*sloState{}}
 	for t := range g.tiers {
 		g.tiers[t].users = map[string]*fairUser{}
 		g.tiers[t].ctl = newZetaControl(opts, clock.Now())
@@ -160,8 +171,16 @@ func (g *Gate) mayRunLocked(t Tier) bool {
 	if g.p > 0 && total >= g.p {
 		return false
 	}
-	lower := g.running[Normal] + g.running[Low]
-	return t == High || g.running[High] == 0 || g.restricted <= 0 || lower < g.restricted
+	if t == High || g.restricted <= 0 || !g.highActiveLocked() {
+		return true
+	}
+	return g.running[Normal]+g.running[Low] < g.restricted
+}
+
+// highActiveLocked: high-tier requests are in process, or the last one
+// ended less than the hold ago.
+func (g *Gate) highActiveLocked() bool {
+	return g.running[High] > 0 || g.hold > 0 && g.clock.Now().Before(g.highUntil)
 }
 
 // takeLocked records that a request of user u at tier t takes a slot.
@@ -199,6 +218,9 @@ func (g *Gate) releaseLocked(t Tier, u *fairUser, slot uint32, gen uint64, laten
 	}
 	g.running[t]--
 	u.inProcess--
+	if t == High && g.running[High] == 0 && g.hold > 0 && g.restricted > 0 {
+		g.startHoldLocked()
+	}
 	if latency > 0 {
 		u.lat.add(latency)
 		g.completed++
@@ -224,14 +246,28 @@ func (g *Gate) dispatchLocked() {
 	}
 }
 
-// SetLimits changes P and the restricted share at run time (0: no limit);
-// raising them may admit waiters at once.
-func (g *Gate) SetLimits(parallelism, restricted int) error {
-	if parallelism < 0 || restricted < 0 {
-		return mongoerr.Newf(mongoerr.BadValue, "parallelism and the restricted share must not be negative, got %d and %d", parallelism, restricted)
+// startHoldLocked keeps the high tier active for the hold and arms the
+// timer that lets the lower tiers' waiters through when it ends.
+func (g *Gate) startHoldLocked() {
+	g.highUntil = g.clock.Now().Add(g.hold)
+	if g.holdTimer != nil {
+		g.holdTimer.Stop()
+	}
+	g.holdTimer = g.clock.AfterFunc(g.hold, func() {
+		g.mu.Lock()
+		g.dispatchLocked()
+		g.mu.Unlock()
+	})
+}
+
+// SetLimits changes P, the restricted share and the high tier's hold at
+// run time (0: none); raising them may admit waiters at once.
+func (g *Gate) SetLimits(c FairConfig) error {
+	if c.Parallelism < 0 || c.Restricted < 0 || c.HighHold < 0 {
+		return mongoerr.Newf(mongoerr.BadValue, "parallelism, the restricted share and the hold must not be negative, got %d, %d and %v", c.Parallelism, c.Restricted, c.HighHold)
 	}
 	g.mu.Lock()
-	g.p, g.restricted = parallelism, restricted
+	g.p, g.restricted, g.hold = c.Parallelism, c.Restricted, c.HighHold
 	g.dispatchLocked()
 	g.mu.Unlock()
 	return nil

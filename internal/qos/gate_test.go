@@ -55,7 +55,7 @@ func TestNewGateOptions(t *testing.T) {
 		t.Error("negative restricted share accepted")
 	}
 	g, _ := NewGate(GateOptions{Parallelism: 2})
-	if err := g.SetLimits(-1, 0); err == nil {
+	if err := g.SetLimits(FairConfig{Parallelism: -1}); err == nil {
 		t.Error("SetLimits(-1) accepted")
 	}
 }
@@ -296,4 +296,27 @@ func TestGateStress(t *testing.T) {
 	if maxSeen > 3+8 {
 		t.Fatalf("%d in process at once with P = 3 and 8 high clients", maxSeen)
 	}
+}
+
+// The high tier stays active for the hold after its last request: the
+// lower tiers keep their restricted share through a back-to-back client's
+// gaps, and get all of P once the hold ends.
+func TestHighHoldKeepsTheRestriction(t *testing.T) {
+	g, clk := newTestGate(t, GateOptions{Parallelism: 4, Restricted: 1, HighHold: 10 * time.Millisecond})
+	ctx := context.Background()
+	dh, _ := g.Admit(ctx, High, Principal{User: "h"})
+	dh() // the gap between two of the high client's requests
+	d1, _ := g.Admit(ctx, Normal, Principal{User: "a"})
+	second := admitAsync(g, ctx, Normal, "b", 1)
+	waitQueued(t, g, Normal, 1)
+	clk.Advance(9 * time.Millisecond)
+	select {
+	case <-second:
+		t.Fatal("admitted beyond the restricted share within the hold")
+	case <-time.After(10 * time.Millisecond):
+	}
+	clk.Advance(time.Millisecond) // the hold ends: its timer lets the waiter in
+	d2 := <-second
+	d1()
+	d2()
 }

@@ -33,9 +33,9 @@ func (m *Manager) Recalibrate(window time.Duration, maxP int) error {
 }
 
 func (m *Manager) calibrate(c *qos.Calibrator) {
-	restricted := m.Config().Fair.Restricted
-	p := c.Start(time.Now())
-	_ = m.Gate.SetLimits(p, restricted)
+	fair := m.Config().Fair
+	fair.Parallelism = c.Start(time.Now())
+	_ = m.Gate.SetLimits(fair)
 	tick := time.NewTicker(calibrationTick)
 	defer tick.Stop()
 	for now := range tick.C {
@@ -45,13 +45,13 @@ func (m *Manager) calibrate(c *qos.Calibrator) {
 			m.cfg.Fair.Parallelism = res.P
 			m.lastCalibration = res
 			m.calibrating = false
-			_ = m.Gate.SetLimits(m.cfg.Fair.Parallelism, m.cfg.Fair.Restricted)
+			_ = m.Gate.SetLimits(m.cfg.Fair)
 			m.mu.Unlock()
 			return
 		}
-		if next != p {
-			p = next
-			_ = m.Gate.SetLimits(p, restricted)
+		if next != fair.Parallelism {
+			fair.Parallelism = next
+			_ = m.Gate.SetLimits(fair)
 		}
 	}
 }

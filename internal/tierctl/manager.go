@@ -65,7 +65,7 @@ func (m *Manager) Update(change func(*qos.Config) error) (qos.Config, error) {
 	if err := m.Channel.SetThreshold(next.Threshold); err != nil {
 		return m.cfg, err
 	}
-	if err := m.Gate.SetLimits(next.Fair.Parallelism, next.Fair.Restricted); err != nil {
+	if err := m.Gate.SetLimits(next.Fair); err != nil {
 		return m.cfg, err
 	}
 	m.Channel.SetStarvationGuard(next.StarvationGuard)
