@@ -67,9 +67,9 @@ type Gate struct {
 	// holdTimer dispatches the waiters it kept back then.
 	highUntil time.Time
 	holdTimer Timer
-	running    [NumTiers]int
-	tiers      [NumTiers]tierRound // High's stays empty
-	tokens     tokenTable
+	running   [NumTiers]int
+	tiers     [NumTiers]tierRound // High's stays empty
+	tokens    tokenTable
 	// completed counts requests that ran to their done: the throughput
 	// the calibration of P samples.
 	completed uint64
