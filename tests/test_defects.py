@@ -20,3 +20,16 @@ def test_iterating_160000_small_documents_gets_them_all(db):
         last = d["_id"]
         n += 1
     assert n == 160_000
+
+
+def test_a_document_with_two_ids_is_refused(server, db):
+    body = bson.encode({"_id": 1, "a": 1})[4:-1] + b"\x10_id\x00" + (2).to_bytes(4, "little")  # a second _id
+    doc = (len(body) + 5).to_bytes(4, "little") + body + b"\x00"
+    s = rawwire.connect(server)
+    try:
+        reply = rawwire.command(s, {"insert": "two", "$db": db.name}, sequences=[("documents", [doc])])
+    finally:
+        s.close()
+    assert reply["ok"] == 1 and reply["n"] == 0
+    assert reply["writeErrors"][0]["code"] == 2
+    assert db.two.count_documents({}) == 0

@@ -16,12 +16,17 @@ import (
 // which since 5.0 tolerates $-prefixed names at the top level of some
 // writes, it refuses them everywhere at the top level.
 func ValidateForStorage(doc bson.D) error {
+	ids := 0
 	for _, e := range doc {
 		if strings.HasPrefix(e.Key, "$") {
 			return mongoerr.Newf(mongoerr.DollarPrefixedFieldName,
 				"Document can't have $ prefixed field names: %s", e.Key)
 		}
 		if e.Key == "_id" {
+			if ids++; ids > 1 {
+				// Which _id would the index hold, which would a query see?
+				return mongoerr.New(mongoerr.BadValue, "can't have multiple _id fields in one document")
+			}
 			if err := validateID(e.Value); err != nil {
 				return err
 			}
