@@ -33,3 +33,14 @@ def test_a_document_with_two_ids_is_refused(server, db):
     assert reply["ok"] == 1 and reply["n"] == 0
     assert reply["writeErrors"][0]["code"] == 2
     assert db.two.count_documents({}) == 0
+
+
+def test_sum_and_avg_count_decimals_exactly(db):
+    db.dec.insert_many([{"g": 1, "v": Decimal128("0.1")} for _ in range(10)] +
+                       [{"g": 2, "v": 1}, {"g": 2, "v": Decimal128("2.5")}, {"g": 3, "v": 1}, {"g": 3, "v": 2}])
+    got = {d["_id"]: d for d in db.dec.aggregate([{"$group": {"_id": "$g", "s": {"$sum": "$v"}, "a": {"$avg": "$v"}}}])}
+    assert got[1]["s"] == Decimal128("1.0")          # exact: a double would give 0.9999999999999999
+    assert got[1]["a"].to_decimal() == Decimal128("0.1").to_decimal()
+    assert got[2]["s"] == Decimal128("3.5") and got[2]["a"] == Decimal128("1.75")
+    assert got[3]["s"] == 3 and got[3]["a"] == 1.5   # no decimal: int and double as before
+    assert db.dec.count_documents({}) == 14

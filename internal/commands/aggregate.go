@@ -285,7 +285,7 @@ func group(spec bson.D, docs []bson.D) ([]bson.D, error) {
 				v = g.sums[i].value()
 			case "$avg":
 				if g.counts[i] > 0 {
-					v = g.sums[i].float() / float64(g.counts[i])
+					v = g.sums[i].mean(g.counts[i])
 				}
 			case "$push", "$addToSet":
 				if g.arrays[i] == nil {
@@ -337,22 +337,39 @@ func evalExpr(doc bson.D, expr any) (any, error) {
 
 func isNumber(v any) bool {
 	switch v.(type) {
-	case int32, int64, float64:
+	case int32, int64, float64, bson.Decimal128:
 		return true
 	}
 	return false
 }
 
 // sum adds numbers keeping MongoDB's result type: int32 while it fits, then
-// int64, double as soon as a double is added.
+// int64, double as soon as a double is added, and exact decimal as soon as
+// a Decimal128 is.
 type sum struct {
 	i       int64
 	f       float64
 	isFloat bool
 	isLong  bool
+	dec     *update.DecimalSum // non-nil once a decimal was added
 }
 
 func (s *sum) add(v any) {
+	if d, isDec := v.(bson.Decimal128); isDec && s.dec == nil {
+		// From now on everything adds up as decimal, what came before
+		// included.
+		s.dec = &update.DecimalSum{}
+		s.dec.Add(s.i)
+		if s.isFloat {
+			s.dec.Add(s.f)
+		}
+		s.dec.Add(d)
+		return
+	}
+	if s.dec != nil {
+		s.dec.Add(v)
+		return
+	}
 	switch n := v.(type) {
 	case int32:
 		s.addInt(int64(n))
@@ -377,8 +394,19 @@ func (s *sum) addInt(n int64) {
 
 func (s *sum) float() float64 { return s.f + float64(s.i) }
 
+// mean is $avg's result over n numbers: double, or decimal once a decimal
+// was added.
+func (s *sum) mean(n int64) any {
+	if s.dec != nil {
+		return s.dec.Mean(n)
+	}
+	return s.float() / float64(n)
+}
+
 func (s *sum) value() any {
 	switch {
+	case s.dec != nil:
+		return s.dec.Value()
 	case s.isFloat:
 		return s.float()
 	case s.isLong || s.i > math.MaxInt32 || s.i < math.MinInt32:

@@ -261,3 +261,57 @@ func roundDigits(c *big.Int, n int) *big.Int {
 	}
 	return q
 }
+
+// DecimalSum adds numbers of any type exactly, as decimals: what $sum and
+// $avg compute once one of their inputs is a Decimal128 (doubles are taken
+// at 15 significant digits, as MongoDB converts them). The zero value is 0.
+type DecimalSum struct {
+	d   dec
+	set bool
+}
+
+// Add adds the number v.
+func (s *DecimalSum) Add(v any) {
+	if !s.set {
+		s.d, s.set = dec{coef: new(big.Int)}, true
+	}
+	s.d = decArith(s.d, toDec(v), false)
+}
+
+// Value is the sum, rounded to 34 significant digits.
+func (s *DecimalSum) Value() bson.Decimal128 {
+	if !s.set {
+		return dec{coef: new(big.Int)}.decimal128()
+	}
+	return s.d.decimal128()
+}
+
+// Mean is the sum divided by n (> 0), rounded to 34 significant digits.
+func (s *DecimalSum) Mean(n int64) bson.Decimal128 {
+	d := s.d
+	if !s.set {
+		d = dec{coef: new(big.Int)}
+	}
+	if d.nan || d.inf != 0 {
+		return d.decimal128()
+	}
+	// Forty digits beyond the 34 kept: the quotient's truncation cannot
+	// move the rounding.
+	const extra = decDigits + 40
+	q, r := new(big.Int).QuoRem(new(big.Int).Mul(d.coef, pow10(extra)), big.NewInt(n), new(big.Int))
+	exp := d.exp - extra
+	if r.Sign() == 0 {
+		// Exact: IEEE 754's preferred exponent, the sum's own, or the
+		// least below it that holds the quotient (3.5/2 is 1.75, not
+		// 1.750000…).
+		ten, m := big.NewInt(10), new(big.Int)
+		for exp < d.exp {
+			if m.Rem(q, ten).Sign() != 0 {
+				break
+			}
+			q.Quo(q, ten)
+			exp++
+		}
+	}
+	return dec{coef: q, exp: exp}.decimal128()
+}

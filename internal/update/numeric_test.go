@@ -91,3 +91,45 @@ func TestFormatValue(t *testing.T) {
 		}
 	}
 }
+
+func TestDecimalSum(t *testing.T) {
+	dec := func(s string) bson.Decimal128 {
+		d, err := bson.ParseDecimal128(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	var s DecimalSum
+	for range 10 {
+		s.Add(dec("0.1"))
+	}
+	if got := s.Value().String(); got != "1.0" {
+		t.Errorf("ten times 0.1 = %s, want 1.0 (exact)", got)
+	}
+	s.Add(int32(2))
+	s.Add(int64(3))
+	s.Add(0.5)
+	if got := s.Value().String(); got != "6.500000000000000" { // the double counts at 15 digits, as in MongoDB
+		t.Errorf("sum = %s, want 6.500000000000000", got)
+	}
+	if got := s.Mean(3).String(); got != "2.166666666666666666666666666666667" {
+		t.Errorf("6.5/3 = %s, want 34 digits rounded half to even", got)
+	}
+	var zero DecimalSum
+	if got := zero.Value().String(); got != "0" {
+		t.Errorf("empty sum = %s", got)
+	}
+}
+
+func TestDecimalMeanExact(t *testing.T) {
+	var s DecimalSum
+	d, _ := bson.ParseDecimal128("3.5")
+	s.Add(d)
+	if got := s.Mean(2).String(); got != "1.75" {
+		t.Errorf("3.5/2 = %s, want 1.75", got)
+	}
+	if got := s.Mean(7).String(); got != "0.5" {
+		t.Errorf("3.5/7 = %s, want 0.5", got)
+	}
+}
