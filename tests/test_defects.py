@@ -1,4 +1,6 @@
 """Defects found under hostile and large input (issue 12), through pymongo."""
+import time
+
 import bson
 import pytest
 from bson.decimal128 import Decimal128
@@ -44,3 +46,100 @@ def test_sum_and_avg_count_decimals_exactly(db):
     assert got[2]["s"] == Decimal128("3.5") and got[2]["a"] == Decimal128("1.75")
     assert got[3]["s"] == 3 and got[3]["a"] == 1.5   # no decimal: int and double as before
     assert db.dec.count_documents({}) == 14
+
+
+# --- hostile frames and connections -------------------------------------------
+
+def rss_mb(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    raise AssertionError("no VmRSS")
+
+
+def frame_header(length, request_id=1, opcode=rawwire.OP_MSG):
+    return rawwire.HEADER.pack(length, request_id, 0, opcode)
+
+
+def test_stalled_large_frames_hold_only_the_budget(new_server):
+    """Ten connections each declare a 48 MB message, send 20 MB of it and
+    stall. tierdb holds what arrived, within --max-incoming-mb: past it the
+    message is refused and its connection closed; the rest stay bounded,
+    and the stalled ones are cut off after --frame-timeout."""
+    t = new_server(extra_args=["--max-incoming-mb", "64", "--frame-timeout", "8s"]).start()
+    socks = []
+    try:
+        before = rss_mb(t.proc.pid)
+        chunk = b"\0" * (1 << 20)
+        for i in range(10):
+            s = rawwire.connect(t, timeout=30)
+            s.sendall(frame_header(48_000_000, i))
+            try:
+                for _ in range(20):
+                    s.sendall(chunk)
+            except OSError:
+                pass  # refused: the server closed it
+            socks.append(s)
+        time.sleep(1)
+        held = rss_mb(t.proc.pid) - before
+        assert held < 64 + 10 * 2 + 60, f"tierdb grew by {held:.0f} MB holding stalled frames"
+        # Past the frame timeout every stalled connection is closed.
+        time.sleep(9)
+        for s in socks:
+            s.settimeout(5)
+            assert rawwire.closed_by_peer(s)
+        c = t.client()
+        assert c.admin.command("ping")["ok"] == 1
+        c.close()
+    finally:
+        for s in socks:
+            s.close()
+        t.cleanup()
+
+
+def test_idle_connections_are_closed_but_running_requests_are_not(new_server):
+    t = new_server(extra_args=["--idle-timeout", "1s", "--enable-test-commands"]).start()
+    try:
+        idle = rawwire.connect(t)
+        busy = rawwire.connect(t)
+        # A request running longer than the idle timeout keeps its connection.
+        reply = rawwire.command(busy, {"sleep": 1, "millis": 2500, "$db": "admin"})
+        assert reply["ok"] == 1
+        time.sleep(0.2)
+        idle.settimeout(5)
+        assert rawwire.closed_by_peer(idle)
+        # A driver reconnects transparently.
+        c = t.client()
+        c.admin.command("ping")
+        time.sleep(1.5)
+        assert c.admin.command("ping")["ok"] == 1
+        c.close()
+        idle.close()
+        busy.close()
+    finally:
+        t.cleanup()
+
+
+def test_sequence_duplicating_a_body_field_keeps_its_code(server):
+    s = rawwire.connect(server)
+    try:
+        reply = rawwire.command(s, {"insert": "x", "documents": [], "$db": "test"}, sequences=[("documents", [{"a": 1}])])
+    finally:
+        s.close()
+    assert reply["ok"] == 0 and reply["code"] == 40433, reply
+
+
+def test_invalid_utf8_in_a_namespace_is_invalid_namespace(server):
+    s = rawwire.connect(server)
+    try:
+        body = bson.encode({"find": "x"})[:-1] + b"\x02$db\x00" + (5).to_bytes(4, "little") + b"a\xffb\x00\x00" + b"\x00"
+        body = (len(body)).to_bytes(4, "little") + body[4:]
+        reply = rawwire.command(s, body)
+        elems = b"\x02find\x00" + (3).to_bytes(4, "little") + b"\xc3(\x00" + bson.encode({"$db": "test"})[4:-1]
+        coll = (len(elems) + 5).to_bytes(4, "little") + elems + b"\x00"
+        reply2 = rawwire.command(s, coll, request_id=8)
+    finally:
+        s.close()
+    assert reply["ok"] == 0 and reply["code"] == 73, reply
+    assert reply2["ok"] == 0 and reply2["code"] == 73, reply2

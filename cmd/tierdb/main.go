@@ -68,6 +68,9 @@ type serveFlags struct {
 	versionCacheMB  int
 	cursorTimeout   time.Duration
 	sessionTimeout  time.Duration
+	frameTimeout    time.Duration
+	idleTimeout     time.Duration
+	maxIncomingMB   int64
 	txnLifetime     time.Duration
 	logLevel        string
 	testCommands    bool
@@ -89,6 +92,9 @@ func serve(args []string) error {
 	fs.IntVar(&f.backendsPerTier, "backends-per-tier", 8, "PostgreSQL backends in each tier's pool")
 	fs.StringVar(&f.backends, "backends", "", `per-tier pool sizes overriding --backends-per-tier, e.g. "high=8,normal=8,low=2" (default with QoS on: "`+defaultQoSBackends+`")`)
 	fs.DurationVar(&f.cursorTimeout, "cursor-timeout", 10*time.Minute, "close cursors idle for longer than this")
+	fs.DurationVar(&f.frameTimeout, "frame-timeout", time.Minute, "close a connection whose message has started but not arrived whole within this time (0: never)")
+	fs.DurationVar(&f.idleTimeout, "idle-timeout", 30*time.Minute, "close a connection that sent nothing, with no request running, for this long (0: never)")
+	fs.Int64Var(&f.maxIncomingMB, "max-incoming-mb", 256, "MiB that all connections together may hold in messages still arriving, beyond each one's first MiB; past it the message is refused and its connection closed (0: no bound)")
 	fs.DurationVar(&f.sessionTimeout, "session-timeout", 30*time.Minute, "forget logical sessions (and their retryable writes' records) idle for longer than this (logicalSessionTimeoutMinutes)")
 	fs.DurationVar(&f.txnLifetime, "transaction-lifetime", 60*time.Second, "abort transactions open for longer than this and free their backend (transactionLifetimeLimitSeconds)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
@@ -212,7 +218,8 @@ func serve(args []string) error {
 	if err != nil {
 		return err
 	}
-	srv, err := server.Listen(server.Options{Listen: f.listen, Logger: log, TLS: tlsCfg})
+	srv, err := server.Listen(server.Options{Listen: f.listen, Logger: log, TLS: tlsCfg,
+		FrameTimeout: f.frameTimeout, IdleTimeout: f.idleTimeout, MaxIncomingBytes: f.maxIncomingMB << 20})
 	if err != nil {
 		return err
 	}

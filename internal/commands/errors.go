@@ -3,6 +3,7 @@ package commands
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
@@ -85,11 +86,21 @@ func mapAuth(ae *auth.Error, err error) *mongoerr.Error {
 	return &mongoerr.Error{Code: code, Msg: ae.Msg}
 }
 
+// ErrorReply is the reply to a request that failed before reaching the
+// command table (a malformed frame, an undecodable body, a reply too large
+// to send): err mapped as Dispatch maps a handler's.
+func ErrorReply(err error) bson.D {
+	e, _ := Map(err)
+	return errorReply(e)
+}
+
 // errorReply is the {ok: 0, errmsg, code, codeName[, errorLabels]} document.
 func errorReply(e *mongoerr.Error) bson.D {
 	reply := bson.D{
 		{Key: "ok", Value: 0.0},
-		{Key: "errmsg", Value: e.Msg},
+		// A message may quote what the client sent; BSON strings must be
+		// UTF-8, or the driver cannot even read the error.
+		{Key: "errmsg", Value: strings.ToValidUTF8(e.Msg, "\uFFFD")},
 		{Key: "code", Value: int32(e.Code)},
 		{Key: "codeName", Value: e.Code.Name()},
 	}
@@ -106,7 +117,7 @@ func errorReply(e *mongoerr.Error) bson.D {
 // writeError is one entry of a writeErrors array.
 func writeError(index int, err error) bson.D {
 	e, _ := Map(err)
-	we := bson.D{{Key: "index", Value: int32(index)}, {Key: "code", Value: int32(e.Code)}, {Key: "errmsg", Value: e.Msg}}
+	we := bson.D{{Key: "index", Value: int32(index)}, {Key: "code", Value: int32(e.Code)}, {Key: "errmsg", Value: strings.ToValidUTF8(e.Msg, "\uFFFD")}}
 	var se *storage.Error
 	if errors.As(err, &se) && se.Dup != nil {
 		we = append(we, bson.E{Key: "keyPattern", Value: se.Dup.KeyPattern}, bson.E{Key: "keyValue", Value: se.Dup.KeyValue})

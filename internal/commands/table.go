@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
@@ -490,6 +491,9 @@ func withMaxTime(ctx context.Context, cmd bson.D) (context.Context, context.Canc
 }
 
 func validateDBName(db string) error {
+	if !utf8.ValidString(db) {
+		return mongoerr.Newf(mongoerr.InvalidNamespace, "Invalid database name %q: not valid UTF-8", db)
+	}
 	if len(db) > 63 {
 		return mongoerr.Newf(mongoerr.InvalidNamespace, "db name is too long: %s", db)
 	}
@@ -504,6 +508,9 @@ func collectionName(req *Request) (string, error) {
 	name, ok := req.Cmd[0].Value.(string)
 	if !ok {
 		return "", mongoerr.Newf(mongoerr.InvalidNamespace, "collection name has invalid type %s", query.TypeName(req.Cmd[0].Value))
+	}
+	if !utf8.ValidString(name) {
+		return "", mongoerr.Newf(mongoerr.InvalidNamespace, "Invalid collection name %q: not valid UTF-8", name)
 	}
 	if name == "" || strings.ContainsAny(name, "$\x00") || strings.HasPrefix(name, ".") || strings.HasSuffix(name, ".") {
 		return "", mongoerr.Newf(mongoerr.InvalidNamespace, "Invalid namespace specified '%s.%s'", req.DB, name)

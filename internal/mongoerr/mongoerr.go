@@ -46,6 +46,7 @@ const (
 	OperationFailed              Code = 96
 	ExceededTimeLimit            Code = 262
 	QueryExceededMemoryLimit     Code = 292
+	ExceededMemoryLimit          Code = 146
 	NotWritablePrimary           Code = 10107
 	BSONObjectTooLarge           Code = 10334
 	DuplicateKey                 Code = 11000
@@ -125,6 +126,7 @@ var names = map[Code]string{
 	OperationFailed:              "OperationFailed",
 	ExceededTimeLimit:            "ExceededTimeLimit",
 	QueryExceededMemoryLimit:     "QueryExceededMemoryLimitNoDiskUseAllowed",
+	ExceededMemoryLimit:          "ExceededMemoryLimit",
 	NotWritablePrimary:           "NotWritablePrimary",
 	BSONObjectTooLarge:           "BSONObjectTooLarge",
 	DuplicateKey:                 "DuplicateKey",

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -17,6 +18,7 @@ import (
 
 	"tierdb/internal/bsonx"
 	"tierdb/internal/commands"
+	"tierdb/internal/mongoerr"
 	"tierdb/internal/qos"
 	"tierdb/internal/wire"
 )
@@ -29,6 +31,15 @@ type Options struct {
 	Logger   *slog.Logger
 	// TLS, when set, makes every connection TLS (drivers use tls=true).
 	TLS *tls.Config
+	// FrameTimeout bounds the time from a message's first byte to its last
+	// (0: none): a client that starts a message and stalls is cut off.
+	FrameTimeout time.Duration
+	// IdleTimeout closes a connection that has sent nothing and has no
+	// request running for this long (0: never).
+	IdleTimeout time.Duration
+	// MaxIncomingBytes bounds what all connections together hold in
+	// messages still arriving, beyond the first MiB of each (0: no bound).
+	MaxIncomingBytes int64
 }
 
 // Server is the MongoDB-protocol endpoint.
@@ -44,6 +55,8 @@ type Server struct {
 	conns map[int64]*conn
 	wg    sync.WaitGroup
 	done  chan struct{}
+	// incoming is the budget of unfinished messages (Options.MaxIncomingBytes).
+	incoming *wire.Budget
 }
 
 // Listen opens the listening socket.
@@ -58,7 +71,8 @@ func Listen(opts Options) (*Server, error) {
 	if opts.TLS != nil {
 		ln = tls.NewListener(ln, opts.TLS)
 	}
-	return &Server{opts: opts, log: opts.Logger, ln: ln, conns: map[int64]*conn{}, done: make(chan struct{})}, nil
+	return &Server{opts: opts, log: opts.Logger, ln: ln, conns: map[int64]*conn{}, done: make(chan struct{}),
+		incoming: wire.NewBudget(opts.MaxIncomingBytes)}, nil
 }
 
 // SetHandlers sets the command table (it needs the server for connection counts).
@@ -206,7 +220,11 @@ func (c *conn) run() {
 		}
 		br := bufio.NewReaderSize(c.nc, 64*1024)
 		for {
-			m, err := wire.ReadMessage(br, wire.MaxMessageSize)
+			err := c.awaitMessage(br)
+			var m *wire.Message
+			if err == nil {
+				m, err = wire.ReadMessageWithin(br, wire.MaxMessageSize, c.srv.incoming)
+			}
 			if err != nil && isFatal(err) {
 				// The stream is over or unusable: cancel the request in
 				// flight (a vanished client's request must not hold a
@@ -236,7 +254,7 @@ func (c *conn) run() {
 			// A well-framed message we cannot use: answer it with an error.
 			var fe *wire.FrameError
 			if errors.As(r.err, &fe) && fe.Header != nil && fe.Header.OpCode == wire.OpCodeMsg {
-				reply := bson.D{{Key: "ok", Value: 0.0}, {Key: "errmsg", Value: fe.Msg}, {Key: "code", Value: int32(fe.Code)}, {Key: "codeName", Value: fe.Code.Name()}}
+				reply := commands.ErrorReply(mongoerr.New(fe.Code, fe.Msg))
 				if !c.write(log, fe.Header.RequestID, reply, false) {
 					return
 				}
@@ -248,6 +266,38 @@ func (c *conn) run() {
 			return
 		}
 	}
+}
+
+// awaitMessage waits for the first byte of the next message, for as long
+// as the idle timeout allows while no request of the connection runs, and
+// then gives the whole message FrameTimeout to arrive.
+func (c *conn) awaitMessage(br *bufio.Reader) error {
+	idle, frame := c.srv.opts.IdleTimeout, c.srv.opts.FrameTimeout
+	for {
+		deadline := time.Time{} // the last message's frame deadline must not linger
+		if idle > 0 {
+			deadline = time.Now().Add(idle)
+		}
+		_ = c.nc.SetReadDeadline(deadline)
+		_, err := br.Peek(1)
+		var ne net.Error
+		if err != nil && errors.As(err, &ne) && ne.Timeout() && c.op.Load() != nil {
+			continue // quiet because its request is still running: not idle
+		}
+		if err != nil {
+			if errors.As(err, &ne) && ne.Timeout() {
+				return fmt.Errorf("idle for %v: %w", idle, err)
+			}
+			return err
+		}
+		break
+	}
+	if frame > 0 {
+		_ = c.nc.SetReadDeadline(time.Now().Add(frame))
+	} else {
+		_ = c.nc.SetReadDeadline(time.Time{})
+	}
+	return nil
 }
 
 // tlsHandshakeTimeout bounds a client's TLS handshake.
@@ -291,7 +341,7 @@ func (c *conn) handle(ctx context.Context, log *slog.Logger, m *wire.Message) bo
 		cmd, err := m.Msg.Command()
 		var reply bson.D
 		if err != nil {
-			reply = bson.D{{Key: "ok", Value: 0.0}, {Key: "errmsg", Value: err.Error()}, {Key: "code", Value: int32(2)}, {Key: "codeName", Value: "BadValue"}}
+			reply = commands.ErrorReply(err) // the body's own code (InvalidBSON, 40433 …)
 		} else {
 			db, _ := dbField(cmd)
 			reply = c.dispatch(ctx, db, cmd)
@@ -343,7 +393,7 @@ func (c *conn) write(log *slog.Logger, responseTo int32, reply bson.D, legacy bo
 	body, err := bsonx.AppendDocument(c.body[:0], reply)
 	if err != nil || len(body) > wire.MaxBSONObjectSize+16*1024 {
 		log.Error("cannot encode reply", "err", err, "size", len(body))
-		body, _ = bsonx.AppendDocument(c.body[:0], bson.D{{Key: "ok", Value: 0.0}, {Key: "errmsg", Value: "reply too large or not encodable"}, {Key: "code", Value: int32(10334)}, {Key: "codeName", Value: "BSONObjectTooLarge"}})
+		body, _ = bsonx.AppendDocument(c.body[:0], commands.ErrorReply(mongoerr.New(mongoerr.BSONObjectTooLarge, "reply too large or not encodable")))
 	}
 	id := int32(c.srv.nextID.Add(1))
 	var msg []byte

@@ -1,8 +1,10 @@
 package wire
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"io"
 	"testing"
 	"time"
@@ -235,5 +237,30 @@ func TestLimitsAccepted(t *testing.T) {
 	}
 	if !bytes.Equal(marshal(t, cmd), raw) {
 		t.Fatalf("Command() = %v, want %v", cmd, allTypes)
+	}
+}
+
+// A message larger than the budget allows is refused once it needs more
+// than the budget, and the budget is whole again afterwards; one within it
+// is read whole.
+func TestBudgetBoundsUnfinishedMessages(t *testing.T) {
+	body := make([]byte, 3<<20)
+	msg := binary.LittleEndian.AppendUint32(nil, uint32(16+len(body)))
+	msg = binary.LittleEndian.AppendUint32(msg, 1)
+	msg = binary.LittleEndian.AppendUint32(msg, 0)
+	msg = binary.LittleEndian.AppendUint32(msg, uint32(OpCodeMsg))
+	msg = append(msg, body...)
+	b := NewBudget(1 << 20)
+	_, err := ReadMessageWithin(bufio.NewReader(bytes.NewReader(msg)), 0, b)
+	var fe *FrameError
+	if !errors.As(err, &fe) || !fe.Fatal || fe.Code != mongoerr.ExceededMemoryLimit {
+		t.Fatalf("a 3 MiB message within a 1 MiB budget: %v, want a fatal ExceededMemoryLimit", err)
+	}
+	if b.Used() != 0 {
+		t.Fatalf("budget holds %d bytes after the message", b.Used())
+	}
+	_, err = ReadMessageWithin(bufio.NewReader(bytes.NewReader(msg)), 0, NewBudget(4<<20))
+	if errors.As(err, &fe) && fe.Code == mongoerr.ExceededMemoryLimit {
+		t.Fatalf("refused within the budget: %v", err)
 	}
 }

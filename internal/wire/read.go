@@ -19,8 +19,8 @@ type Message struct {
 }
 
 // eagerBody is the largest body read straight into an exactly sized buffer.
-// Larger declared lengths are only allocated in full once this much has
-// actually arrived, so a bare 16-byte header cannot pin MaxMessageSize bytes.
+// Beyond it the buffer grows with what arrives (doubling, within a Budget),
+// so a header alone, or a body sent in part, cannot pin MaxMessageSize bytes.
 const eagerBody = 1 << 20
 
 // ReadMessage reads one whole message from r. maxSize bounds the declared
@@ -31,6 +31,12 @@ const eagerBody = 1 << 20
 // and OP_QUERY is consumed and reported as a non-fatal *FrameError carrying
 // the header.
 func ReadMessage(r *bufio.Reader, maxSize int) (*Message, error) {
+	return ReadMessageWithin(r, maxSize, nil)
+}
+
+// ReadMessageWithin is ReadMessage with the buffers of large messages taken
+// from b while they arrive (nil: no bound).
+func ReadMessageWithin(r *bufio.Reader, maxSize int, b *Budget) (*Message, error) {
 	if maxSize <= 0 {
 		maxSize = MaxMessageSize
 	}
@@ -66,7 +72,10 @@ func ReadMessage(r *bufio.Reader, maxSize int) (*Message, error) {
 		return nil, badf(&h, mongoerr.ProtocolError, "unsupported opcode %s", h.OpCode)
 	}
 
-	body, err := readBody(r, bodyLen)
+	body, err := readBody(r, bodyLen, b)
+	if err == errBudget {
+		return nil, budgetExceeded(&h, b.limit)
+	}
 	if err != nil {
 		return nil, readFailure(&h, len(body), bodyLen, err)
 	}
@@ -82,21 +91,37 @@ func ReadMessage(r *bufio.Reader, maxSize int) (*Message, error) {
 	return m, nil
 }
 
-// readBody reads exactly n bytes. On error it returns what it got.
-func readBody(r *bufio.Reader, n int) ([]byte, error) {
+var errBudget = errors.New("wire: message budget exceeded")
+
+// readBody reads exactly n bytes. On error it returns what it got. Past
+// eagerBody the buffer doubles as data arrives, each growth taken from b
+// (so b holds what the buffer has beyond eagerBody) and all of it given
+// back before returning.
+func readBody(r *bufio.Reader, n int, b *Budget) ([]byte, error) {
 	if n <= eagerBody {
 		buf := make([]byte, n)
 		got, err := io.ReadFull(r, buf)
 		return buf[:got], err
 	}
-	first := make([]byte, eagerBody)
-	if got, err := io.ReadFull(r, first); err != nil {
-		return first[:got], err
+	buf := make([]byte, eagerBody)
+	var held int64
+	defer func() { b.give(held) }()
+	got := 0
+	for {
+		k, err := io.ReadFull(r, buf[got:])
+		got += k
+		if err != nil || got == n {
+			return buf[:got], err
+		}
+		size := min(2*len(buf), n)
+		if !b.take(int64(size - len(buf))) {
+			return buf[:got], errBudget
+		}
+		held += int64(size - len(buf))
+		grown := make([]byte, size)
+		copy(grown, buf[:got])
+		buf = grown
 	}
-	buf := make([]byte, n)
-	copy(buf, first)
-	got, err := io.ReadFull(r, buf[eagerBody:])
-	return buf[:eagerBody+got], err
 }
 
 func readFailure(h *Header, got, want int, err error) *FrameError {
