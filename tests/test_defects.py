@@ -143,3 +143,23 @@ def test_invalid_utf8_in_a_namespace_is_invalid_namespace(server):
         s.close()
     assert reply["ok"] == 0 and reply["code"] == 73, reply
     assert reply2["ok"] == 0 and reply2["code"] == 73, reply2
+
+
+def test_sort_with_a_limit_keeps_only_the_top(db):
+    # 30 MB of documents, sorted on an unindexed field with a limit: the
+    # sort keeps the top documents only, and the answer is the true top.
+    pad = "y" * 3000
+    for start in range(0, 10_000, 2_000):
+        db.big.insert_many([{"_id": i, "k": (i * 7919) % 10_000, "pad": pad} for i in range(start, start + 2_000)])
+    top = [d["k"] for d in db.big.find({}, {"k": 1}).sort("k", -1).limit(5)]
+    assert top == [9999, 9998, 9997, 9996, 9995]
+    page = [d["k"] for d in db.big.find({}, {"k": 1}).sort("k", 1).skip(100).limit(3)]
+    assert page == [100, 101, 102]
+
+
+def test_group_and_count_stream(db):
+    db.g.insert_many([{"k": i % 5, "v": i} for i in range(20_000)])
+    got = {d["_id"]: (d["n"], d["s"]) for d in db.g.aggregate([{"$match": {"v": {"$gte": 0}}}, {"$group": {"_id": "$k", "n": {"$sum": 1}, "s": {"$sum": "$v"}}}])}
+    assert got == {k: (4000, sum(range(k, 20_000, 5))) for k in range(5)}
+    assert db.g.count_documents({"k": 3}) == 4000
+    assert list(db.g.aggregate([{"$sort": {"v": -1}}, {"$limit": 2}, {"$project": {"_id": 0, "v": 1}}])) == [{"v": 19999}, {"v": 19998}]

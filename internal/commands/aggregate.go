@@ -3,10 +3,7 @@ package commands
 import (
 	"context"
 	"math"
-	"sort"
 	"strings"
-
-	"tierdb/internal/bsonx"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
@@ -60,7 +57,13 @@ func (h *Handlers) aggregate(ctx context.Context, req *Request) (bson.D, error) 
 	if err != nil {
 		return nil, err
 	}
-	var docs []bson.D
+	// Build the rest of the pipeline before reading anything, so that a
+	// bad stage fails at once.
+	sink := &collectSink{}
+	head, err := buildPipeline(stages, sink)
+	if err != nil {
+		return nil, err
+	}
 	ctx, done, err := h.routeRead(ctx, req)
 	if err != nil {
 		return nil, err
@@ -72,31 +75,24 @@ func (h *Handlers) aggregate(ctx context.Context, req *Request) (bson.D, error) 
 	case err != nil:
 		return nil, err
 	default:
-		total := 0
-		err = h.eachMatch(ctx, col, rs, func(doc bson.D, raw bson.Raw) (bool, error) {
-			total += len(raw)
-			if total > maxSortBytes {
-				return true, mongoerr.New(mongoerr.QueryExceededMemoryLimit, "aggregation exceeded memory limit of 104857600 bytes")
+		// Documents stream through the stages one at a time: memory is
+		// what the stages keep ($group's groups, $sort's input) and the
+		// results, not every match.
+		err = h.eachMatch(ctx, col, rs, func(doc bson.D, _ bson.Raw) (bool, error) {
+			err := head.push(doc)
+			if err == errPipelineDone {
+				return true, nil
 			}
-			docs = append(docs, doc)
-			return false, nil
+			return false, err
 		})
 		if err != nil {
 			return nil, err
 		}
 	}
-	for _, st := range stages {
-		if docs, err = runStage(st, docs); err != nil {
-			return nil, err
-		}
+	if err := head.finish(); err != nil {
+		return nil, err
 	}
-	raws := make([]bson.Raw, len(docs))
-	for i, d := range docs {
-		if raws[i], err = bsonx.Marshal(d); err != nil {
-			return nil, err
-		}
-	}
-	return h.firstBatch(ctx, req, req.DB+"."+name, &sliceSource{docs: raws}, batchSize, false)
+	return h.firstBatch(ctx, req, req.DB+"."+name, &sliceSource{docs: sink.raws}, batchSize, false)
 }
 
 func stageDoc(st bson.D) (bson.D, error) {
@@ -105,201 +101,6 @@ func stageDoc(st bson.D) (bson.D, error) {
 		return nil, mongoerr.Newf(mongoerr.FailedToParse, "the %s stage specification must be an object", st[0].Key)
 	}
 	return d, nil
-}
-
-func runStage(st bson.D, docs []bson.D) ([]bson.D, error) {
-	name, arg := st[0].Key, st[0].Value
-	switch name {
-	case "$match":
-		d, err := stageDoc(st)
-		if err != nil {
-			return nil, err
-		}
-		f, err := query.ParseFilter(d)
-		if err != nil {
-			return nil, err
-		}
-		out := docs[:0]
-		for _, doc := range docs {
-			if f.Match(doc) {
-				out = append(out, doc)
-			}
-		}
-		return out, nil
-	case "$sort":
-		d, err := stageDoc(st)
-		if err != nil {
-			return nil, err
-		}
-		s, err := query.ParseSort(d)
-		if err != nil {
-			return nil, err
-		}
-		sort.SliceStable(docs, func(i, j int) bool { return s.Compare(docs[i], docs[j]) < 0 })
-		return docs, nil
-	case "$skip", "$limit":
-		n, ok := asInt(arg)
-		if !ok || n < 0 || (name == "$limit" && n == 0) {
-			return nil, mongoerr.Newf(mongoerr.FailedToParse, "invalid argument to %s stage: must be a positive number", name)
-		}
-		if name == "$skip" {
-			return docs[min(int(n), len(docs)):], nil
-		}
-		return docs[:min(int(n), len(docs))], nil
-	case "$project":
-		d, err := stageDoc(st)
-		if err != nil {
-			return nil, err
-		}
-		p, err := update.ParseProjection(d)
-		if err != nil {
-			return nil, err
-		}
-		for i := range docs {
-			docs[i] = p.Apply(docs[i])
-		}
-		return docs, nil
-	case "$count":
-		field, ok := arg.(string)
-		if !ok || field == "" || strings.HasPrefix(field, "$") || strings.Contains(field, ".") {
-			return nil, mongoerr.New(mongoerr.FailedToParse, "the $count field must be a non-empty string without '$' or '.'")
-		}
-		if len(docs) == 0 {
-			return nil, nil
-		}
-		return []bson.D{{{Key: field, Value: countValue(int64(len(docs)))}}}, nil
-	case "$group":
-		d, err := stageDoc(st)
-		if err != nil {
-			return nil, err
-		}
-		return group(d, docs)
-	}
-	return nil, mongoerr.Newf(mongoerr.NotImplemented, "pipeline stage %s is not supported by tierdb", name)
-}
-
-// group implements $group with _id expressions and the common accumulators.
-func group(spec bson.D, docs []bson.D) ([]bson.D, error) {
-	idExpr, ok := lookup(spec, "_id")
-	if !ok {
-		return nil, mongoerr.New(mongoerr.Location15955, "a group specification must include an _id")
-	}
-	type acc struct {
-		op   string
-		expr any
-	}
-	var fields []string
-	var accs []acc
-	for _, e := range spec {
-		if e.Key == "_id" {
-			continue
-		}
-		d, ok := e.Value.(bson.D)
-		if !ok || len(d) != 1 {
-			return nil, mongoerr.Newf(mongoerr.Location40234, "The field '%s' must be an accumulator object", e.Key)
-		}
-		switch d[0].Key {
-		case "$sum", "$avg", "$min", "$max", "$first", "$last", "$push", "$addToSet", "$count":
-		default:
-			return nil, mongoerr.Newf(mongoerr.Location15952, "unknown group operator '%s'", d[0].Key)
-		}
-		fields = append(fields, e.Key)
-		accs = append(accs, acc{d[0].Key, d[0].Value})
-	}
-	type state struct {
-		id     any
-		sums   []sum
-		vals   []any
-		arrays []bson.A
-		counts []int64
-	}
-	var order []string
-	groups := map[string]*state{}
-	for _, doc := range docs {
-		id, err := evalExpr(doc, idExpr)
-		if err != nil {
-			return nil, err
-		}
-		k := string(query.AppendKey(nil, id))
-		g := groups[k]
-		if g == nil {
-			g = &state{id: id, sums: make([]sum, len(accs)), vals: make([]any, len(accs)), arrays: make([]bson.A, len(accs)), counts: make([]int64, len(accs))}
-			groups[k] = g
-			order = append(order, k)
-		}
-		for i, a := range accs {
-			if a.op == "$count" {
-				g.sums[i].add(int32(1))
-				continue
-			}
-			v, err := evalExpr(doc, a.expr)
-			if err != nil {
-				return nil, err
-			}
-			switch a.op {
-			case "$sum", "$avg":
-				if isNumber(v) {
-					g.sums[i].add(v)
-					g.counts[i]++
-				}
-			case "$min", "$max":
-				if v == nil {
-					continue
-				}
-				c := query.Compare(v, g.vals[i])
-				if g.counts[i] == 0 || (a.op == "$min" && c < 0) || (a.op == "$max" && c > 0) {
-					g.vals[i] = v
-				}
-				g.counts[i]++
-			case "$first":
-				if g.counts[i] == 0 {
-					g.vals[i] = v
-				}
-				g.counts[i]++
-			case "$last":
-				g.vals[i] = v
-			case "$push":
-				g.arrays[i] = append(g.arrays[i], v)
-			case "$addToSet":
-				dup := false
-				for _, x := range g.arrays[i] {
-					if query.Compare(x, v) == 0 {
-						dup = true
-						break
-					}
-				}
-				if !dup {
-					g.arrays[i] = append(g.arrays[i], v)
-				}
-			}
-		}
-	}
-	out := make([]bson.D, 0, len(order))
-	for _, k := range order {
-		g := groups[k]
-		d := bson.D{{Key: "_id", Value: g.id}}
-		for i, a := range accs {
-			var v any
-			switch a.op {
-			case "$sum", "$count":
-				v = g.sums[i].value()
-			case "$avg":
-				if g.counts[i] > 0 {
-					v = g.sums[i].mean(g.counts[i])
-				}
-			case "$push", "$addToSet":
-				if g.arrays[i] == nil {
-					g.arrays[i] = bson.A{}
-				}
-				v = g.arrays[i]
-			default:
-				v = g.vals[i]
-			}
-			d = append(d, bson.E{Key: fields[i], Value: v})
-		}
-		out = append(out, d)
-	}
-	return out, nil
 }
 
 // evalExpr evaluates the expressions $group needs: "$path", literals, and

@@ -2,7 +2,7 @@ package commands
 
 import (
 	"context"
-	"sort"
+	"slices"
 
 	"tierdb/internal/bsonx"
 
@@ -226,23 +226,42 @@ func (s *sliceSource) next(_ context.Context, n int) ([]bson.Raw, bool, error) {
 }
 
 // sortAll reads every match, sorts it, then applies skip, limit, projection.
+// What it holds counts as both forms of each document, the BSON and the
+// decoded one the comparison needs, against MongoDB's 100 MB sort limit.
+// With a limit it keeps only the first skip+limit documents seen so far (a
+// top-k), so a sort with a small limit holds little whatever it reads.
 func sortAll(ctx context.Context, scan *scanSource, rs *readSpec) (batchSource, error) {
 	scan.raw = true
 	scan.keepDecoded = true
 	type item struct {
 		raw bson.Raw
 		doc bson.D
+		mem int
 	}
 	var items []item
 	total := 0
+	less := func(a, b item) int { return rs.sort.Compare(a.doc, b.doc) }
+	keep := 0 // top-k size, 0: everything
+	if rs.limit > 0 {
+		keep = int(min(rs.skip+rs.limit, 1<<20))
+	}
 	for {
 		batch, done, err := scan.next(ctx, 0)
 		if err != nil {
 			return nil, err
 		}
 		for i, raw := range batch {
-			items = append(items, item{raw, scan.decoded[i]})
-			total += len(raw)
+			it := item{raw, scan.decoded[i], len(raw) + docMemory(scan.decoded[i])}
+			items = append(items, it)
+			total += it.mem
+			if keep > 0 && len(items) >= 2*keep+1024 {
+				slices.SortStableFunc(items, less)
+				for _, dropped := range items[keep:] {
+					total -= dropped.mem
+				}
+				clear(items[keep:])
+				items = items[:keep]
+			}
 		}
 		if total > maxSortBytes {
 			return nil, mongoerr.New(mongoerr.QueryExceededMemoryLimit, "Sort exceeded memory limit of 104857600 bytes; add an index or a limit (tierdb cannot spill sorts to disk)")
@@ -251,7 +270,7 @@ func sortAll(ctx context.Context, scan *scanSource, rs *readSpec) (batchSource, 
 			break
 		}
 	}
-	sort.SliceStable(items, func(i, j int) bool { return rs.sort.Compare(items[i].doc, items[j].doc) < 0 })
+	slices.SortStableFunc(items, less)
 	if rs.skip >= int64(len(items)) {
 		items = nil
 	} else {
