@@ -163,3 +163,25 @@ def test_group_and_count_stream(db):
     assert got == {k: (4000, sum(range(k, 20_000, 5))) for k in range(5)}
     assert db.g.count_documents({"k": 3}) == 4000
     assert list(db.g.aggregate([{"$sort": {"v": -1}}, {"$limit": 2}, {"$project": {"_id": 0, "v": 1}}])) == [{"v": 19999}, {"v": 19998}]
+
+
+def test_collation_is_refused_not_ignored(db):
+    from pymongo.collation import Collation
+    db.city.insert_many([{"n": "Oslo"}, {"n": "oslo"}, {"n": "OSLO"}])
+    ci = Collation(locale="en", strength=2)
+    for call in (
+        lambda: db.city.count_documents({"n": "oslo"}, collation=ci),
+        lambda: list(db.city.find({"n": "oslo"}, collation=ci)),
+        lambda: list(db.city.aggregate([{"$match": {"n": "oslo"}}], collation=ci)),
+        lambda: db.city.update_many({"n": "oslo"}, {"$set": {"x": 1}}, collation=ci),
+        lambda: db.city.delete_many({"n": "oslo"}, collation=ci),
+        lambda: db.city.find_one_and_update({"n": "oslo"}, {"$set": {"x": 1}}, collation=ci),
+        lambda: db.city.create_index("n", collation=ci),
+        lambda: db.create_collection("ci", collation=ci),
+    ):
+        with pytest.raises(OperationFailure) as e:
+            call()
+        assert e.value.code in (238, 197), e.value.details
+    assert db.city.count_documents({"x": 1}) == 0 and db.city.count_documents({}) == 3
+    # The simple collation is what tierdb does: accepted.
+    assert db.city.count_documents({"n": "oslo"}, collation=Collation(locale="simple")) == 1

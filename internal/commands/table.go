@@ -395,6 +395,9 @@ func (h *Handlers) run(ctx context.Context, req *Request) (bson.D, error) {
 		return nil, err
 	}
 	defer cancel()
+	if err := checkCollation(req.Cmd); err != nil {
+		return nil, err
+	}
 	sa, err := parseSessionArgs(req)
 	if err != nil {
 		return nil, err

@@ -254,6 +254,9 @@ func (h *Handlers) updateStatement(ctx context.Context, db, name string, stmt bs
 	if _, has := lookup(stmt, "arrayFilters"); has {
 		return res, mongoerr.New(mongoerr.NotImplemented, "arrayFilters are not supported by tierdb")
 	}
+	if err := checkCollation(stmt); err != nil {
+		return res, err
+	}
 	rs, err := parseReadSpec(q, nil, nil, 0, 0)
 	if err != nil {
 		return res, err
@@ -420,6 +423,9 @@ func (h *Handlers) deleteStatement(ctx context.Context, col *storage.Collection,
 	}
 	limit, err := getInt(stmt, "limit", 0)
 	if err != nil {
+		return 0, err
+	}
+	if err := checkCollation(stmt); err != nil {
 		return 0, err
 	}
 	if limit != 0 && limit != 1 {
