@@ -170,6 +170,7 @@ func (r *replFlags) startReplication(ctx context.Context, store *storage.Store, 
 		AdaptiveBound:       bounds,
 		UserDefaults:        users,
 		WriteConcernTimeout: r.wcTimeout,
+		Members:             1 + r.replicas + len(r.standbyConfigs()),
 	}
 	if set != nil {
 		rs.Failover = func(ctx context.Context, target string, catchUp time.Duration) error {

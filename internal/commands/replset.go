@@ -39,6 +39,11 @@ type Replication struct {
 	// gives no wtimeout, so that an unsatisfiable write concern ends in a
 	// writeConcernError instead of a hang.
 	WriteConcernTimeout time.Duration
+	// Members is how many members the set is configured with, primary
+	// included: "majority" and w:N count these, not the members that
+	// happen to be up, so a write is never acknowledged as replicated
+	// while the standbys it needs are missing.
+	Members int
 
 	nodes sync.Map // node name → *nodeCounters
 }

@@ -82,6 +82,9 @@ func (h *Handlers) parseWriteConcern(cmd bson.D) (writeConcern, error) {
 // ("majority": a majority of all members, the primary among them).
 func (h *Handlers) standbysFor(w any) (int, error) {
 	members := len(h.store.Nodes())
+	if r := h.opts.Replication; r != nil && r.Members > members {
+		members = r.Members
+	}
 	switch v := w.(type) {
 	case string:
 		if v != "majority" {

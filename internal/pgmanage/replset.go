@@ -74,12 +74,48 @@ func StartSet(ctx context.Context, opts Options, replicas int) (*Set, error) {
 		if i == s.primary {
 			continue
 		}
-		if err := s.startStandby(ctx, i); err != nil {
-			s.Stop(context.WithoutCancel(ctx))
-			return nil, err
+		if err := s.rejoin(ctx, i, false); err != nil {
+			// Degraded, not down: the set serves without this member and
+			// majority writes wait for it (they count configured members).
+			s.log.Error("standby cannot join the replica set; running without it", "node", i, "err", err)
 		}
 	}
 	return s, nil
+}
+
+// rejoin starts node i as a standby of the current primary. rewind first
+// makes a node that may have diverged (a former primary, or a standby that
+// received WAL the new primary never had) follow the primary's timeline. A
+// node that still cannot follow is rebuilt from a fresh base backup rather
+// than left broken.
+func (s *Set) rejoin(ctx context.Context, i int, rewindFirst bool) error {
+	dir := newLayout(s.nodeOptions(i, nil).DataDir).pgDir
+	primary := s.nodes[s.primary]
+	if rewindFirst && primary != nil {
+		if err := rewind(ctx, primary.BinDir(), dir, primary.acct, primary.AdminConnString()); err != nil {
+			s.log.Warn("pg_rewind failed; rebuilding the member from a base backup", "node", i, "err", err)
+			return s.rebuild(ctx, i)
+		}
+	}
+	err := s.startStandby(ctx, i)
+	if err == nil {
+		return nil
+	}
+	s.log.Warn("standby cannot follow the primary; rebuilding it from a base backup", "node", i, "err", err)
+	return s.rebuild(ctx, i)
+}
+
+// rebuild replaces node i's data with a fresh base backup of the primary.
+func (s *Set) rebuild(ctx context.Context, i int) error {
+	dir := newLayout(s.nodeOptions(i, nil).DataDir).pgDir
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("pgmanage: removing node%d's data for a rebuild: %w", i, err)
+	}
+	if err := s.startStandby(ctx, i); err != nil {
+		return fmt.Errorf("pgmanage: rebuilding node%d from a base backup: %w", i, err)
+	}
+	s.log.Info("standby rebuilt from a base backup", "node", i)
+	return nil
 }
 
 func (s *Set) statePath() string { return filepath.Join(s.opts.DataDir, "replset.json") }
@@ -230,26 +266,42 @@ func (s *Set) Failover(ctx context.Context, id int, catchUp time.Duration) error
 	if err := s.writeState(); err != nil {
 		return err
 	}
+	// pg_rewind reads the new timeline from the primary's control file,
+	// which only a checkpoint after the promotion updates; rewinding
+	// against a just-promoted server without one leaves a member that
+	// cannot follow ("timeline does not contain minimum recovery point").
+	if err := checkpoint(ctx, target.AdminConnString()); err != nil {
+		s.log.Warn("checkpoint on the new primary failed", "err", err)
+	}
 	var errs []error
-	for i, c := range s.nodes {
-		if i == s.primary || c == nil {
+	for i := range s.nodes {
+		if i == s.primary {
 			continue
 		}
-		if err := c.Stop(ctx); err != nil {
-			s.log.Warn("restarting a standby for the new primary", "node", i, "err", err)
+		if c := s.nodes[i]; c != nil {
+			if err := c.Stop(ctx); err != nil {
+				s.log.Warn("stopping a standby to follow the new primary", "node", i, "err", err)
+			}
+			s.nodes[i] = nil
 		}
-		s.nodes[i] = nil
-		if err := s.startStandby(ctx, i); err != nil {
+		// Every other member, the old primary included, may hold WAL the
+		// new primary never had (the old primary's last records reach
+		// connected standbys as it shuts down): rewind them all.
+		if err := s.rejoin(ctx, i, true); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	l := newLayout(s.nodeOptions(oldID, nil).DataDir)
-	if err := rewind(ctx, old.BinDir(), l.pgDir, old.acct, s.nodes[s.primary].AdminConnString()); err != nil {
-		errs = append(errs, err)
-	} else if err := s.startStandby(ctx, oldID); err != nil {
-		errs = append(errs, err)
-	}
 	return errors.Join(errs...)
+}
+
+func checkpoint(ctx context.Context, connString string) error {
+	c, err := pgx.Connect(ctx, connString)
+	if err != nil {
+		return err
+	}
+	defer c.Close(context.WithoutCancel(ctx))
+	_, err = c.Exec(ctx, "CHECKPOINT")
+	return err
 }
 
 // waitCaughtUp waits until the standby has replayed all WAL the primary has

@@ -22,6 +22,7 @@ const (
 func (c *Cluster) supervise(ch *child) {
 	defer close(c.done)
 	backoff := minBackoff
+	ready := true // the first server was ready before it was handed over
 	for {
 		select {
 		case <-c.life.Done():
@@ -29,7 +30,9 @@ func (c *Cluster) supervise(ch *child) {
 			return
 		case <-ch.exited:
 		}
-		if time.Since(ch.started) >= stableRun {
+		// A server that came up and accepted connections before it died
+		// is a new failure, not a crash loop: restart it at once again.
+		if ready || time.Since(ch.started) >= stableRun {
 			backoff = minBackoff
 		}
 		c.logger.Error("PostgreSQL exited unexpectedly; restarting it",
@@ -40,6 +43,9 @@ func (c *Cluster) supervise(ch *child) {
 			return
 		}
 		ch = next
+		// Until it accepts connections (or exits, or Stop), this server
+		// counts as part of a crash loop.
+		ready = c.waitReady(c.life, ch) == nil
 	}
 }
 
