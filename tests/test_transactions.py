@@ -403,3 +403,31 @@ def test_driver_retryable_writes_work_end_to_end(server, db):
         assert coll.count_documents({}) == 1
     finally:
         c.close()
+
+
+def test_idle_sessions_expire_with_their_records(new_server):
+    t = new_server(extra_args=["--session-timeout", "2s", "--transaction-lifetime", "60s"]).start()
+    raw = Raw(t)
+    try:
+        sid = lsid()
+        cmd = {"insert": "exp", "documents": [{"_id": 1}], "lsid": sid, "txnNumber": bson.Int64(5)}
+        raw("test", cmd)
+        with pytest.raises(OperationFailure) as e:  # older than the session's last
+            raw("test", {**cmd, "txnNumber": bson.Int64(4), "documents": [{"_id": 2}]})
+        assert e.value.code == 225
+        # An open transaction of a session that goes idle is aborted with it.
+        sid2 = lsid()
+        raw("test", {"insert": "exp", "documents": [{"_id": 3}], "lsid": sid2, "txnNumber": bson.Int64(1),
+                     "startTransaction": True, "autocommit": False})
+        time.sleep(4)
+        # Expired: the record is gone, so the older number is a new write.
+        raw("test", {**cmd, "txnNumber": bson.Int64(4), "documents": [{"_id": 2}]})
+        with pytest.raises(OperationFailure) as e:
+            raw("admin", {"commitTransaction": 1, "lsid": sid2, "txnNumber": bson.Int64(1), "autocommit": False})
+        assert e.value.code == 251
+        c = t.client()
+        assert sorted(d["_id"] for d in c.test.exp.find()) == [1, 2]
+        c.close()
+    finally:
+        raw.close()
+        t.cleanup()

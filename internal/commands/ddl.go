@@ -100,11 +100,6 @@ func (h *Handlers) create(ctx context.Context, req *Request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, opt := range []string{"capped", "timeseries", "clusteredIndex", "viewOn", "validator"} {
-		if v, ok := lookup(req.Cmd, opt); ok && v != false && v != nil {
-			return nil, mongoerr.Newf(mongoerr.NotImplemented, "create option '%s' is not supported by tierdb", opt)
-		}
-	}
 	if strings.HasPrefix(name, "system.") {
 		return nil, mongoerr.Newf(mongoerr.InvalidNamespace, "Invalid collection name: %s", name)
 	}

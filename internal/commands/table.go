@@ -398,9 +398,17 @@ func (h *Handlers) run(ctx context.Context, req *Request) (bson.D, error) {
 	if err := checkCollation(req.Cmd); err != nil {
 		return nil, err
 	}
+	if err := checkFields(req); err != nil {
+		return nil, err
+	}
 	sa, err := parseSessionArgs(req)
 	if err != nil {
 		return nil, err
+	}
+	if !sa.inTxn {
+		if err := checkReadConcern(req.Cmd); err != nil {
+			return nil, err
+		}
 	}
 	if err := checkSessionArgs(req, sa); err != nil {
 		return nil, err

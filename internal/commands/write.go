@@ -251,8 +251,8 @@ func (h *Handlers) updateStatement(ctx context.Context, db, name string, stmt bs
 	if err != nil {
 		return res, err
 	}
-	if _, has := lookup(stmt, "arrayFilters"); has {
-		return res, mongoerr.New(mongoerr.NotImplemented, "arrayFilters are not supported by tierdb")
+	if err := checkStatement("update", stmt); err != nil {
+		return res, err
 	}
 	if err := checkCollation(stmt); err != nil {
 		return res, err
@@ -423,6 +423,9 @@ func (h *Handlers) deleteStatement(ctx context.Context, col *storage.Collection,
 	}
 	limit, err := getInt(stmt, "limit", 0)
 	if err != nil {
+		return 0, err
+	}
+	if err := checkStatement("delete", stmt); err != nil {
 		return 0, err
 	}
 	if err := checkCollation(stmt); err != nil {

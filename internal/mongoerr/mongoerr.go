@@ -80,6 +80,10 @@ const (
 	TransactionCommitted         Code = 256
 	OperationNotSupportedInTxn   Code = 263
 	TxnExceededLifetimeLimit     Code = 290
+	// UnknownField is MongoDB's IDL parser refusing a field it does not
+	// know ("BSON field 'find.x' is an unknown field."; codeName
+	// Location40415).
+	UnknownField Code = 40415
 	// MongoDB's assertion for a txnNumber on a command that is neither a
 	// retryable write nor part of a transaction.
 	TxnNumberNotAllowed  Code = 50768
