@@ -92,11 +92,7 @@ func (s *Store) TouchRecords(ctx context.Context, keys []SessionKey) error {
 	if len(keys) == 0 {
 		return nil
 	}
-	lsids := make([][]byte, len(keys))
-	users := make([]string, len(keys))
-	for i, k := range keys {
-		lsids[i], users[i] = k.LSID, k.User
-	}
+	lsids, users := keyColumns(keys)
 	_, err := s.current(ctx).nodes[0].probe.Exec(ctx, `UPDATE `+catalogSchema+`.txn_records r SET last_use = now()
 FROM unnest($1::bytea[], $2::text[]) AS k(lsid, uid) WHERE r.lsid = k.lsid AND r.uid = k.uid`, lsids, users)
 	return fromPG(ctx, err)
@@ -107,14 +103,19 @@ func (s *Store) DeleteRecords(ctx context.Context, keys []SessionKey) error {
 	if len(keys) == 0 {
 		return nil
 	}
-	lsids := make([][]byte, len(keys))
-	users := make([]string, len(keys))
-	for i, k := range keys {
-		lsids[i], users[i] = k.LSID, k.User
-	}
+	lsids, users := keyColumns(keys)
 	_, err := s.current(ctx).nodes[0].probe.Exec(ctx, `DELETE FROM `+catalogSchema+`.txn_records r
 USING unnest($1::bytea[], $2::text[]) AS k(lsid, uid) WHERE r.lsid = k.lsid AND r.uid = k.uid`, lsids, users)
 	return fromPG(ctx, err)
+}
+
+// keyColumns splits keys into the two arrays unnest takes.
+func keyColumns(keys []SessionKey) (lsids [][]byte, users []string) {
+	lsids, users = make([][]byte, len(keys)), make([]string, len(keys))
+	for i, k := range keys {
+		lsids[i], users[i] = k.LSID, k.User
+	}
+	return lsids, users
 }
 
 // ReapRecords deletes the records of sessions idle for longer than idle
