@@ -352,6 +352,10 @@ func hasWriteErrors(reply bson.D) bool {
 // that committed (on this tierdb, another, or before a crash or failover)
 // gets the first reply without running again.
 func (h *Handlers) retryableWrite(ctx context.Context, req *Request, sa sessionArgs, run handlerFunc) (bson.D, error) {
+	// The session's open transaction, if older, would hold its record.
+	if err := h.sessions.Supersede(ctx, *sa.id, sa.txnNumber); err != nil {
+		return nil, err
+	}
 	for attempt := 0; ; attempt++ {
 		txn, prev, err := h.store.BeginRecorded(ctx, req.tier, false, sa.key(), sa.txnNumber)
 		if err != nil {

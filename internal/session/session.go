@@ -157,6 +157,27 @@ func (r *Registry) Release(s *Session) {
 	<-s.turn
 }
 
+// Supersede aborts session id's open transaction when a statement with a
+// newer txnNumber arrives outside it (a retryable write): as in MongoDB, a
+// newer number ends the older transaction rather than waiting for it.
+func (r *Registry) Supersede(ctx context.Context, id ID, txnNumber int64) error {
+	r.mu.Lock()
+	_, known := r.sessions[id]
+	r.mu.Unlock()
+	if !known {
+		return nil
+	}
+	s, err := r.Acquire(ctx, id, nil)
+	if err != nil {
+		return err
+	}
+	if s.State == Active && s.TxnNumber < txnNumber {
+		s.Abort()
+	}
+	r.Release(s)
+	return nil
+}
+
 // Start records that s began transaction txnNumber, holding res.
 func (r *Registry) Start(s *Session, txnNumber int64, res Resource) {
 	s.TxnNumber, s.State, s.Txn, s.Expired = txnNumber, Active, res, false

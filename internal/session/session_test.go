@@ -195,3 +195,23 @@ func TestConcurrentUse(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// A newer number outside the transaction aborts the older open one.
+func TestSupersede(t *testing.T) {
+	r, _ := newRegistry()
+	if err := r.Supersede(context.Background(), id1, 5); err != nil || r.Len() != 0 {
+		t.Fatalf("unknown session: %v, %d sessions", err, r.Len())
+	}
+	s, _ := r.Acquire(context.Background(), id1, nil)
+	tx := &fakeTxn{}
+	r.Start(s, 3, tx)
+	r.Release(s)
+	_ = r.Supersede(context.Background(), id1, 3)
+	if tx.aborts.Load() != 0 {
+		t.Fatal("the same number aborted the transaction")
+	}
+	_ = r.Supersede(context.Background(), id1, 4)
+	if tx.aborts.Load() != 1 {
+		t.Fatal("a newer number left the transaction open")
+	}
+}
