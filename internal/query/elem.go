@@ -21,7 +21,7 @@ func ElementMatcher(cond any) (func(v any) bool, error) {
 		return func(v any) bool { return x.matchElem(normalize(v), false) }, nil
 	}
 	if d, ok := asDoc(cond); ok {
-		sub, err := parseDoc(d)
+		sub, err := parseDoc(d, nil)
 		if err != nil {
 			return nil, err
 		}

@@ -12,6 +12,9 @@ type Filter struct {
 	// which parsing has already validated.
 	raw  bson.D
 	root docExpr
+	// exprErr is the first error an $expr met while matching (a Filter
+	// serves one request at a time); MatchErr reports and clears it.
+	exprErr error
 }
 
 // ParseFilter parses a query filter. Invalid filters fail with BadValue and
@@ -19,17 +22,37 @@ type Filter struct {
 // not implement ($where, $expr, $text, geo and bit operators, ...) fail with
 // NotImplemented. An empty filter matches every document.
 func ParseFilter(filter bson.D) (*Filter, error) {
-	root, err := parseDoc(filter)
+	return ParseFilterVars(filter, nil)
+}
+
+// ParseFilterVars is ParseFilter with variables ($$name) that $expr
+// clauses may read, such as $lookup's let.
+func ParseFilterVars(filter bson.D, vars map[string]any) (*Filter, error) {
+	f := &Filter{raw: filter}
+	root, err := parseDoc(filter, &parseCtx{filter: f, vars: vars})
 	if err != nil {
 		return nil, err
 	}
-	return &Filter{raw: filter, root: root}, nil
+	f.root = root
+	return f, nil
 }
 
 // Match reports whether doc matches the filter, with MongoDB's semantics.
 // It is the reference: storage's SQL prefilter only narrows the candidates.
+// An $expr that fails to evaluate does not match; MatchErr reports why.
 func (f *Filter) Match(doc bson.D) bool {
 	return f.root.matchDoc(doc)
+}
+
+// MatchErr is Match that also returns the error an $expr clause met (a
+// $divide by zero, a type error), which fails the whole query in MongoDB.
+func (f *Filter) MatchErr(doc bson.D) (bool, error) {
+	ok := f.root.matchDoc(doc)
+	if err := f.exprErr; err != nil {
+		f.exprErr = nil
+		return false, err
+	}
+	return ok, nil
 }
 
 // Equalities returns the field-value pairs that every matching document must

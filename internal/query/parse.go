@@ -12,7 +12,7 @@ import (
 // implement: they fail with NotImplemented rather than as unknown.
 func unsupportedOp(op string) bool {
 	switch op {
-	case "$where", "$expr", "$text", "$jsonSchema", "$sampleRate",
+	case "$where", "$text", "$jsonSchema", "$sampleRate",
 		"$geoWithin", "$geoIntersects", "$near", "$nearSphere", "$within",
 		"$bitsAllSet", "$bitsAllClear", "$bitsAnySet", "$bitsAnyClear":
 		return true
@@ -28,11 +28,12 @@ func notImplemented(op string) error {
 	return mongoerr.Newf(mongoerr.NotImplemented, "%s is not supported", op)
 }
 
-// parseDoc parses a filter document: an AND of its fields.
-func parseDoc(filter bson.D) (docExpr, error) {
+// parseDoc parses a filter document: an AND of its fields. pc is nil
+// below the top level (inside $elemMatch), where $expr is not allowed.
+func parseDoc(filter bson.D, pc *parseCtx) (docExpr, error) {
 	var all andDoc
 	for _, e := range filter {
-		x, err := parseTopField(e)
+		x, err := parseTopField(e, pc)
 		if err != nil {
 			return nil, err
 		}
@@ -46,7 +47,7 @@ func parseDoc(filter bson.D) (docExpr, error) {
 	return all, nil
 }
 
-func parseTopField(e bson.E) (docExpr, error) {
+func parseTopField(e bson.E, pc *parseCtx) (docExpr, error) {
 	if !strings.HasPrefix(e.Key, "$") {
 		x, err := parseFieldCond(e.Key, e.Value)
 		if err != nil {
@@ -56,7 +57,7 @@ func parseTopField(e bson.E) (docExpr, error) {
 	}
 	switch e.Key {
 	case "$and", "$or", "$nor":
-		subs, err := parseClauses(e.Key, e.Value)
+		subs, err := parseClauses(e.Key, e.Value, pc)
 		if err != nil {
 			return nil, err
 		}
@@ -69,6 +70,8 @@ func parseTopField(e bson.E) (docExpr, error) {
 		return norDoc(subs), nil
 	case "$comment":
 		return nil, nil
+	case "$expr":
+		return pc.parseExpr(e.Value)
 	case "$alwaysTrue", "$alwaysFalse":
 		if n, ok := numberAsFloat(normalize(e.Value)); !ok || n != 1 {
 			return nil, badValue("%s must be an integer value of 1", e.Key)
@@ -81,7 +84,7 @@ func parseTopField(e bson.E) (docExpr, error) {
 	return nil, badValue("unknown top level operator: %s", e.Key)
 }
 
-func parseClauses(op string, v any) ([]docExpr, error) {
+func parseClauses(op string, v any, pc *parseCtx) ([]docExpr, error) {
 	a, ok := asArray(normalize(v))
 	if !ok {
 		return nil, badValue("%s must be an array", op)
@@ -95,7 +98,7 @@ func parseClauses(op string, v any) ([]docExpr, error) {
 		if !ok {
 			return nil, badValue("$or/$and/$nor entries need to be full objects")
 		}
-		x, err := parseDoc(d)
+		x, err := parseDoc(d, pc)
 		if err != nil {
 			return nil, err
 		}
@@ -323,7 +326,7 @@ func parseElemMatch(path string, arg any) (fieldExpr, error) {
 		}
 		return leafExpr{pred: elemMatchValuePred{sub: sub}, mode: leafWhole}, nil
 	}
-	sub, err := parseDoc(d)
+	sub, err := parseDoc(d, nil)
 	if err != nil {
 		return nil, err
 	}
