@@ -8,6 +8,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"tierdb/internal/exec"
 	"tierdb/internal/mongoerr"
 	"tierdb/internal/query"
 	"tierdb/internal/storage"
@@ -19,7 +20,7 @@ const (
 	// for the envelope.
 	maxBatchBytes = 16*1024*1024 - 64*1024
 	// maxSortBytes is MongoDB's in-memory sort limit.
-	maxSortBytes = 100 * 1024 * 1024
+	maxSortBytes = exec.MaxMemoryBytes
 	// defaultFirstBatch is the number of documents in a first batch when the
 	// client names none, as MongoDB does.
 	defaultFirstBatch = 101
@@ -69,6 +70,8 @@ func (rs *readSpec) scanParams(col *storage.Collection) storage.ScanParams {
 // the sort allows it, otherwise everything matching, sorted in memory.
 func (h *Handlers) newSource(ctx context.Context, col *storage.Collection, rs *readSpec) (batchSource, error) {
 	scan := &scanSource{store: h.store, col: col, spec: rs, params: rs.scanParams(col), node: storage.NodeFrom(ctx)}
+	_, byID := rs.sort.ByIDOnly()
+	notePlan(ctx, col, rs, scan.params, !rs.sort.IsEmpty() && !byID)
 	if rs.sort.IsEmpty() {
 		return scan, nil
 	}
@@ -251,7 +254,7 @@ func sortAll(ctx context.Context, scan *scanSource, rs *readSpec) (batchSource, 
 			return nil, err
 		}
 		for i, raw := range batch {
-			it := item{raw, scan.decoded[i], len(raw) + docMemory(scan.decoded[i])}
+			it := item{raw, scan.decoded[i], len(raw) + exec.DocMemory(scan.decoded[i])}
 			items = append(items, it)
 			total += it.mem
 			if keep > 0 && len(items) >= 2*keep+1024 {

@@ -1,4 +1,4 @@
-package commands
+package exec
 
 import (
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -12,7 +12,7 @@ import (
 // the number of documents; at finish it emits the groups in the order they
 // first appeared.
 type groupStage struct {
-	next   stage
+	next   Stage
 	idExpr any
 	fields []string
 	accs   []accumulator
@@ -34,7 +34,7 @@ type groupState struct {
 	counts []int64
 }
 
-func newGroupStage(spec bson.D, next stage) (*groupStage, error) {
+func newGroupStage(spec bson.D, next Stage) (*groupStage, error) {
 	idExpr, ok := lookup(spec, "_id")
 	if !ok {
 		return nil, mongoerr.New(mongoerr.Location15955, "a group specification must include an _id")
@@ -61,13 +61,13 @@ func newGroupStage(spec bson.D, next stage) (*groupStage, error) {
 
 // grow counts n more bytes held.
 func (g *groupStage) grow(n int) error {
-	if g.mem += n; g.mem > maxSortBytes {
-		return exceeded("$group")
+	if g.mem += n; g.mem > MaxMemoryBytes {
+		return Exceeded("$group")
 	}
 	return nil
 }
 
-func (g *groupStage) push(doc bson.D) error {
+func (g *groupStage) Push(doc bson.D) error {
 	id, err := evalExpr(doc, g.idExpr)
 	if err != nil {
 		return err
@@ -138,7 +138,7 @@ func (g *groupStage) push(doc bson.D) error {
 	return nil
 }
 
-func (g *groupStage) finish() error {
+func (g *groupStage) Finish() error {
 	for _, k := range g.order {
 		st := g.groups[k]
 		d := bson.D{{Key: "_id", Value: st.id}}
@@ -162,11 +162,11 @@ func (g *groupStage) finish() error {
 			d = append(d, bson.E{Key: g.fields[i], Value: v})
 		}
 		delete(g.groups, k)
-		if err := g.next.push(d); err == errPipelineDone {
+		if err := g.next.Push(d); err == ErrDone {
 			break
 		} else if err != nil {
 			return err
 		}
 	}
-	return g.next.finish()
+	return g.next.Finish()
 }

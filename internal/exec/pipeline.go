@@ -1,4 +1,4 @@
-package commands
+package exec
 
 import (
 	"errors"
@@ -13,25 +13,54 @@ import (
 	"tierdb/internal/update"
 )
 
-// An aggregation pipeline streams: each stage takes documents one at a time
+// MaxMemoryBytes is MongoDB's limit for what a blocking stage holds.
+const MaxMemoryBytes = 100 * 1024 * 1024
+
+// An aggregation pipeline streams: each Stage takes documents one at a time
 // (push) and passes what it produces to the next; finish flushes what a
-// blocking stage ($group, $sort, $count) holds. Memory is what the stages
-// keep, each bounded by maxSortBytes like MongoDB's blocking stages, and
+// blocking Stage ($group, $sort, $count) holds. Memory is what the stages
+// keep, each bounded by MaxMemoryBytes like MongoDB's blocking stages, and
 // the results.
-type stage interface {
-	push(doc bson.D) error
-	finish() error
+type Stage interface {
+	Push(doc bson.D) error
+	Finish() error
 }
 
-// errPipelineDone: a stage needs no more input ($limit reached).
-var errPipelineDone = errors.New("pipeline needs no more documents")
+// ErrDone: a Stage needs no more input ($limit reached).
+var ErrDone = errors.New("pipeline needs no more documents")
 
-func exceeded(what string) error {
-	return mongoerr.Newf(mongoerr.QueryExceededMemoryLimit, "%s exceeded the memory limit of %d bytes; tierdb does not spill to disk (allowDiskUse)", what, maxSortBytes)
+func Exceeded(what string) error {
+	return mongoerr.Newf(mongoerr.QueryExceededMemoryLimit, "%s exceeded the memory limit of %d bytes; tierdb does not spill to disk (allowDiskUse)", what, MaxMemoryBytes)
 }
 
-// buildPipeline chains the stages in front of sink and returns the first.
-func buildPipeline(stages []bson.D, sink stage) (stage, error) {
+// ParsePipeline checks that each stage is a document of one field.
+func ParsePipeline(pipeline bson.A) ([]bson.D, error) {
+	stages := make([]bson.D, len(pipeline))
+	for i, s := range pipeline {
+		d, ok := s.(bson.D)
+		if !ok || len(d) != 1 {
+			return nil, mongoerr.New(mongoerr.Location40323, "A pipeline stage specification object must contain exactly one field.")
+		}
+		stages[i] = d
+	}
+	return stages, nil
+}
+
+// LeadingMatch splits off a leading $match's filter, which the caller can
+// push down to storage; the rest of the stages follow.
+func LeadingMatch(stages []bson.D) (bson.D, []bson.D, error) {
+	if len(stages) == 0 || stages[0][0].Key != "$match" {
+		return nil, stages, nil
+	}
+	d, err := stageDoc(stages[0])
+	if err != nil {
+		return nil, nil, err
+	}
+	return d, stages[1:], nil
+}
+
+// Build chains the stages in front of sink and returns the first.
+func Build(stages []bson.D, sink Stage) (Stage, error) {
 	next := sink
 	for i := len(stages) - 1; i >= 0; i-- {
 		st, err := newStage(stages[i], next)
@@ -43,7 +72,7 @@ func buildPipeline(stages []bson.D, sink stage) (stage, error) {
 	return next, nil
 }
 
-func newStage(st bson.D, next stage) (stage, error) {
+func newStage(st bson.D, next Stage) (Stage, error) {
 	name, arg := st[0].Key, st[0].Value
 	switch name {
 	case "$match":
@@ -98,133 +127,133 @@ func newStage(st bson.D, next stage) (stage, error) {
 		}
 		return newGroupStage(d, next)
 	}
-	return nil, mongoerr.Newf(mongoerr.NotImplemented, "pipeline stage %s is not supported by tierdb", name)
+	return nil, mongoerr.Newf(mongoerr.NotImplemented, "pipeline Stage %s is not supported by tierdb", name)
 }
 
 // mapStage passes each document through fn ($match, $project).
 type mapStage struct {
-	next stage
+	next Stage
 	fn   func(bson.D) (bson.D, bool)
 }
 
-func (s *mapStage) push(doc bson.D) error {
+func (s *mapStage) Push(doc bson.D) error {
 	if out, keep := s.fn(doc); keep {
-		return s.next.push(out)
+		return s.next.Push(out)
 	}
 	return nil
 }
 
-func (s *mapStage) finish() error { return s.next.finish() }
+func (s *mapStage) Finish() error { return s.next.Finish() }
 
 type skipStage struct {
-	next stage
+	next Stage
 	skip int64
 }
 
-func (s *skipStage) push(doc bson.D) error {
+func (s *skipStage) Push(doc bson.D) error {
 	if s.skip > 0 {
 		s.skip--
 		return nil
 	}
-	return s.next.push(doc)
+	return s.next.Push(doc)
 }
 
-func (s *skipStage) finish() error { return s.next.finish() }
+func (s *skipStage) Finish() error { return s.next.Finish() }
 
 type limitStage struct {
-	next stage
+	next Stage
 	left int64
 }
 
-func (s *limitStage) push(doc bson.D) error {
+func (s *limitStage) Push(doc bson.D) error {
 	if s.left <= 0 {
-		return errPipelineDone
+		return ErrDone
 	}
 	s.left--
-	if err := s.next.push(doc); err != nil {
+	if err := s.next.Push(doc); err != nil {
 		return err
 	}
 	if s.left == 0 {
-		return errPipelineDone
+		return ErrDone
 	}
 	return nil
 }
 
-func (s *limitStage) finish() error { return s.next.finish() }
+func (s *limitStage) Finish() error { return s.next.Finish() }
 
 type countStage struct {
-	next  stage
+	next  Stage
 	field string
 	n     int64
 }
 
-func (s *countStage) push(bson.D) error { s.n++; return nil }
+func (s *countStage) Push(bson.D) error { s.n++; return nil }
 
-func (s *countStage) finish() error {
+func (s *countStage) Finish() error {
 	if s.n > 0 {
-		if err := s.next.push(bson.D{{Key: s.field, Value: countValue(s.n)}}); err != nil && err != errPipelineDone {
+		if err := s.next.Push(bson.D{{Key: s.field, Value: countValue(s.n)}}); err != nil && err != ErrDone {
 			return err
 		}
 	}
-	return s.next.finish()
+	return s.next.Finish()
 }
 
 // sortStage holds its input, sorted at finish. What it holds is counted as
 // the decoded documents' estimated size (docMemory), not their BSON bytes.
 type sortStage struct {
-	next stage
+	next Stage
 	sort query.Sort
 	docs []bson.D
 	mem  int
 }
 
-func (s *sortStage) push(doc bson.D) error {
-	if s.mem += docMemory(doc); s.mem > maxSortBytes {
-		return exceeded("$sort")
+func (s *sortStage) Push(doc bson.D) error {
+	if s.mem += DocMemory(doc); s.mem > MaxMemoryBytes {
+		return Exceeded("$sort")
 	}
 	s.docs = append(s.docs, doc)
 	return nil
 }
 
-func (s *sortStage) finish() error {
+func (s *sortStage) Finish() error {
 	sort.SliceStable(s.docs, func(i, j int) bool { return s.sort.Compare(s.docs[i], s.docs[j]) < 0 })
 	for i, d := range s.docs {
-		s.docs[i] = nil // the next stage may keep only some of them
-		if err := s.next.push(d); err == errPipelineDone {
+		s.docs[i] = nil // the next Stage may keep only some of them
+		if err := s.next.Push(d); err == ErrDone {
 			break
 		} else if err != nil {
 			return err
 		}
 	}
 	s.docs = nil
-	return s.next.finish()
+	return s.next.Finish()
 }
 
-// collectSink keeps the pipeline's results, encoded for the cursor.
-type collectSink struct {
-	raws []bson.Raw
+// Collect keeps the pipeline's results, encoded for the cursor.
+type Collect struct {
+	Raws []bson.Raw
 	size int
 }
 
-func (s *collectSink) push(doc bson.D) error {
+func (s *Collect) Push(doc bson.D) error {
 	raw, err := bsonx.Marshal(doc)
 	if err != nil {
 		return err
 	}
-	if s.size += len(raw); s.size > maxSortBytes {
-		return exceeded("the aggregation's results")
+	if s.size += len(raw); s.size > MaxMemoryBytes {
+		return Exceeded("the aggregation's results")
 	}
-	s.raws = append(s.raws, raw)
+	s.Raws = append(s.Raws, raw)
 	return nil
 }
 
-func (s *collectSink) finish() error { return nil }
+func (s *Collect) Finish() error { return nil }
 
 // docMemory estimates what a decoded document occupies: per element its
 // key and an interface value (two words each for the string and the
 // interface), plus the value's own bytes, nested documents and arrays
 // counted the same way.
-func docMemory(d bson.D) int {
+func DocMemory(d bson.D) int {
 	n := 24 // the slice header
 	for _, e := range d {
 		n += 32 + len(e.Key) + valueMemory(e.Value)
@@ -235,7 +264,7 @@ func docMemory(d bson.D) int {
 func valueMemory(v any) int {
 	switch x := v.(type) {
 	case bson.D:
-		return docMemory(x)
+		return DocMemory(x)
 	case bson.A:
 		n := 24
 		for _, e := range x {

@@ -1,0 +1,12 @@
+// Package exec runs aggregation pipelines: stages as push operators
+// ($match, $project, $group, $sort, $unwind, $lookup, ...) that take
+// documents one at a time and pass what they produce to the next, ending in
+// a sink. Command handlers parse a command's arguments, read documents from
+// storage, push them through a pipeline built here and reply.
+//
+// exec never talks to PostgreSQL itself: where a stage needs another
+// collection ($lookup) it reads through the Reader the handler passes in
+// Env. It never holds more than the memory limit (MaxMemoryBytes) in a
+// blocking stage, and never ignores a stage, option or operator it does
+// not implement: those are refused with MongoDB's codes.
+package exec
