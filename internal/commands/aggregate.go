@@ -6,13 +6,15 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"tierdb/internal/exec"
+	"tierdb/internal/expr"
 	"tierdb/internal/mongoerr"
+	"tierdb/internal/query"
 	"tierdb/internal/storage"
 )
 
-// aggregate runs the small pipeline subset drivers need for counting and
-// simple reports. A leading $match is pushed down to storage; the rest runs
-// in memory over the matched documents.
+// aggregate runs a pipeline (package exec) over a collection. A leading
+// $match is pushed down to storage as a prefilter; the rest runs in
+// process, documents streaming through the stages.
 func (h *Handlers) aggregate(ctx context.Context, req *Request) (bson.D, error) {
 	name, err := collectionName(req)
 	if err != nil {
@@ -39,48 +41,92 @@ func (h *Handlers) aggregate(ctx context.Context, req *Request) (bson.D, error) 
 	if err != nil {
 		return nil, err
 	}
+	vars, err := letVars(req.Cmd)
+	if err != nil {
+		return nil, err
+	}
 	first, stages, err := exec.LeadingMatch(stages)
 	if err != nil {
 		return nil, err
 	}
-	rs, err := parseReadSpec(first, nil, nil, 0, 0)
+	filter, err := query.ParseFilterVars(first, vars)
 	if err != nil {
 		return nil, err
 	}
-	// Build the rest of the pipeline before reading anything, so that a
-	// bad stage fails at once.
-	sink := &exec.Collect{}
-	head, err := exec.Build(stages, sink)
-	if err != nil {
-		return nil, err
-	}
+	rs := &readSpec{filter: filter, empty: len(first) == 0, exact: isIDEquality(first)}
 	ctx, done, err := h.routeRead(ctx, req)
 	if err != nil {
 		return nil, err
 	}
 	defer done()
-	col, err := h.store.Collection(ctx, req.DB, name)
-	switch {
-	case storage.IsCode(err, storage.ErrNamespaceNotFound):
-	case err != nil:
+	// Build the rest of the pipeline before reading anything, so that a
+	// bad stage fails at once.
+	sink := &exec.Collect{}
+	env := &exec.Env{Ctx: ctx, Vars: vars, Read: h.reader(req.DB)}
+	head, err := exec.Build(stages, sink, env)
+	if err != nil {
 		return nil, err
-	default:
-		// Documents stream through the stages one at a time: memory is
-		// what the stages keep ($group's groups, $sort's input) and the
-		// results, not every match.
-		err = h.eachMatch(ctx, col, rs, func(doc bson.D, _ bson.Raw) (bool, error) {
-			err := head.Push(doc)
-			if err == exec.ErrDone {
-				return true, nil
-			}
-			return false, err
-		})
-		if err != nil {
-			return nil, err
-		}
+	}
+	// Documents stream through the stages one at a time: memory is what
+	// the stages keep ($group's groups, $sort's input) and the results,
+	// not every match.
+	err = h.readInto(ctx, req.DB, name, rs, head.Push)
+	if err != nil && err != exec.ErrDone {
+		return nil, err
 	}
 	if err := head.Finish(); err != nil {
 		return nil, err
 	}
 	return h.firstBatch(ctx, req, req.DB+"."+name, &sliceSource{docs: sink.Raws}, batchSize, false)
+}
+
+// readInto streams the documents of db.coll that match rs to fn, until fn
+// returns an error (exec.ErrDone stops early). A collection that does not
+// exist has no documents.
+func (h *Handlers) readInto(ctx context.Context, db, coll string, rs *readSpec, fn func(bson.D) error) error {
+	col, err := h.store.Collection(ctx, db, coll)
+	switch {
+	case storage.IsCode(err, storage.ErrNamespaceNotFound):
+		return nil
+	case err != nil:
+		return err
+	}
+	return h.eachMatch(ctx, col, rs, func(doc bson.D, _ bson.Raw) (bool, error) {
+		if err := fn(doc); err != nil {
+			return err == exec.ErrDone, err
+		}
+		return false, nil
+	})
+}
+
+// reader is how a pipeline's $lookup reads the other collections of db:
+// the same storage read as the pipeline's own input, on the same node.
+func (h *Handlers) reader(db string) exec.Reader {
+	return func(ctx context.Context, coll string, filter *query.Filter, fn func(bson.D) error) error {
+		return h.readInto(ctx, db, coll, &readSpec{filter: filter}, fn)
+	}
+}
+
+// letVars evaluates the command's let: constants and expressions over no
+// document, which the pipeline's expressions read as $$name.
+func letVars(cmd bson.D) (map[string]any, error) {
+	let, err := getDoc(cmd, "let")
+	if err != nil || let == nil {
+		return nil, err
+	}
+	vars := map[string]any{}
+	scope := expr.NewScope(nil)
+	now := expr.Now()
+	for _, e := range let {
+		x, err := expr.Parse(e.Value, scope)
+		if err != nil {
+			return nil, err
+		}
+		v, err := x.Eval(expr.NewCtx(bson.D{}, nil, now))
+		if err != nil {
+			return nil, err
+		}
+		vars[e.Key] = v
+	}
+	return vars, nil
 }

@@ -50,7 +50,7 @@ var commandFields = map[string]map[string]fieldRule{
 	"aggregate": {
 		"pipeline": implemented, "cursor": implemented, "explain": implemented,
 		"hint": harmless, "allowDiskUse": harmless, "bypassDocumentValidation": harmless,
-		"let": unimplemented,
+		"let": implemented,
 	},
 	"getMore":     {"batchSize": implemented, "collection": implemented, "maxTimeMS": implemented, "term": harmless, "lastKnownCommittedOpTime": harmless},
 	"killCursors": {"cursors": implemented},

@@ -131,9 +131,15 @@ func (s *scanSource) next(ctx context.Context, n int) ([]bson.Raw, bool, error) 
 			if doc, err = bsonx.Decode(row.Doc); err != nil {
 				return nil, false, mongoerr.New(mongoerr.InternalError, "stored document is corrupt")
 			}
-			if recheck && !s.spec.filter.Match(doc) {
-				s.pending = s.pending[1:]
-				continue
+			if recheck {
+				ok, err := s.spec.filter.MatchErr(doc)
+				if err != nil {
+					return nil, false, err
+				}
+				if !ok {
+					s.pending = s.pending[1:]
+					continue
+				}
 			}
 		}
 		if !s.raw && s.skipped < s.spec.skip {

@@ -2,54 +2,35 @@ package exec
 
 import (
 	"math"
-	"strings"
+	"strconv"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
-	"tierdb/internal/mongoerr"
+	"tierdb/internal/expr"
 	"tierdb/internal/query"
 	"tierdb/internal/update"
 )
 
-func stageDoc(st bson.D) (bson.D, error) {
-	d, ok := st[0].Value.(bson.D)
-	if !ok {
-		return nil, mongoerr.Newf(mongoerr.FailedToParse, "the %s stage specification must be an object", st[0].Key)
-	}
-	return d, nil
+// An accumulator folds the values of one $group field over a group's
+// documents. add returns how many more bytes it holds.
+type accumulator interface {
+	add(v any) (int, error)
+	value() any
 }
 
-// evalExpr evaluates the expressions $group needs: "$path", literals, and
-// documents of expressions.
-func evalExpr(doc bson.D, expr any) (any, error) {
-	switch e := expr.(type) {
-	case string:
-		if strings.HasPrefix(e, "$") {
-			if strings.HasPrefix(e, "$$") {
-				return nil, mongoerr.Newf(mongoerr.NotImplemented, "variables (%s) are not supported by tierdb", e)
-			}
-			v, _ := query.Lookup(doc, e[1:])
-			return v, nil
-		}
-		return e, nil
-	case bson.D:
-		if len(e) > 0 && strings.HasPrefix(e[0].Key, "$") {
-			if e[0].Key == "$literal" {
-				return e[0].Value, nil
-			}
-			return nil, mongoerr.Newf(mongoerr.InvalidPipelineOperator, "expression operator %s is not supported by tierdb", e[0].Key)
-		}
-		out := make(bson.D, 0, len(e))
-		for _, f := range e {
-			v, err := evalExpr(doc, f.Value)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, bson.E{Key: f.Key, Value: v})
-		}
-		return out, nil
-	}
-	return expr, nil
+var accumulators = map[string]func() accumulator{
+	"$sum":          func() accumulator { return &sumAcc{} },
+	"$count":        func() accumulator { return &sumAcc{} },
+	"$avg":          func() accumulator { return &avgAcc{} },
+	"$min":          func() accumulator { return &minMaxAcc{sign: -1} },
+	"$max":          func() accumulator { return &minMaxAcc{sign: 1} },
+	"$first":        func() accumulator { return &firstAcc{} },
+	"$last":         func() accumulator { return &lastAcc{} },
+	"$push":         func() accumulator { return &pushAcc{} },
+	"$addToSet":     func() accumulator { return &setAcc{seen: map[string]bool{}} },
+	"$stdDevPop":    func() accumulator { return &stdDevAcc{pop: true} },
+	"$stdDevSamp":   func() accumulator { return &stdDevAcc{} },
+	"$mergeObjects": func() accumulator { return &mergeAcc{} },
 }
 
 func isNumber(v any) bool {
@@ -58,6 +39,207 @@ func isNumber(v any) bool {
 		return true
 	}
 	return false
+}
+
+// sumAcc is $sum (and $count): non-numbers are ignored.
+type sumAcc struct{ s sum }
+
+func (a *sumAcc) add(v any) (int, error) {
+	if isNumber(v) {
+		a.s.add(v)
+	}
+	return 0, nil
+}
+
+func (a *sumAcc) value() any { return a.s.value() }
+
+// avgAcc is $avg: the mean of the numbers, null when there were none.
+type avgAcc struct {
+	s sum
+	n int64
+}
+
+func (a *avgAcc) add(v any) (int, error) {
+	if isNumber(v) {
+		a.s.add(v)
+		a.n++
+	}
+	return 0, nil
+}
+
+func (a *avgAcc) value() any {
+	if a.n == 0 {
+		return nil
+	}
+	return a.s.mean(a.n)
+}
+
+// minMaxAcc is $min (sign -1) and $max (sign 1) in BSON order; null and
+// missing are ignored, and a group of none gives null.
+type minMaxAcc struct {
+	sign int
+	v    any
+	set  bool
+}
+
+func (a *minMaxAcc) add(v any) (int, error) {
+	switch v.(type) {
+	case nil, bson.Undefined:
+		return 0, nil
+	}
+	if expr.IsMissing(v) {
+		return 0, nil
+	}
+	if !a.set || query.Compare(v, a.v)*a.sign > 0 {
+		a.v, a.set = v, true
+		return valueMemory(v), nil
+	}
+	return 0, nil
+}
+
+func (a *minMaxAcc) value() any { return a.v }
+
+// firstAcc is $first: the first document's value, missing giving null.
+type firstAcc struct {
+	v   any
+	set bool
+}
+
+func (a *firstAcc) add(v any) (int, error) {
+	if a.set {
+		return 0, nil
+	}
+	a.set = true
+	if expr.IsMissing(v) {
+		v = nil
+	}
+	a.v = v
+	return valueMemory(v), nil
+}
+
+func (a *firstAcc) value() any { return a.v }
+
+// lastAcc is $last.
+type lastAcc struct{ v any }
+
+func (a *lastAcc) add(v any) (int, error) {
+	if expr.IsMissing(v) {
+		v = nil
+	}
+	a.v = v
+	return 0, nil
+}
+
+func (a *lastAcc) value() any { return a.v }
+
+// pushAcc is $push: every value but missing ones.
+type pushAcc struct{ vals bson.A }
+
+func (a *pushAcc) add(v any) (int, error) {
+	if expr.IsMissing(v) {
+		return 0, nil
+	}
+	a.vals = append(a.vals, v)
+	return 16 + valueMemory(v), nil
+}
+
+func (a *pushAcc) value() any {
+	if a.vals == nil {
+		return bson.A{}
+	}
+	return a.vals
+}
+
+// setAcc is $addToSet: distinct values (by BSON equality) in the order
+// first seen.
+type setAcc struct {
+	vals bson.A
+	seen map[string]bool
+}
+
+func (a *setAcc) add(v any) (int, error) {
+	if expr.IsMissing(v) {
+		return 0, nil
+	}
+	k := string(query.AppendKey(nil, v))
+	if a.seen[k] {
+		return 0, nil
+	}
+	a.seen[k] = true
+	a.vals = append(a.vals, v)
+	return 16 + 2*len(k) + valueMemory(v), nil
+}
+
+func (a *setAcc) value() any {
+	if a.vals == nil {
+		return bson.A{}
+	}
+	return a.vals
+}
+
+// stdDevAcc is $stdDevPop and $stdDevSamp over the numbers (Welford's
+// method); too few numbers give null.
+type stdDevAcc struct {
+	pop      bool
+	n        float64
+	mean, m2 float64
+}
+
+func (a *stdDevAcc) add(v any) (int, error) {
+	if !isNumber(v) {
+		return 0, nil
+	}
+	x := toFloat(v)
+	a.n++
+	d := x - a.mean
+	a.mean += d / a.n
+	a.m2 += d * (x - a.mean)
+	return 0, nil
+}
+
+func (a *stdDevAcc) value() any {
+	switch {
+	case a.pop && a.n > 0:
+		return math.Sqrt(a.m2 / a.n)
+	case !a.pop && a.n > 1:
+		return math.Sqrt(a.m2 / (a.n - 1))
+	}
+	return nil
+}
+
+// mergeAcc is $mergeObjects.
+type mergeAcc struct{ d bson.D }
+
+func (a *mergeAcc) add(v any) (int, error) {
+	before := DocMemory(a.d)
+	d, err := expr.MergeObjects(a.d, v)
+	if err != nil {
+		return 0, err
+	}
+	a.d = d
+	return DocMemory(d) - before, nil
+}
+
+func (a *mergeAcc) value() any {
+	if a.d == nil {
+		return bson.D{}
+	}
+	return a.d
+}
+
+func toFloat(v any) float64 {
+	switch x := v.(type) {
+	case int32:
+		return float64(x)
+	case int64:
+		return float64(x)
+	case float64:
+		return x
+	case bson.Decimal128:
+		f, _ := strconv.ParseFloat(x.String(), 64)
+		return f
+	}
+	return 0
 }
 
 // sum adds numbers keeping MongoDB's result type: int32 while it fits, then
@@ -130,37 +312,4 @@ func (s *sum) value() any {
 		return s.i
 	}
 	return int32(s.i)
-}
-
-func lookup(d bson.D, key string) (any, bool) {
-	for _, e := range d {
-		if e.Key == key {
-			return e.Value, true
-		}
-	}
-	return nil, false
-}
-
-// asInt reads a whole number of any numeric type.
-func asInt(v any) (int64, bool) {
-	switch n := v.(type) {
-	case int32:
-		return int64(n), true
-	case int64:
-		return n, true
-	case float64:
-		if n != math.Trunc(n) || math.IsInf(n, 0) || math.IsNaN(n) || math.Abs(n) > 1<<63 {
-			return 0, false
-		}
-		return int64(n), true
-	}
-	return 0, false
-}
-
-// countValue is an int32 when it fits, as MongoDB replies.
-func countValue(n int64) any {
-	if n <= 1<<31-1 {
-		return int32(n)
-	}
-	return n
 }

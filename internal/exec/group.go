@@ -1,62 +1,108 @@
 package exec
 
 import (
+	"strings"
+
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"tierdb/internal/expr"
 	"tierdb/internal/mongoerr"
 	"tierdb/internal/query"
 )
 
 // groupStage is $group: it keeps one state per group, so memory grows with
-// the number of groups (and what $push and $addToSet collect), never with
-// the number of documents; at finish it emits the groups in the order they
-// first appeared.
+// the number of groups (and what $push, $addToSet and $mergeObjects
+// collect), never with the number of documents; at Finish it emits the
+// groups in the order they first appeared.
 type groupStage struct {
 	next   Stage
-	idExpr any
+	id     func(doc bson.D) (any, error)
 	fields []string
-	accs   []accumulator
+	specs  []accSpec
 	groups map[string]*groupState
 	order  []string
 	mem    int
+	ev     *evaluator
 }
 
-type accumulator struct {
-	op   string
-	expr any
+type accSpec struct {
+	op  string
+	arg expr.Expr
 }
 
 type groupState struct {
-	id     any
-	sums   []sum
-	vals   []any
-	arrays []bson.A
-	counts []int64
+	id   any
+	accs []accumulator
 }
 
-func newGroupStage(spec bson.D, next Stage) (*groupStage, error) {
-	idExpr, ok := lookup(spec, "_id")
+// unsupportedAccumulators are MongoDB accumulators tierdb does not run.
+var unsupportedAccumulators = map[string]bool{
+	"$top": true, "$bottom": true, "$topN": true, "$bottomN": true, "$firstN": true, "$lastN": true,
+	"$maxN": true, "$minN": true, "$median": true, "$percentile": true, "$accumulator": true,
+	"$concatArrays": true, "$setUnion": true,
+}
+
+func newGroupStage(spec bson.D, next Stage, env *Env) (*groupStage, error) {
+	idArg, ok := lookup(spec, "_id")
 	if !ok {
 		return nil, mongoerr.New(mongoerr.Location15955, "a group specification must include an _id")
 	}
-	g := &groupStage{next: next, idExpr: idExpr, groups: map[string]*groupState{}}
+	scope := expr.NewScope(env.Vars)
+	idExpr, err := expr.Parse(idArg, scope)
+	if err != nil {
+		return nil, err
+	}
+	g := &groupStage{next: next, groups: map[string]*groupState{}, ev: newEvaluator(env)}
+	g.id = func(doc bson.D) (any, error) { return g.ev.eval(idExpr, doc) }
+	if err := g.parseAccumulators(spec, scope); err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+func (g *groupStage) parseAccumulators(spec bson.D, scope *expr.Scope) error {
 	for _, e := range spec {
 		if e.Key == "_id" {
 			continue
 		}
+		if strings.HasPrefix(e.Key, "$") {
+			return mongoerr.Newf(mongoerr.Location40236, "The field name '%s' cannot be an operator name", e.Key)
+		}
+		if strings.Contains(e.Key, ".") {
+			return mongoerr.Newf(mongoerr.Location40235, "The field name '%s' cannot contain '.'", e.Key)
+		}
 		d, ok := e.Value.(bson.D)
 		if !ok || len(d) != 1 {
-			return nil, mongoerr.Newf(mongoerr.Location40234, "The field '%s' must be an accumulator object", e.Key)
+			return mongoerr.Newf(mongoerr.Location40234, "The field '%s' must be an accumulator object", e.Key)
 		}
-		switch d[0].Key {
-		case "$sum", "$avg", "$min", "$max", "$first", "$last", "$push", "$addToSet", "$count":
+		op, arg := d[0].Key, d[0].Value
+		switch {
+		case accumulators[op] != nil:
+		case unsupportedAccumulators[op]:
+			return mongoerr.Newf(mongoerr.NotImplemented, "the %s accumulator is not supported by tierdb", op)
 		default:
-			return nil, mongoerr.Newf(mongoerr.Location15952, "unknown group operator '%s'", d[0].Key)
+			return mongoerr.Newf(mongoerr.Location15952, "unknown group operator '%s'", op)
+		}
+		if a, isArray := arg.(bson.A); isArray {
+			if len(a) != 1 {
+				return mongoerr.Newf(mongoerr.Location40237, "The %s accumulator is a unary operator", op)
+			}
+			arg = a[0]
+		}
+		if op == "$count" {
+			if d, ok := arg.(bson.D); !ok || len(d) != 0 {
+				return mongoerr.New(mongoerr.FailedToParse, "$count takes no arguments, i.e. $count:{}")
+			}
+			arg = int32(1)
+		}
+		x, err := expr.Parse(arg, scope)
+		if err != nil {
+			return err
 		}
 		g.fields = append(g.fields, e.Key)
-		g.accs = append(g.accs, accumulator{d[0].Key, d[0].Value})
+		g.specs = append(g.specs, accSpec{op: op, arg: x})
 	}
-	return g, nil
+	return nil
 }
 
 // grow counts n more bytes held.
@@ -68,70 +114,38 @@ func (g *groupStage) grow(n int) error {
 }
 
 func (g *groupStage) Push(doc bson.D) error {
-	id, err := evalExpr(doc, g.idExpr)
+	id, err := g.id(doc)
 	if err != nil {
 		return err
+	}
+	if expr.IsMissing(id) {
+		id = nil
 	}
 	k := string(query.AppendKey(nil, id))
 	st := g.groups[k]
 	if st == nil {
-		n := len(g.accs)
-		st = &groupState{id: id, sums: make([]sum, n), vals: make([]any, n), arrays: make([]bson.A, n), counts: make([]int64, n)}
+		st = &groupState{id: id, accs: make([]accumulator, len(g.specs))}
+		for i, s := range g.specs {
+			st.accs[i] = accumulators[s.op]()
+		}
 		g.groups[k] = st
 		g.order = append(g.order, k)
-		if err := g.grow(2*len(k) + 64 + 96*n); err != nil {
+		if err := g.grow(2*len(k) + valueMemory(id) + 64 + 96*len(g.specs)); err != nil {
 			return err
 		}
 	}
-	for i, a := range g.accs {
-		if a.op == "$count" {
-			st.sums[i].add(int32(1))
-			continue
-		}
-		v, err := evalExpr(doc, a.expr)
+	for i, s := range g.specs {
+		v, err := g.ev.eval(s.arg, doc)
 		if err != nil {
 			return err
 		}
-		switch a.op {
-		case "$sum", "$avg":
-			if isNumber(v) {
-				st.sums[i].add(v)
-				st.counts[i]++
-			}
-		case "$min", "$max":
-			if v == nil {
-				continue
-			}
-			c := query.Compare(v, st.vals[i])
-			if st.counts[i] == 0 || (a.op == "$min" && c < 0) || (a.op == "$max" && c > 0) {
-				st.vals[i] = v
-			}
-			st.counts[i]++
-		case "$first":
-			if st.counts[i] == 0 {
-				st.vals[i] = v
-			}
-			st.counts[i]++
-		case "$last":
-			st.vals[i] = v
-		case "$push":
-			st.arrays[i] = append(st.arrays[i], v)
-			if err := g.grow(16 + valueMemory(v)); err != nil {
+		n, err := st.accs[i].add(v)
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			if err := g.grow(n); err != nil {
 				return err
-			}
-		case "$addToSet":
-			dup := false
-			for _, x := range st.arrays[i] {
-				if query.Compare(x, v) == 0 {
-					dup = true
-					break
-				}
-			}
-			if !dup {
-				st.arrays[i] = append(st.arrays[i], v)
-				if err := g.grow(16 + valueMemory(v)); err != nil {
-					return err
-				}
 			}
 		}
 	}
@@ -142,24 +156,8 @@ func (g *groupStage) Finish() error {
 	for _, k := range g.order {
 		st := g.groups[k]
 		d := bson.D{{Key: "_id", Value: st.id}}
-		for i, a := range g.accs {
-			var v any
-			switch a.op {
-			case "$sum", "$count":
-				v = st.sums[i].value()
-			case "$avg":
-				if st.counts[i] > 0 {
-					v = st.sums[i].mean(st.counts[i])
-				}
-			case "$push", "$addToSet":
-				if st.arrays[i] == nil {
-					st.arrays[i] = bson.A{}
-				}
-				v = st.arrays[i]
-			default:
-				v = st.vals[i]
-			}
-			d = append(d, bson.E{Key: g.fields[i], Value: v})
+		for i, a := range st.accs {
+			d = append(d, bson.E{Key: g.fields[i], Value: a.value()})
 		}
 		delete(g.groups, k)
 		if err := g.next.Push(d); err == ErrDone {
@@ -168,5 +166,6 @@ func (g *groupStage) Finish() error {
 			return err
 		}
 	}
+	g.order = nil
 	return g.next.Finish()
 }

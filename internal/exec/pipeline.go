@@ -1,36 +1,62 @@
 package exec
 
 import (
+	"context"
 	"errors"
-	"sort"
+	"math"
 	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"tierdb/internal/bsonx"
+	"tierdb/internal/expr"
 	"tierdb/internal/mongoerr"
 	"tierdb/internal/query"
-	"tierdb/internal/update"
 )
 
 // MaxMemoryBytes is MongoDB's limit for what a blocking stage holds.
 const MaxMemoryBytes = 100 * 1024 * 1024
 
-// An aggregation pipeline streams: each Stage takes documents one at a time
-// (push) and passes what it produces to the next; finish flushes what a
-// blocking Stage ($group, $sort, $count) holds. Memory is what the stages
-// keep, each bounded by MaxMemoryBytes like MongoDB's blocking stages, and
-// the results.
+// maxDocBytes is the BSON document size limit, for documents a stage
+// builds ($facet's, $lookup's).
+const maxDocBytes = 16 * 1024 * 1024
+
+// A Stage takes documents one at a time (Push) and passes what it
+// produces to the next stage; Finish flushes what a blocking stage
+// ($group, $sort, $count, ...) holds. Memory is what the stages keep, each
+// bounded by MaxMemoryBytes like MongoDB's blocking stages. A stage never
+// changes a document it was given: $facet hands one document to several.
 type Stage interface {
 	Push(doc bson.D) error
 	Finish() error
 }
 
-// ErrDone: a Stage needs no more input ($limit reached).
+// ErrDone: a stage needs no more input ($limit reached).
 var ErrDone = errors.New("pipeline needs no more documents")
 
+// Exceeded is the error of a stage past the memory limit.
 func Exceeded(what string) error {
 	return mongoerr.Newf(mongoerr.QueryExceededMemoryLimit, "%s exceeded the memory limit of %d bytes; tierdb does not spill to disk (allowDiskUse)", what, MaxMemoryBytes)
+}
+
+// Reader streams the documents of a collection of the pipeline's database
+// that match filter, in _id order, until fn returns an error (ErrDone:
+// stop without error). A missing collection has no documents.
+type Reader func(ctx context.Context, coll string, filter *query.Filter, fn func(doc bson.D) error) error
+
+// Env is what a pipeline runs with.
+type Env struct {
+	Ctx context.Context
+	// Read reads other collections, for $lookup; nil refuses $lookup.
+	Read Reader
+	// Vars are the variables expressions may read ($$name): the
+	// aggregate command's let, a $lookup's let.
+	Vars map[string]any
+	// Now is $$NOW.
+	Now bson.DateTime
+	// inFacet marks a $facet's sub-pipeline, where some stages are not
+	// allowed.
+	inFacet bool
 }
 
 // ParsePipeline checks that each stage is a document of one field.
@@ -59,11 +85,18 @@ func LeadingMatch(stages []bson.D) (bson.D, []bson.D, error) {
 	return d, stages[1:], nil
 }
 
-// Build chains the stages in front of sink and returns the first.
-func Build(stages []bson.D, sink Stage) (Stage, error) {
+// Build chains the stages in front of sink and returns the first. Every
+// stage is parsed before anything runs, so a bad stage fails at once.
+func Build(stages []bson.D, sink Stage, env *Env) (Stage, error) {
+	if env.Ctx == nil {
+		env.Ctx = context.Background()
+	}
+	if env.Now == 0 {
+		env.Now = expr.Now()
+	}
 	next := sink
 	for i := len(stages) - 1; i >= 0; i-- {
-		st, err := newStage(stages[i], next)
+		st, err := newStage(stages[i], next, env)
 		if err != nil {
 			return nil, err
 		}
@@ -72,29 +105,61 @@ func Build(stages []bson.D, sink Stage) (Stage, error) {
 	return next, nil
 }
 
-func newStage(st bson.D, next Stage) (Stage, error) {
+// unsupportedStages are MongoDB stages tierdb does not run.
+var unsupportedStages = map[string]bool{
+	"$out": true, "$merge": true, "$unionWith": true, "$graphLookup": true, "$geoNear": true,
+	"$collStats": true, "$indexStats": true, "$currentOp": true, "$listSessions": true,
+	"$listLocalSessions": true, "$planCacheStats": true, "$redact": true, "$bucketAuto": true,
+	"$densify": true, "$fill": true, "$setWindowFields": true, "$changeStream": true,
+	"$documents": true, "$search": true, "$searchMeta": true, "$vectorSearch": true,
+	"$listSearchIndexes": true, "$changeStreamSplitLargeEvent": true, "$querySettings": true,
+}
+
+// notInFacet are the stages MongoDB refuses inside $facet.
+var notInFacet = map[string]bool{
+	"$facet": true, "$out": true, "$merge": true, "$collStats": true, "$indexStats": true,
+	"$geoNear": true, "$planCacheStats": true, "$changeStream": true,
+}
+
+func newStage(st bson.D, next Stage, env *Env) (Stage, error) {
 	name, arg := st[0].Key, st[0].Value
+	if env.inFacet && notInFacet[name] {
+		return nil, mongoerr.Newf(mongoerr.Location40600, "%s is not allowed to be used within a $facet stage", name)
+	}
 	switch name {
 	case "$match":
 		d, err := stageDoc(st)
 		if err != nil {
 			return nil, err
 		}
-		f, err := query.ParseFilter(d)
+		f, err := query.ParseFilterVars(d, env.Vars)
 		if err != nil {
 			return nil, err
 		}
-		return &mapStage{next: next, fn: func(doc bson.D) (bson.D, bool) { return doc, f.Match(doc) }}, nil
-	case "$project":
-		d, err := stageDoc(st)
+		return &mapStage{next: next, fn: func(doc bson.D) (bson.D, bool, error) {
+			ok, err := f.MatchErr(doc)
+			return doc, ok, err
+		}}, nil
+	case "$project", "$unset":
+		p, err := parseProjectStage(name, arg, env)
 		if err != nil {
 			return nil, err
 		}
-		p, err := update.ParseProjection(d)
+		return &mapStage{next: next, fn: func(doc bson.D) (bson.D, bool, error) {
+			out, err := p.apply(doc)
+			return out, true, err
+		}}, nil
+	case "$addFields", "$set":
+		a, err := parseAddFields(name, arg, env)
 		if err != nil {
 			return nil, err
 		}
-		return &mapStage{next: next, fn: func(doc bson.D) (bson.D, bool) { return p.Apply(doc), true }}, nil
+		return &mapStage{next: next, fn: func(doc bson.D) (bson.D, bool, error) {
+			out, err := a.apply(doc)
+			return out, true, err
+		}}, nil
+	case "$replaceRoot", "$replaceWith":
+		return newReplaceRoot(name, arg, next, env)
 	case "$skip", "$limit":
 		n, ok := asInt(arg)
 		if !ok || n < 0 || (name == "$limit" && n == 0) {
@@ -125,22 +190,38 @@ func newStage(st bson.D, next Stage) (Stage, error) {
 		if err != nil {
 			return nil, err
 		}
-		return newGroupStage(d, next)
+		return newGroupStage(d, next, env)
+	case "$unwind":
+		return newUnwind(arg, next)
+	case "$sortByCount":
+		return newSortByCount(arg, next, env)
+	case "$bucket":
+		return newBucket(arg, next, env)
+	case "$facet":
+		return newFacet(arg, next, env)
+	case "$sample":
+		return newSample(arg, next)
+	case "$lookup":
+		return newLookup(arg, next, env)
 	}
-	return nil, mongoerr.Newf(mongoerr.NotImplemented, "pipeline Stage %s is not supported by tierdb", name)
+	if unsupportedStages[name] {
+		return nil, mongoerr.Newf(mongoerr.NotImplemented, "pipeline stage %s is not supported by tierdb", name)
+	}
+	return nil, mongoerr.Newf(mongoerr.Location40324, "Unrecognized pipeline stage name: '%s'", name)
 }
 
-// mapStage passes each document through fn ($match, $project).
+// mapStage passes each document through fn ($match, $project, ...).
 type mapStage struct {
 	next Stage
-	fn   func(bson.D) (bson.D, bool)
+	fn   func(bson.D) (bson.D, bool, error)
 }
 
 func (s *mapStage) Push(doc bson.D) error {
-	if out, keep := s.fn(doc); keep {
-		return s.next.Push(out)
+	out, keep, err := s.fn(doc)
+	if err != nil || !keep {
+		return err
 	}
-	return nil
+	return s.next.Push(out)
 }
 
 func (s *mapStage) Finish() error { return s.next.Finish() }
@@ -198,8 +279,8 @@ func (s *countStage) Finish() error {
 	return s.next.Finish()
 }
 
-// sortStage holds its input, sorted at finish. What it holds is counted as
-// the decoded documents' estimated size (docMemory), not their BSON bytes.
+// sortStage holds its input, sorted at Finish. What it holds is counted as
+// the decoded documents' estimated size (DocMemory), not their BSON bytes.
 type sortStage struct {
 	next Stage
 	sort query.Sort
@@ -216,17 +297,23 @@ func (s *sortStage) Push(doc bson.D) error {
 }
 
 func (s *sortStage) Finish() error {
-	sort.SliceStable(s.docs, func(i, j int) bool { return s.sort.Compare(s.docs[i], s.docs[j]) < 0 })
-	for i, d := range s.docs {
-		s.docs[i] = nil // the next Stage may keep only some of them
-		if err := s.next.Push(d); err == ErrDone {
+	sortDocs(s.docs, s.sort)
+	return flush(&s.docs, s.next)
+}
+
+// flush pushes docs to next, releasing each as it goes, then finishes
+// next.
+func flush(docs *[]bson.D, next Stage) error {
+	for i, d := range *docs {
+		(*docs)[i] = nil // the next stage may keep only some of them
+		if err := next.Push(d); err == ErrDone {
 			break
 		} else if err != nil {
 			return err
 		}
 	}
-	s.docs = nil
-	return s.next.Finish()
+	*docs = nil
+	return next.Finish()
 }
 
 // Collect keeps the pipeline's results, encoded for the cursor.
@@ -249,7 +336,25 @@ func (s *Collect) Push(doc bson.D) error {
 
 func (s *Collect) Finish() error { return nil }
 
-// docMemory estimates what a decoded document occupies: per element its
+// docsSink keeps decoded documents, counting them against the memory
+// limit ($facet's sub-pipelines, $lookup's).
+type docsSink struct {
+	what string
+	docs []bson.D
+	mem  int
+}
+
+func (s *docsSink) Push(doc bson.D) error {
+	if s.mem += DocMemory(doc); s.mem > MaxMemoryBytes {
+		return Exceeded(s.what)
+	}
+	s.docs = append(s.docs, doc)
+	return nil
+}
+
+func (s *docsSink) Finish() error { return nil }
+
+// DocMemory estimates what a decoded document occupies: per element its
 // key and an interface value (two words each for the string and the
 // interface), plus the value's own bytes, nested documents and arrays
 // counted the same way.
@@ -277,4 +382,59 @@ func valueMemory(v any) int {
 		return 32 + len(x.Data)
 	}
 	return 16
+}
+
+func stageDoc(st bson.D) (bson.D, error) {
+	d, ok := st[0].Value.(bson.D)
+	if !ok {
+		return nil, mongoerr.Newf(mongoerr.FailedToParse, "the %s stage specification must be an object", st[0].Key)
+	}
+	return d, nil
+}
+
+func lookup(d bson.D, key string) (any, bool) {
+	for _, e := range d {
+		if e.Key == key {
+			return e.Value, true
+		}
+	}
+	return nil, false
+}
+
+// asInt reads a whole number of any numeric type.
+func asInt(v any) (int64, bool) {
+	switch n := v.(type) {
+	case int32:
+		return int64(n), true
+	case int64:
+		return n, true
+	case float64:
+		if n != math.Trunc(n) || math.IsInf(n, 0) || math.IsNaN(n) || math.Abs(n) > 1<<63 {
+			return 0, false
+		}
+		return int64(n), true
+	}
+	return 0, false
+}
+
+// countValue is an int32 when it fits, as MongoDB replies.
+func countValue(n int64) any {
+	if n <= 1<<31-1 {
+		return int32(n)
+	}
+	return n
+}
+
+// evaluator evaluates a stage's expressions, one document at a time.
+type evaluator struct {
+	ctx *expr.Ctx
+}
+
+func newEvaluator(env *Env) *evaluator {
+	return &evaluator{ctx: expr.NewCtx(nil, env.Vars, env.Now)}
+}
+
+func (ev *evaluator) eval(e expr.Expr, doc bson.D) (any, error) {
+	ev.ctx.Reset(doc)
+	return e.Eval(ev.ctx)
 }

@@ -21,7 +21,7 @@ func TestGroupStreamsOverManyDocuments(t *testing.T) {
 	head, err := Build(stages(t,
 		bson.D{{Key: "$match", Value: bson.D{{Key: "keep", Value: true}}}},
 		bson.D{{Key: "$group", Value: bson.D{{Key: "_id", Value: "$k"}, {Key: "n", Value: bson.D{{Key: "$sum", Value: int32(1)}}}}}},
-	), sink)
+	), sink, &Env{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +56,7 @@ func TestGroupStreamsOverManyDocuments(t *testing.T) {
 // $sort holds its input and fails with MongoDB's code past the limit,
 // counted as decoded documents; $limit stops the input early.
 func TestSortLimitAndEarlyStop(t *testing.T) {
-	head, err := Build(stages(t, bson.D{{Key: "$sort", Value: bson.D{{Key: "k", Value: 1}}}}), &Collect{})
+	head, err := Build(stages(t, bson.D{{Key: "$sort", Value: bson.D{{Key: "k", Value: 1}}}}), &Collect{}, &Env{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func TestSortLimitAndEarlyStop(t *testing.T) {
 		t.Fatalf("sorting 200 MB: %v, want QueryExceededMemoryLimit", failed)
 	}
 	sink := &Collect{}
-	head, _ = Build(stages(t, bson.D{{Key: "$limit", Value: int32(3)}}), sink)
+	head, _ = Build(stages(t, bson.D{{Key: "$limit", Value: int32(3)}}), sink, &Env{})
 	pushed := 0
 	for i := range 10 {
 		pushed++

@@ -1,0 +1,225 @@
+package exec
+
+import (
+	"strings"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"tierdb/internal/bsonx"
+	"tierdb/internal/expr"
+	"tierdb/internal/mongoerr"
+	"tierdb/internal/query"
+)
+
+// lookupStage is $lookup: for each document, the documents of another
+// collection of the same database that match it, as an array field. The
+// equality form matches foreignField against localField's value (each
+// element of an array, missing as null); the pipeline form runs a
+// pipeline over the other collection with let variables bound from the
+// document; both may be combined. Each document reads the other
+// collection through env.Read.
+type lookupStage struct {
+	next                     Stage
+	env                      *Env
+	from                     string
+	localParts, foreignField string
+	local                    expr.Expr
+	as                       []string
+	letNames                 []string
+	letExprs                 []expr.Expr
+	pipeline                 []bson.D
+	ev                       *evaluator
+}
+
+func newLookup(arg any, next Stage, env *Env) (Stage, error) {
+	d, ok := arg.(bson.D)
+	if !ok {
+		return nil, mongoerr.New(mongoerr.Location40321, "the $lookup specification must be an Object")
+	}
+	if env.Read == nil {
+		return nil, mongoerr.New(mongoerr.NotImplemented, "$lookup is not supported here by tierdb")
+	}
+	l := &lookupStage{next: next, env: env, ev: newEvaluator(env)}
+	var as string
+	hasPipeline, hasLet := false, false
+	var let bson.D
+	for _, e := range d {
+		switch e.Key {
+		case "from":
+			s, ok := e.Value.(string)
+			if !ok {
+				return nil, mongoerr.Newf(mongoerr.NotImplemented, "$lookup 'from' as %s (another database) is not supported by tierdb", query.TypeName(e.Value))
+			}
+			l.from = s
+		case "as", "localField", "foreignField":
+			s, ok := e.Value.(string)
+			if !ok {
+				return nil, mongoerr.Newf(mongoerr.FailedToParse, "$lookup argument '%s: %s' must be a string, is type %s", e.Key, formatValue(e.Value), query.TypeName(e.Value))
+			}
+			switch e.Key {
+			case "as":
+				as = s
+			case "localField":
+				l.localParts = s
+			default:
+				l.foreignField = s
+			}
+		case "let":
+			v, ok := e.Value.(bson.D)
+			if !ok {
+				return nil, mongoerr.Newf(mongoerr.FailedToParse, "$lookup argument 'let' must be an object, is type %s", query.TypeName(e.Value))
+			}
+			let, hasLet = v, true
+		case "pipeline":
+			a, ok := e.Value.(bson.A)
+			if !ok {
+				return nil, mongoerr.Newf(mongoerr.FailedToParse, "$lookup argument 'pipeline' must be an array, is type %s", query.TypeName(e.Value))
+			}
+			stages, err := ParsePipeline(a)
+			if err != nil {
+				return nil, err
+			}
+			l.pipeline, hasPipeline = stages, true
+		default:
+			return nil, mongoerr.Newf(mongoerr.FailedToParse, "unknown argument to $lookup: %s", e.Key)
+		}
+	}
+	switch {
+	case as == "":
+		return nil, mongoerr.New(mongoerr.FailedToParse, "must specify 'as' field for a $lookup")
+	case l.from == "":
+		return nil, mongoerr.New(mongoerr.FailedToParse, "must specify 'from' field for a $lookup")
+	case (l.localParts == "") != (l.foreignField == ""):
+		return nil, mongoerr.New(mongoerr.FailedToParse, "$lookup requires both or neither of 'localField' and 'foreignField' to be specified")
+	case l.localParts == "" && !hasPipeline:
+		return nil, mongoerr.New(mongoerr.FailedToParse, "$lookup requires either 'pipeline' or both 'localField' and 'foreignField' to be specified")
+	case hasLet && !hasPipeline:
+		return nil, mongoerr.New(mongoerr.FailedToParse, "$lookup with 'let' must also specify a 'pipeline'")
+	}
+	if strings.HasPrefix(as, "$") {
+		return nil, mongoerr.Newf(mongoerr.Location16410, "FieldPath field names may not start with '$': %s", as)
+	}
+	l.as = strings.Split(as, ".")
+	scope := expr.NewScope(env.Vars)
+	if l.localParts != "" {
+		x, err := expr.Parse("$"+l.localParts, scope)
+		if err != nil {
+			return nil, err
+		}
+		l.local = x
+	}
+	for _, v := range let {
+		x, err := expr.Parse(v.Value, scope)
+		if err != nil {
+			return nil, err
+		}
+		l.letNames = append(l.letNames, v.Key)
+		l.letExprs = append(l.letExprs, x)
+	}
+	if hasPipeline {
+		// Parse the pipeline once now, so that a bad one fails before
+		// anything runs; it is parsed again per document with the let
+		// values bound.
+		if _, err := l.subPipeline(l.placeholderVars(), &docsSink{}); err != nil {
+			return nil, err
+		}
+	}
+	return l, nil
+}
+
+// placeholderVars binds every variable the sub-pipeline may read to null.
+func (l *lookupStage) placeholderVars() map[string]any {
+	vars := map[string]any{}
+	for k, v := range l.env.Vars {
+		vars[k] = v
+	}
+	for _, n := range l.letNames {
+		vars[n] = nil
+	}
+	return vars
+}
+
+func (l *lookupStage) subPipeline(vars map[string]any, sink Stage) (Stage, error) {
+	sub := *l.env
+	sub.Vars = vars
+	sub.inFacet = false
+	return Build(l.pipeline, sink, &sub)
+}
+
+func (l *lookupStage) Push(doc bson.D) error {
+	var filter bson.D
+	if l.localParts != "" {
+		local, err := l.ev.eval(l.local, doc)
+		if err != nil {
+			return err
+		}
+		var in bson.A
+		switch x := local.(type) {
+		case bson.A:
+			in = x
+			if len(x) == 0 {
+				in = bson.A{nil}
+			}
+		default:
+			if expr.IsMissing(x) {
+				x = nil
+			}
+			in = bson.A{x}
+		}
+		filter = bson.D{{Key: l.foreignField, Value: bson.D{{Key: "$in", Value: in}}}}
+		if len(in) == 1 {
+			filter = bson.D{{Key: l.foreignField, Value: bson.D{{Key: "$eq", Value: in[0]}}}}
+		}
+	}
+	sink := &docsSink{what: "$lookup"}
+	var head Stage = sink
+	vars := l.env.Vars
+	if l.pipeline != nil {
+		vars = map[string]any{}
+		for k, v := range l.env.Vars {
+			vars[k] = v
+		}
+		for i, n := range l.letNames {
+			v, err := l.ev.eval(l.letExprs[i], doc)
+			if err != nil {
+				return err
+			}
+			if expr.IsMissing(v) {
+				v = nil
+			}
+			vars[n] = v
+		}
+		var err error
+		if head, err = l.subPipeline(vars, sink); err != nil {
+			return err
+		}
+	}
+	f, err := query.ParseFilterVars(filter, vars)
+	if err != nil {
+		return err
+	}
+	err = l.env.Read(l.env.Ctx, l.from, f, func(d bson.D) error { return head.Push(d) })
+	if err != nil && err != ErrDone {
+		return err
+	}
+	if err := head.Finish(); err != nil {
+		return err
+	}
+	arr := make(bson.A, len(sink.docs))
+	for i, d := range sink.docs {
+		arr[i] = d
+	}
+	out := setPath(doc, l.as, arr)
+	if sink.mem > maxDocBytes {
+		raw, err := bsonx.Marshal(out)
+		if err != nil {
+			return err
+		}
+		if len(raw) > maxDocBytes {
+			return mongoerr.Newf(mongoerr.BSONObjectTooLarge, "$lookup's output document is %d bytes, over the %d-byte limit", len(raw), maxDocBytes)
+		}
+	}
+	return l.next.Push(out)
+}
+
+func (l *lookupStage) Finish() error { return l.next.Finish() }
