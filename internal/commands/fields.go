@@ -46,7 +46,8 @@ var commandFields = map[string]map[string]fieldRule{
 		"returnKey":       unimplemented, "showRecordId": unimplemented, "tailable": unimplemented,
 		"awaitData": unimplemented, "min": unimplemented, "max": unimplemented, "let": unimplemented,
 	},
-	"count": {"query": implemented, "limit": implemented, "skip": implemented, "hint": harmless, "fields": harmless},
+	"count":    {"query": implemented, "limit": implemented, "skip": implemented, "hint": harmless, "fields": harmless},
+	"distinct": {"key": implemented, "query": implemented, "hint": harmless},
 	"aggregate": {
 		"pipeline": implemented, "cursor": implemented, "explain": implemented,
 		"hint": harmless, "allowDiskUse": harmless, "bypassDocumentValidation": harmless,

@@ -37,6 +37,7 @@ const (
 	Location17082   Code = 17082
 	Location17083   Code = 17083
 	Location17124   Code = 17124
+	Location17217   Code = 17217
 	Location17276   Code = 17276
 	Location18533   Code = 18533
 	Location18534   Code = 18534
@@ -175,6 +176,7 @@ const (
 	Location40397   Code = 40397
 	Location40398   Code = 40398
 	Location40400   Code = 40400
+	Location40414   Code = 40414
 	Location40485   Code = 40485
 	Location40517   Code = 40517
 	Location40535   Code = 40535
