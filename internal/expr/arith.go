@@ -577,6 +577,7 @@ func roundTo(v any, places int, mode roundMode) any {
 			return v
 		}
 		c := quantize(big.NewInt(toLong(x)), 0, places, mode)
+		c.Mul(c, pow10(-places))
 		if _, is32 := v.(int32); is32 {
 			return intOrLong(c.Int64())
 		}

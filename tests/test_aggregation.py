@@ -1,0 +1,429 @@
+"""Aggregation stages and expressions through pymongo, results checked
+against MongoDB's documented semantics: missing vs null, BSON type order,
+numeric types preserved, error codes."""
+
+import datetime
+
+import pytest
+from bson import Decimal128, Int64, ObjectId
+from pymongo.errors import OperationFailure
+
+
+def codes(excinfo):
+    return excinfo.value.code
+
+
+def agg(coll, pipeline, **kw):
+    return list(coll.aggregate(pipeline, **kw))
+
+
+def one(coll, expression, doc=None):
+    """Evaluates an expression over one document (default {_id: 1})."""
+    coll.delete_many({})
+    coll.insert_one(doc or {"_id": 1})
+    return agg(coll, [{"$project": {"_id": 0, "v": expression}}])[0].get("v", "MISSING")
+
+
+def fails(coll, expression, code, doc=None):
+    coll.delete_many({})
+    coll.insert_one(doc or {"_id": 1})
+    with pytest.raises(OperationFailure) as e:
+        agg(coll, [{"$project": {"v": expression}}])
+    assert e.value.code == code, e.value.details
+
+
+# --- expressions -----------------------------------------------------------
+
+def test_arithmetic_keeps_numeric_types(db):
+    c = db.e
+    assert one(c, {"$add": [1, 2]}) == 3 and type(one(c, {"$add": [1, 2]})) is int
+    big = one(c, {"$add": [2147483647, 1]})
+    assert big == 2147483648  # int32 overflows into int64
+    assert isinstance(one(c, {"$add": [Int64(1), 1]}), Int64)
+    assert one(c, {"$add": [Int64(9223372036854775807), 1]}) == pytest.approx(9.223372036854776e18)
+    assert isinstance(one(c, {"$add": [Int64(9223372036854775807), 1]}), float)
+    assert one(c, {"$add": [1, 2.5]}) == 3.5
+    assert one(c, {"$add": [Decimal128("0.1"), Decimal128("0.2")]}) == Decimal128("0.3")
+    assert one(c, {"$multiply": [3, Decimal128("1.5")]}) == Decimal128("4.5")
+    assert one(c, {"$subtract": [10, 4]}) == 6
+    assert one(c, {"$divide": [9, 3]}) == 3.0 and isinstance(one(c, {"$divide": [9, 3]}), float)
+    assert one(c, {"$divide": [Decimal128("1"), 4]}) == Decimal128("0.25")
+    assert one(c, {"$mod": [7, 3]}) == 1
+    assert one(c, {"$mod": [-7.5, 2]}) == -1.5
+    assert one(c, {"$abs": -5}) == 5
+    assert one(c, {"$ceil": 1.2}) == 2.0 and one(c, {"$floor": -1.2}) == -2.0
+    assert one(c, {"$round": [2.5, 0]}) == 2.0 and one(c, {"$round": [3.5]}) == 4.0
+    assert one(c, {"$round": [1234, -2]}) == 1200
+    assert one(c, {"$trunc": [Decimal128("1.289"), 2]}) == Decimal128("1.28")
+    assert one(c, {"$pow": [2, 10]}) == 1024 and type(one(c, {"$pow": [2, 10]})) is int
+    assert one(c, {"$sqrt": 16}) == 4.0
+    assert one(c, {"$log10": 1000}) == pytest.approx(3.0)
+    assert one(c, {"$add": [1, None]}) is None
+    assert one(c, {"$add": [1, "$nothere"]}) is None
+
+
+def test_date_arithmetic(db):
+    c = db.e
+    d = datetime.datetime(2024, 3, 1, 12, 0)
+    assert one(c, {"$add": ["$d", 60000]}, {"_id": 1, "d": d}) == d + datetime.timedelta(minutes=1)
+    assert one(c, {"$subtract": ["$d", "$e"]}, {"_id": 1, "d": d, "e": d - datetime.timedelta(seconds=5)}) == 5000
+    fails(c, {"$add": ["$d", "$d"]}, 16612, {"_id": 1, "d": d})
+
+
+def test_arithmetic_errors(db):
+    c = db.e
+    fails(c, {"$divide": [1, 0]}, 2)
+    fails(c, {"$mod": [1, 0]}, 16610)
+    fails(c, {"$add": [1, "a"]}, 14)
+    fails(c, {"$multiply": ["a", 2]}, 14)
+    fails(c, {"$subtract": ["a", 1]}, 14)
+    fails(c, {"$sqrt": -1}, 28714)
+    fails(c, {"$abs": "x"}, 28765)
+    fails(c, {"$subtract": [1]}, 16020)
+    fails(c, {"$frobnicate": 1}, 168)
+
+
+def test_comparison_uses_bson_order(db):
+    c = db.e
+    assert one(c, {"$lt": [1, "a"]}) is True  # numbers before strings
+    assert one(c, {"$gt": [{"a": 1}, "zzz"]}) is True  # objects after strings
+    assert one(c, {"$eq": [1, 1.0]}) is True
+    assert one(c, {"$eq": [Decimal128("1"), Int64(1)]}) is True
+    assert one(c, {"$cmp": ["a", "b"]}) == -1
+    assert one(c, {"$eq": ["$missing", None]}) is False  # missing is not null
+    assert one(c, {"$lt": ["$missing", None]}) is True
+    assert one(c, {"$ne": [None, False]}) is True
+
+
+def test_boolean_and_conditional(db):
+    c = db.e
+    assert one(c, {"$and": [1, "x", True]}) is True
+    assert one(c, {"$and": [1, 0]}) is False
+    assert one(c, {"$or": [None, "$missing", 0]}) is False
+    assert one(c, {"$not": [[]]}) is False  # an array is truthy
+    assert one(c, {"$cond": [{"$gt": [2, 1]}, "yes", "no"]}) == "yes"
+    assert one(c, {"$cond": {"if": None, "then": "yes", "else": "no"}}) == "no"
+    assert one(c, {"$ifNull": ["$missing", None, "fallback"]}) == "fallback"
+    assert one(c, {"$switch": {"branches": [{"case": False, "then": 1}, {"case": True, "then": 2}]}}) == 2
+    fails(c, {"$switch": {"branches": [{"case": False, "then": 1}]}}, 40066)
+    fails(c, {"$cond": {"if": True, "then": 1}}, 17082)
+    # $cond does not evaluate the branch it does not take.
+    assert one(c, {"$cond": [True, 1, {"$divide": [1, 0]}]}) == 1
+
+
+def test_string_operators(db):
+    c = db.e
+    assert one(c, {"$concat": ["a", "b", "c"]}) == "abc"
+    assert one(c, {"$concat": ["a", None]}) is None
+    fails(c, {"$concat": ["a", 1]}, 16702)
+    assert one(c, {"$substr": ["hello", 1, 3]}) == "ell"
+    assert one(c, {"$substrCP": ["héllo", 1, 2]}) == "él"
+    fails(c, {"$substrBytes": ["héllo", 2, 1]}, 28656)
+    assert one(c, {"$toUpper": "abc"}) == "ABC" and one(c, {"$toLower": 12}) == "12"
+    assert one(c, {"$toLower": None}) == ""
+    assert one(c, {"$strLenBytes": "héllo"}) == 6 and one(c, {"$strLenCP": "héllo"}) == 5
+    assert one(c, {"$split": ["a,b,,c", ","]}) == ["a", "b", "", "c"]
+    assert one(c, {"$trim": {"input": "  x  "}}) == "x"
+    assert one(c, {"$ltrim": {"input": "xxyxx", "chars": "x"}}) == "yxx"
+    assert one(c, {"$indexOfBytes": ["cafeteria", "e"]}) == 3
+    assert one(c, {"$indexOfCP": ["café au lait", "au"]}) == 5
+    assert one(c, {"$regexMatch": {"input": "Tierdb", "regex": "^tier", "options": "i"}}) is True
+    assert one(c, {"$strcasecmp": ["ABC", "abc"]}) == 0
+    fails(c, {"$strLenCP": 1}, 34471)
+
+
+def test_array_operators(db):
+    c = db.e
+    doc = {"_id": 1, "a": [1, 2, 3, 4], "o": [{"x": 1}, {"x": 2}, {"y": 3}, 7]}
+    assert one(c, {"$size": "$a"}, doc) == 4
+    fails(c, {"$size": "$missing"}, 17124, doc)
+    assert one(c, {"$arrayElemAt": ["$a", -1]}, doc) == 4
+    assert one(c, {"$arrayElemAt": ["$a", 10]}, doc) == "MISSING"
+    assert one(c, {"$first": "$a"}, doc) == 1 and one(c, {"$last": "$a"}, doc) == 4
+    assert one(c, {"$in": [2, "$a"]}, doc) is True
+    fails(c, {"$in": [2, "$missing"]}, 40081, doc)
+    assert one(c, {"$filter": {"input": "$a", "as": "n", "cond": {"$gt": ["$$n", 2]}}}, doc) == [3, 4]
+    assert one(c, {"$map": {"input": "$a", "in": {"$multiply": ["$$this", 10]}}}, doc) == [10, 20, 30, 40]
+    assert one(c, {"$reduce": {"input": "$a", "initialValue": 0, "in": {"$add": ["$$value", "$$this"]}}}, doc) == 10
+    assert one(c, {"$concatArrays": ["$a", [5]]}, doc) == [1, 2, 3, 4, 5]
+    assert one(c, {"$slice": ["$a", -2]}, doc) == [3, 4]
+    assert one(c, {"$slice": ["$a", 1, 2]}, doc) == [2, 3]
+    assert one(c, {"$isArray": "$a"}, doc) is True
+    assert one(c, {"$reverseArray": "$a"}, doc) == [4, 3, 2, 1]
+    assert one(c, {"$range": [0, 10, 3]}, doc) == [0, 3, 6, 9]
+    assert one(c, {"$indexOfArray": ["$a", 3]}, doc) == 2
+    # A path through an array collects the field from each document element.
+    assert one(c, "$o.x", doc) == [1, 2]
+
+
+def test_variables(db):
+    c = db.e
+    doc = {"_id": 1, "a": 2, "b": {"c": 3}}
+    assert one(c, {"$let": {"vars": {"x": "$a", "y": 10}, "in": {"$add": ["$$x", "$$y"]}}}, doc) == 12
+    assert one(c, "$$ROOT.b.c", doc) == 3
+    assert one(c, "$$CURRENT.a", doc) == 2
+    assert isinstance(one(c, "$$NOW", doc), datetime.datetime)
+    fails(c, "$$nope", 17276, doc)
+    rows = agg(c, [{"$project": {"_id": 0, "v": {"$multiply": ["$a", "$$k"]}}}], let={"k": 21})
+    assert rows == [{"v": 42}]
+
+
+def test_date_operators(db):
+    c = db.e
+    d = datetime.datetime(2024, 2, 29, 13, 45, 30, 123000)
+    doc = {"_id": 1, "d": d}
+    assert one(c, {"$year": "$d"}, doc) == 2024
+    assert one(c, {"$month": "$d"}, doc) == 2
+    assert one(c, {"$dayOfMonth": "$d"}, doc) == 29
+    assert one(c, {"$hour": "$d"}, doc) == 13
+    assert one(c, {"$minute": "$d"}, doc) == 45
+    assert one(c, {"$second": "$d"}, doc) == 30
+    assert one(c, {"$millisecond": "$d"}, doc) == 123
+    assert one(c, {"$dayOfWeek": "$d"}, doc) == 5  # Thursday (Sunday is 1)
+    assert one(c, {"$dayOfYear": "$d"}, doc) == 60
+    assert one(c, {"$week": "$d"}, doc) == 8
+    assert one(c, {"$dateToString": {"date": "$d", "format": "%Y-%m-%d %H:%M:%S.%L"}}, doc) == "2024-02-29 13:45:30.123"
+    assert one(c, {"$dateToString": {"date": "$d"}}, doc) == "2024-02-29T13:45:30.123Z"
+    assert one(c, {"$hour": {"date": "$d", "timezone": "Europe/Oslo"}}, doc) == 14
+    assert one(c, {"$dateToString": {"date": "$d", "format": "%H:%M", "timezone": "-05:00"}}, doc) == "08:45"
+    assert one(c, {"$year": "$missing"}, doc) is None
+    fails(c, {"$year": "$d"}, 16006, {"_id": 1, "d": "2024"})
+    fails(c, {"$hour": {"date": "$d", "timezone": "Mars/Olympus"}}, 40485, doc)
+    fails(c, {"$dateToString": {"date": "$d", "format": "%Q"}}, 18536, doc)
+
+
+def test_type_operators(db):
+    c = db.e
+    assert one(c, {"$type": "$missing"}) == "missing"
+    assert one(c, {"$type": 1}) == "int" and one(c, {"$type": Int64(1)}) == "long"
+    assert one(c, {"$type": [[1]]}) == "array"
+    assert one(c, {"$toInt": "42"}) == 42
+    assert isinstance(one(c, {"$toLong": 42}), Int64)
+    assert one(c, {"$toDouble": "1.5"}) == 1.5
+    assert one(c, {"$toDecimal": 1.5}) == Decimal128("1.50000000000000")  # doubles convert at 15 digits
+    assert one(c, {"$toString": 12}) == "12"
+    assert one(c, {"$toBool": 0}) is False and one(c, {"$toBool": "false"}) is True
+    assert one(c, {"$toDate": Int64(0)}) == datetime.datetime(1970, 1, 1)
+    oid = ObjectId()
+    assert one(c, {"$toObjectId": str(oid)}) == oid
+    assert one(c, {"$isNumber": Decimal128("1")}) is True and one(c, {"$isNumber": "1"}) is False
+    assert one(c, {"$convert": {"input": "x", "to": "int", "onError": -1}}) == -1
+    assert one(c, {"$convert": {"input": None, "to": "int", "onNull": 0}}) == 0
+    fails(c, {"$toInt": "x"}, 241)
+    fails(c, {"$toInt": 3e10}, 241)
+
+
+def test_object_operators(db):
+    c = db.e
+    assert one(c, {"$mergeObjects": [{"a": 1, "b": 1}, None, {"b": 2}]}) == {"a": 1, "b": 2}
+    assert one(c, {"$objectToArray": {"a": 1}}) == [{"k": "a", "v": 1}]
+    assert one(c, {"$arrayToObject": [[["a", 1], ["b", 2]]]}) == {"a": 1, "b": 2}
+    fails(c, {"$mergeObjects": [1]}, 40400)
+    # A document expression leaves missing fields out; an array makes them null.
+    assert agg(c, [{"$replaceWith": {"x": "$missing", "y": 1}}]) == [{"y": 1}]
+    assert one(c, ["$missing"]) == [None]
+
+
+# --- stages ----------------------------------------------------------------
+
+@pytest.fixture
+def sales(db):
+    db.s.insert_many([
+        {"_id": 1, "item": "a", "qty": 2, "price": 10, "tags": ["x", "y"], "d": datetime.datetime(2024, 1, 5)},
+        {"_id": 2, "item": "b", "qty": 1, "price": 20, "tags": [], "d": datetime.datetime(2024, 1, 6)},
+        {"_id": 3, "item": "a", "qty": 5, "price": 10, "tags": None, "d": datetime.datetime(2024, 2, 1)},
+        {"_id": 4, "item": "c", "qty": 1, "price": 30, "d": datetime.datetime(2024, 2, 2)},
+    ])
+    return db.s
+
+
+def test_add_fields_set_unset(sales):
+    rows = agg(sales, [{"$addFields": {"total": {"$multiply": ["$qty", "$price"]}, "meta.k": 1}}, {"$sort": {"_id": 1}}])
+    assert rows[0]["total"] == 20 and rows[0]["meta"] == {"k": 1}
+    assert list(rows[0])[-2:] == ["total", "meta"]
+    rows = agg(sales, [{"$set": {"qty": "$$REMOVE"}}, {"$unset": ["tags", "d"]}, {"$match": {"_id": 1}}])
+    assert rows == [{"_id": 1, "item": "a", "price": 10}]
+    rows = agg(sales, [{"$unset": "item"}, {"$match": {"_id": 4}}])
+    assert "item" not in rows[0] and rows[0]["qty"] == 1
+
+
+def test_project_computed_and_modes(sales):
+    rows = agg(sales, [{"$match": {"_id": 1}}, {"$project": {"item": 1, "sum": {"$add": ["$qty", 1]}, "lit": "text"}}])
+    assert rows == [{"_id": 1, "item": "a", "sum": 3, "lit": "text"}]
+    rows = agg(sales, [{"$match": {"_id": 1}}, {"$project": {"_id": 0, "tags": 0, "d": 0}}])
+    assert rows == [{"item": "a", "qty": 2, "price": 10}]
+    with pytest.raises(OperationFailure) as e:
+        agg(sales, [{"$project": {"item": 1, "qty": 0}}])
+    assert codes(e) == 31253
+    with pytest.raises(OperationFailure) as e:
+        agg(sales, [{"$project": {}}])
+    assert codes(e) == 51272
+
+
+def test_replace_root(sales):
+    rows = agg(sales, [{"$match": {"_id": 1}}, {"$replaceRoot": {"newRoot": {"i": "$item", "q": "$qty"}}}])
+    assert rows == [{"i": "a", "q": 2}]
+    rows = agg(sales, [{"$match": {"_id": 2}}, {"$replaceWith": {"$mergeObjects": [{"x": 0}, {"item": "$item"}]}}])
+    assert rows == [{"x": 0, "item": "b"}]
+    with pytest.raises(OperationFailure) as e:
+        agg(sales, [{"$replaceRoot": {"newRoot": "$qty"}}])
+    assert codes(e) == 40228
+
+
+def test_unwind(sales):
+    rows = agg(sales, [{"$unwind": "$tags"}, {"$project": {"tags": 1}}])
+    assert rows == [{"_id": 1, "tags": "x"}, {"_id": 1, "tags": "y"}]
+    rows = agg(sales, [{"$unwind": {"path": "$tags", "includeArrayIndex": "i", "preserveNullAndEmptyArrays": True}},
+                       {"$project": {"tags": 1, "i": 1}}])
+    assert rows == [
+        {"_id": 1, "tags": "x", "i": Int64(0)}, {"_id": 1, "tags": "y", "i": 1},
+        {"_id": 2, "i": None},  # the empty array is dropped from the document
+        {"_id": 3, "tags": None, "i": None},
+        {"_id": 4, "i": None},
+    ]
+    assert isinstance(rows[0]["i"], Int64)
+    with pytest.raises(OperationFailure) as e:
+        agg(sales, [{"$unwind": "tags"}])
+    assert codes(e) == 28818
+
+
+def test_group_expressions_and_accumulators(sales):
+    rows = agg(sales, [
+        {"$group": {
+            "_id": {"m": {"$month": "$d"}},
+            "revenue": {"$sum": {"$multiply": ["$qty", "$price"]}},
+            "avgQty": {"$avg": "$qty"},
+            "items": {"$addToSet": "$item"},
+            "all": {"$push": "$item"},
+            "first": {"$first": "$item"},
+            "last": {"$last": "$item"},
+            "min": {"$min": "$price"},
+            "max": {"$max": "$price"},
+            "n": {"$count": {}},
+            "sd": {"$stdDevPop": "$qty"},
+            "sds": {"$stdDevSamp": "$qty"},
+            "merged": {"$mergeObjects": {"last": "$item"}},
+        }},
+        {"$sort": {"_id.m": 1}},
+    ])
+    jan, feb = rows
+    assert jan["_id"] == {"m": 1} and jan["revenue"] == 40 and jan["avgQty"] == 1.5
+    assert jan["items"] == ["a", "b"] and jan["all"] == ["a", "b"]
+    assert (jan["first"], jan["last"], jan["min"], jan["max"], jan["n"]) == ("a", "b", 10, 20, 2)
+    assert jan["sd"] == pytest.approx(0.5) and jan["sds"] == pytest.approx(0.7071067811865476)
+    assert jan["merged"] == {"last": "b"}
+    assert feb["revenue"] == 80
+    # Missing _id groups as null; $first of a missing value is null.
+    rows = agg(sales, [{"$group": {"_id": "$nothere", "f": {"$first": "$nothere"}, "p": {"$push": "$nothere"}}}])
+    assert rows == [{"_id": None, "f": None, "p": []}]
+    with pytest.raises(OperationFailure) as e:
+        agg(sales, [{"$group": {"_id": None, "x": {"$sum": [1, 2]}}}])
+    assert codes(e) == 40237
+
+
+def test_sort_by_count_and_bucket(sales):
+    assert agg(sales, [{"$sortByCount": "$item"}])[0] == {"_id": "a", "count": 2}
+    rows = agg(sales, [{"$bucket": {"groupBy": "$price", "boundaries": [0, 15, 25], "default": "other",
+                                    "output": {"n": {"$sum": 1}, "items": {"$push": "$item"}}}}])
+    assert rows == [
+        {"_id": 0, "n": 2, "items": ["a", "a"]},
+        {"_id": 15, "n": 1, "items": ["b"]},
+        {"_id": "other", "n": 1, "items": ["c"]},
+    ]
+    with pytest.raises(OperationFailure) as e:
+        agg(sales, [{"$bucket": {"groupBy": "$price", "boundaries": [0, 15]}}])
+    assert codes(e) == 40066
+    with pytest.raises(OperationFailure) as e:
+        agg(sales, [{"$bucket": {"groupBy": "$price", "boundaries": [5, 1]}}])
+    assert codes(e) == 40194
+
+
+def test_facet(sales):
+    rows = agg(sales, [{"$facet": {
+        "byItem": [{"$sortByCount": "$item"}, {"$limit": 1}],
+        "total": [{"$count": "n"}],
+        "cheap": [{"$match": {"price": {"$lt": 15}}}, {"$project": {"_id": 1}}],
+    }}])
+    assert rows == [{"byItem": [{"_id": "a", "count": 2}], "total": [{"n": 4}], "cheap": [{"_id": 1}, {"_id": 3}]}]
+    with pytest.raises(OperationFailure) as e:
+        agg(sales, [{"$facet": {"x": [{"$facet": {"y": [{"$limit": 1}]}}]}}])
+    assert codes(e) == 40600
+
+
+def test_sample(sales):
+    rows = agg(sales, [{"$sample": {"size": 2}}])
+    assert len(rows) == 2 and len({r["_id"] for r in rows}) == 2
+    assert len(agg(sales, [{"$sample": {"size": 10}}])) == 4
+    with pytest.raises(OperationFailure) as e:
+        agg(sales, [{"$sample": {"size": -1}}])
+    assert codes(e) == 28747
+
+
+def test_lookup_equality_and_pipeline(db, sales):
+    db.items.insert_many([
+        {"_id": "a", "name": "apple", "stock": 3},
+        {"_id": "b", "name": "bean", "stock": 0},
+        {"_id": "x", "name": "none"},
+    ])
+    rows = agg(sales, [{"$match": {"_id": {"$in": [1, 4]}}},
+                       {"$lookup": {"from": "items", "localField": "item", "foreignField": "_id", "as": "info"}},
+                       {"$project": {"info.name": 1}}])
+    assert rows == [{"_id": 1, "info": [{"name": "apple"}]}, {"_id": 4, "info": []}]
+    rows = agg(sales, [{"$match": {"_id": {"$in": [1, 2]}}},
+                       {"$lookup": {"from": "items", "let": {"it": "$item", "q": "$qty"}, "as": "ok",
+                                    "pipeline": [{"$match": {"$expr": {"$and": [{"$eq": ["$_id", "$$it"]},
+                                                                               {"$gte": ["$stock", "$$q"]}]}}},
+                                                 {"$project": {"_id": 0, "name": 1}}]}},
+                       {"$project": {"ok": 1}}])
+    assert rows == [{"_id": 1, "ok": [{"name": "apple"}]}, {"_id": 2, "ok": []}]
+    # A missing local field matches foreign documents where the field is null or missing.
+    db.left.insert_one({"_id": 1})
+    rows = agg(db.left, [{"$lookup": {"from": "items", "localField": "k", "foreignField": "stock", "as": "m"}}])
+    assert [m["_id"] for m in rows[0]["m"]] == ["x"]
+
+
+def test_expr_in_find_and_match(db):
+    db.b.insert_many([{"_id": 1, "spent": 10, "budget": 5}, {"_id": 2, "spent": 1, "budget": 5}])
+    assert [d["_id"] for d in db.b.find({"$expr": {"$gt": ["$spent", "$budget"]}})] == [1]
+    assert db.b.count_documents({"$expr": {"$lt": ["$spent", "$budget"]}}) == 1
+    rows = agg(db.b, [{"$match": {"_id": {"$gte": 1}, "$expr": {"$eq": [{"$mod": ["$spent", 2]}, 0]}}}])
+    assert [r["_id"] for r in rows] == [1]
+    with pytest.raises(OperationFailure) as e:
+        list(db.b.find({"$expr": {"$divide": [1, 0]}}))
+    assert codes(e) == 2
+    with pytest.raises(OperationFailure) as e:
+        list(db.b.find({"a": {"$elemMatch": {"$expr": {"$eq": [1, 1]}}}}))
+    assert codes(e) == 2
+
+
+def test_unsupported_stages_are_refused(sales):
+    for stage, code in [({"$out": "x"}, 238), ({"$merge": {"into": "x"}}, 238), ({"$graphLookup": {}}, 238),
+                        ({"$frobnicate": {}}, 40324)]:
+        with pytest.raises(OperationFailure) as e:
+            agg(sales, [stage])
+        assert codes(e) == code, stage
+
+
+# --- distinct --------------------------------------------------------------
+
+def test_distinct(db):
+    db.d.insert_many([
+        {"_id": 1, "a": 1, "t": ["x", "y"]},
+        {"_id": 2, "a": 1.0, "t": "x"},
+        {"_id": 3, "a": "s", "t": [["z"]]},
+        {"_id": 4, "a": None},
+        {"_id": 5, "b": {"c": 2}},
+        {"_id": 6, "a": Decimal128("2")},
+    ])
+    got = db.d.distinct("a")
+    assert got == [None, 1, Decimal128("2"), "s"]  # BSON order, 1 and 1.0 the same value
+    assert db.d.distinct("t") == ["x", "y", ["z"]]  # arrays unwound one level
+    assert db.d.distinct("b.c") == [2]
+    assert db.d.distinct("a", {"_id": {"$gt": 2}}) == [None, Decimal128("2"), "s"]
+    assert db.nothere.distinct("a") == []
+    with pytest.raises(OperationFailure) as e:
+        db.command("distinct", "d", key=1)
+    assert codes(e) == 14
+    with pytest.raises(OperationFailure) as e:
+        db.command("distinct", "d", key="a", collation={"locale": "fr"})
+    assert codes(e) == 238
