@@ -28,10 +28,15 @@ func (h *Handlers) aggregate(ctx context.Context, req *Request) (bson.D, error) 
 	if err != nil {
 		return nil, err
 	}
+	explain, err := getBool(req.Cmd, "explain", false)
+	if err != nil {
+		return nil, err
+	}
+	if explain {
+		return nil, mongoerr.New(mongoerr.NotImplemented, "explain of an aggregation pipeline is not supported by tierdb yet")
+	}
 	if _, ok := lookup(req.Cmd, "cursor"); !ok {
-		if explain, _ := getBool(req.Cmd, "explain", false); !explain {
-			return nil, mongoerr.New(mongoerr.FailedToParse, "The 'cursor' option is required, except for aggregate with the explain argument")
-		}
+		return nil, mongoerr.New(mongoerr.FailedToParse, "The 'cursor' option is required, except for aggregate with the explain argument")
 	}
 	batchSize, err := getBatchSize(cursorOpts, defaultFirstBatch)
 	if err != nil {
