@@ -427,3 +427,25 @@ def test_distinct(db):
     with pytest.raises(OperationFailure) as e:
         db.command("distinct", "d", key="a", collation={"locale": "fr"})
     assert codes(e) == 238
+
+
+def test_lookup_needs_find_on_the_other_collection(new_server):
+    pw = "adm-lookup-test"
+    t = new_server(env={"TIERDB_ADMIN_PASSWORD": pw}, extra_args=["--admin-user", "admin"])
+    t.start()
+    admin = t.client(username="admin", password=pw)
+    shop = admin.shop
+    shop.orders.insert_one({"_id": 1, "item": "a"})
+    shop.secrets.insert_one({"_id": "a", "code": 42})
+    shop.command("createRole", "ordersOnly", roles=[],
+                 privileges=[{"resource": {"db": "shop", "collection": "orders"}, "actions": ["find"]}])
+    shop.command("createUser", "clerk", pwd=pw, roles=["ordersOnly"])
+    clerk = t.client(username="clerk", password=pw, authSource="shop")
+    assert list(clerk.shop.orders.find()) == [{"_id": 1, "item": "a"}]
+    pipeline = [{"$lookup": {"from": "secrets", "localField": "item", "foreignField": "_id", "as": "s"}}]
+    with pytest.raises(OperationFailure) as e:
+        list(clerk.shop.orders.aggregate(pipeline))
+    assert codes(e) == 13
+    assert list(admin.shop.orders.aggregate(pipeline))[0]["s"] == [{"_id": "a", "code": 42}]
+    clerk.close()
+    admin.close()

@@ -5,6 +5,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"tierdb/internal/auth"
 	"tierdb/internal/exec"
 	"tierdb/internal/expr"
 	"tierdb/internal/mongoerr"
@@ -67,7 +68,7 @@ func (h *Handlers) aggregate(ctx context.Context, req *Request) (bson.D, error) 
 	// Build the rest of the pipeline before reading anything, so that a
 	// bad stage fails at once.
 	sink := &exec.Collect{}
-	env := &exec.Env{Ctx: ctx, Vars: vars, Read: h.reader(req.DB)}
+	env := &exec.Env{Ctx: ctx, Vars: vars, Read: h.reader(req)}
 	head, err := exec.Build(stages, sink, env)
 	if err != nil {
 		return nil, err
@@ -104,11 +105,17 @@ func (h *Handlers) readInto(ctx context.Context, db, coll string, rs *readSpec, 
 	})
 }
 
-// reader is how a pipeline's $lookup reads the other collections of db:
-// the same storage read as the pipeline's own input, on the same node.
-func (h *Handlers) reader(db string) exec.Reader {
+// reader is how a pipeline's $lookup reads the other collections of the
+// request's database: the same storage read as the pipeline's own input,
+// on the same node, allowed when the user may find in that collection too
+// (the dispatch wrapper checked only the aggregated one).
+func (h *Handlers) reader(req *Request) exec.Reader {
 	return func(ctx context.Context, coll string, filter *query.Filter, fn func(bson.D) error) error {
-		return h.readInto(ctx, db, coll, &readSpec{filter: filter}, fn)
+		if h.opts.Auth != nil && req.Session != nil && req.Session.User != nil &&
+			!req.Session.User.Grants.Allows(req.DB, coll, auth.Actions(auth.ActFind)) {
+			return mongoerr.Newf(mongoerr.Unauthorized, "not authorized on %s to execute command { find: %q }", req.DB, coll)
+		}
+		return h.readInto(ctx, req.DB, coll, &readSpec{filter: filter}, fn)
 	}
 }
 
