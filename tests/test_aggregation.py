@@ -168,6 +168,17 @@ def test_variables(db):
     assert rows == [{"v": 42}]
 
 
+def test_accumulators_as_expressions(db):
+    c = db.e
+    doc = {"_id": 1, "a": [1, 2, Int64(3), "x", None]}
+    assert one(c, {"$sum": "$a"}, doc) == 6 and isinstance(one(c, {"$sum": "$a"}, doc), Int64)
+    assert one(c, {"$avg": "$a"}, doc) == 2.0
+    assert one(c, {"$max": "$a"}, doc) == "x"  # strings sort after numbers
+    assert one(c, {"$min": [5, None, 3]}, doc) == 3
+    assert one(c, {"$stdDevPop": [2, 4]}, doc) == 1.0
+    assert one(c, {"$sum": "$missing"}, doc) == 0
+
+
 def test_date_operators(db):
     c = db.e
     d = datetime.datetime(2024, 2, 29, 13, 45, 30, 123000)

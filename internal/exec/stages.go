@@ -207,7 +207,7 @@ func newBucket(arg any, next Stage, env *Env) (Stage, error) {
 		if i == 0 {
 			continue
 		}
-		if query.TypeName(b) != query.TypeName(bounds[0]) && !(isNumber(b) && isNumber(bounds[0])) {
+		if query.TypeName(b) != query.TypeName(bounds[0]) && !(expr.IsNumber(b) && expr.IsNumber(bounds[0])) {
 			return nil, mongoerr.Newf(mongoerr.Location40193, "All values in the the 'boundaries' option to $bucket must have the same type. Found conflicting types %s and %s.", query.TypeName(bounds[0]), query.TypeName(b))
 		}
 		if query.Compare(bounds[i-1], b) >= 0 {
@@ -239,7 +239,7 @@ func newBucket(arg any, next Stage, env *Env) (Stage, error) {
 			return nil, err
 		}
 		if query.Compare(v, bounds[0]) >= 0 && query.Compare(v, bounds[len(bounds)-1]) < 0 &&
-			(isNumber(v) == isNumber(bounds[0])) && (isNumber(v) || query.TypeName(v) == query.TypeName(bounds[0])) {
+			(expr.IsNumber(v) == expr.IsNumber(bounds[0])) && (expr.IsNumber(v) || query.TypeName(v) == query.TypeName(bounds[0])) {
 			for i := len(bounds) - 2; i >= 0; i-- {
 				if query.Compare(v, bounds[i]) >= 0 {
 					return bounds[i], nil
@@ -360,7 +360,7 @@ func newSample(arg any, next Stage) (Stage, error) {
 		if e.Key != "size" {
 			return nil, mongoerr.Newf(mongoerr.Location28748, "unrecognized option to $sample: %s", e.Key)
 		}
-		if !isNumber(e.Value) {
+		if !expr.IsNumber(e.Value) {
 			return nil, mongoerr.New(mongoerr.Location28746, "size argument to $sample must be a number")
 		}
 		n, _ := asInt(e.Value)

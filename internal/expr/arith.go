@@ -51,6 +51,24 @@ func arithmeticOps() map[string]parser {
 		"$pow":      nary(2, 2, pow),
 		"$round":    naryNamed(1, 2, func(name string, a []any) (any, error) { return roundOp(name, a, halfEven) }),
 		"$trunc":    naryNamed(1, 2, func(name string, a []any) (any, error) { return roundOp(name, a, towardZero) }),
+		"$sum": accumulatorOp(func(vals []any) any {
+			var s Sum
+			for _, v := range vals {
+				s.Add(v)
+			}
+			return s.Value()
+		}),
+		"$avg": accumulatorOp(func(vals []any) any {
+			var s Sum
+			for _, v := range vals {
+				s.Add(v)
+			}
+			return s.Mean()
+		}),
+		"$min":        accumulatorOp(func(vals []any) any { return extreme(vals, -1) }),
+		"$max":        accumulatorOp(func(vals []any) any { return extreme(vals, 1) }),
+		"$stdDevPop":  accumulatorOp(func(vals []any) any { return stdDev(vals, true) }),
+		"$stdDevSamp": accumulatorOp(func(vals []any) any { return stdDev(vals, false) }),
 	}
 }
 
@@ -123,6 +141,43 @@ func (s *addState) value() (any, error) {
 		return s.d, nil
 	}
 	return s.dec.Value(), nil
+}
+
+// Sum adds numbers as $sum and $avg do, in expressions and in $group:
+// anything but a number is skipped; the result has the narrowest type
+// that holds it (int32, int64, double), overflowing into double, and is an
+// exact decimal once a Decimal128 was added.
+type Sum struct {
+	s addState
+	n int64
+}
+
+// Add adds v if it is a number.
+func (s *Sum) Add(v any) {
+	if isNumber(v) {
+		_ = s.s.add(v) // only a second date can fail, and v is a number
+		s.n++
+	}
+}
+
+// Value is the sum (int32 0 for none).
+func (s *Sum) Value() any {
+	v, _ := s.s.value()
+	return v
+}
+
+// Mean is the mean of the numbers added: a double, or a decimal once a
+// decimal was added; null for none.
+func (s *Sum) Mean() any {
+	switch {
+	case s.n == 0:
+		return nil
+	case s.s.wide == wDecimal:
+		return s.s.dec.Mean(s.n)
+	case s.s.wide == wDouble:
+		return s.s.d / float64(s.n)
+	}
+	return float64(s.s.l) / float64(s.n)
 }
 
 func add(args []any) (any, error) {
@@ -640,4 +695,72 @@ func quantize(coef *big.Int, exp, places int, mode roundMode) *big.Int {
 		}
 	}
 	return q
+}
+
+// accumulatorOp is $sum, $avg, $min, $max, $stdDevPop and $stdDevSamp used
+// as expressions: over the elements of a single array argument, or over
+// the arguments themselves.
+func accumulatorOp(fn func(vals []any) any) parser {
+	return nary(0, -1, func(args []any) (any, error) {
+		vals := args
+		if len(args) == 1 {
+			if arr, ok := args[0].(bson.A); ok {
+				vals = arr
+			}
+		}
+		return fn(vals), nil
+	})
+}
+
+// extreme is the least (sign -1) or greatest value in BSON order, null,
+// undefined and missing ignored; null when none is left.
+func extreme(vals []any, sign int) any {
+	var best any
+	found := false
+	for _, v := range vals {
+		if nullish(v) {
+			continue
+		}
+		if !found || Compare(v, best)*sign > 0 {
+			best, found = v, true
+		}
+	}
+	return best
+}
+
+// StdDev is $stdDevPop (pop) or $stdDevSamp over the numbers (Welford's
+// method), non-numbers ignored; too few numbers give null.
+type StdDev struct {
+	n, mean, m2 float64
+}
+
+// Add adds v if it is a number.
+func (s *StdDev) Add(v any) {
+	if !isNumber(v) {
+		return
+	}
+	x := toFloat(v)
+	s.n++
+	d := x - s.mean
+	s.mean += d / s.n
+	s.m2 += d * (x - s.mean)
+}
+
+// Value is the population (pop) or sample standard deviation.
+func (s *StdDev) Value(pop bool) any {
+	switch {
+	case pop && s.n > 0:
+		return math.Sqrt(s.m2 / s.n)
+	case !pop && s.n > 1:
+		return math.Sqrt(s.m2 / (s.n - 1))
+	}
+	return nil
+}
+
+func stdDev(vals []any, pop bool) any {
+	var s StdDev
+	for _, v := range vals {
+		s.Add(v)
+	}
+	return s.Value(pop)
 }

@@ -137,6 +137,15 @@ func TestExpressions(t *testing.T) {
 
 		{"mergeObjects", bson.D{{Key: "$mergeObjects", Value: bson.A{bson.D{{Key: "a", Value: int32(1)}}, "$n", bson.D{{Key: "a", Value: int32(2)}, {Key: "b", Value: int32(3)}}}}}, bson.D{{Key: "a", Value: int32(2)}, {Key: "b", Value: int32(3)}}},
 		{"arrayToObject later key wins", bson.D{{Key: "$arrayToObject", Value: bson.A{bson.A{bson.A{"k", int32(1)}, bson.A{"k", int32(2)}}}}}, bson.D{{Key: "k", Value: int32(2)}}},
+		{"sum over an array", bson.D{{Key: "$sum", Value: "$a"}}, int32(6)},
+		{"sum over arguments skips non-numbers", bson.D{{Key: "$sum", Value: bson.A{"$i", "$s", "$l"}}}, int64(1)<<40 + 7},
+		{"sum of nothing", bson.D{{Key: "$sum", Value: "$zz"}}, int32(0)},
+		{"avg", bson.D{{Key: "$avg", Value: "$a"}}, 2.0},
+		{"avg of none", bson.D{{Key: "$avg", Value: bson.A{"$s"}}}, nil},
+		{"max in BSON order", bson.D{{Key: "$max", Value: bson.A{"$i", "$s", "$n"}}}, "héllo"},
+		{"min skips null", bson.D{{Key: "$min", Value: bson.A{"$n", "$f", "$i"}}}, 2.5},
+		{"stdDevPop", bson.D{{Key: "$stdDevPop", Value: bson.A{int32(1), int32(3)}}}, 1.0},
+		{"stdDevSamp of one", bson.D{{Key: "$stdDevSamp", Value: bson.A{int32(1)}}}, nil},
 		{"object literal drops missing", bson.D{{Key: "x", Value: "$zz"}, {Key: "y", Value: "$i"}}, bson.D{{Key: "y", Value: int32(7)}}},
 	}
 	for _, c := range cases {

@@ -86,6 +86,9 @@ func Compare(a, b any) int {
 	return query.Compare(a, b)
 }
 
+// IsNumber reports whether v is of one of the four numeric BSON types.
+func IsNumber(v any) bool { return isNumber(v) }
+
 func isNumber(v any) bool {
 	switch v.(type) {
 	case int32, int64, float64, bson.Decimal128:
