@@ -265,7 +265,7 @@ def test_project_computed_and_modes(sales):
     assert rows == [{"item": "a", "qty": 2, "price": 10}]
     with pytest.raises(OperationFailure) as e:
         agg(sales, [{"$project": {"item": 1, "qty": 0}}])
-    assert codes(e) == 31253
+    assert codes(e) == 31254
     with pytest.raises(OperationFailure) as e:
         agg(sales, [{"$project": {}}])
     assert codes(e) == 51272

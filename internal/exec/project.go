@@ -144,9 +144,9 @@ func parseProjection(spec bson.D, env *Env) (*projection, error) {
 				}
 				if mode != 0 && mode != want {
 					if want == 1 {
-						return mongoerr.Newf(mongoerr.Location31254, "Invalid $project :: caused by :: Cannot do inclusion on field %s in exclusion projection", path)
+						return mongoerr.Newf(mongoerr.Location31253, "Invalid $project :: caused by :: Cannot do inclusion on field %s in exclusion projection", path)
 					}
-					return mongoerr.Newf(mongoerr.Location31253, "Invalid $project :: caused by :: Cannot do exclusion on field %s in inclusion projection", path)
+					return mongoerr.Newf(mongoerr.Location31254, "Invalid $project :: caused by :: Cannot do exclusion on field %s in inclusion projection", path)
 				}
 				mode = want
 				f, err := node.child(last, path, true)
@@ -201,7 +201,7 @@ func parseProjection(spec bson.D, env *Env) (*projection, error) {
 
 func (p *projection) computed(n *projNode, name, path string, v any, scope *expr.Scope, mode *int) error {
 	if *mode == -1 {
-		return mongoerr.Newf(mongoerr.Location31254, "Invalid $project :: caused by :: Cannot use expression other than $meta in exclusion projection")
+		return mongoerr.New(mongoerr.Location31252, "Invalid $project :: caused by :: Cannot use expression other than $meta in exclusion projection")
 	}
 	*mode = 1
 	e, err := expr.Parse(v, scope)

@@ -136,17 +136,18 @@ func (u *unwindStage) Finish() error { return u.next.Finish() }
 // newSortByCount is $group by the expression counting documents, then a
 // descending sort on the count.
 func newSortByCount(arg any, next Stage, env *Env) (Stage, error) {
+	const msg = "the sortByCount field must be defined as a $-prefixed path or an expression inside an object"
 	switch x := arg.(type) {
 	case string:
 		if !strings.HasPrefix(x, "$") {
-			return nil, mongoerr.New(mongoerr.Location40148, "the sortByCount field must be defined as a $-prefixed path or an expression")
+			return nil, mongoerr.New(mongoerr.Location40148, msg)
 		}
 	case bson.D:
 		if len(x) != 1 || !strings.HasPrefix(x[0].Key, "$") {
-			return nil, mongoerr.New(mongoerr.Location40147, "the sortByCount field must be specified as an expression, e.g. {$sortByCount: {$mergeObjects: ['$x', '$y']}}")
+			return nil, mongoerr.New(mongoerr.Location40147, msg)
 		}
 	default:
-		return nil, mongoerr.New(mongoerr.Location40149, "the sortByCount field must be defined as a $-prefixed path or an expression")
+		return nil, mongoerr.New(mongoerr.Location40149, "the sortByCount field must be specified as a string or as an object")
 	}
 	s, err := query.ParseSort(bson.D{{Key: "count", Value: int32(-1)}})
 	if err != nil {

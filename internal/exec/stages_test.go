@@ -133,8 +133,9 @@ func TestStageErrors(t *testing.T) {
 	}{
 		{`{"$frob":{}}`, mongoerr.Location40324},
 		{`{"$out":"x"}`, mongoerr.NotImplemented},
-		{`{"$project":{"a":1,"b":0}}`, mongoerr.Location31253},
-		{`{"$project":{"a":0,"b":1}}`, mongoerr.Location31254},
+		{`{"$project":{"a":1,"b":0}}`, mongoerr.Location31254},
+		{`{"$project":{"a":0,"b":1}}`, mongoerr.Location31253},
+		{`{"$project":{"a":0,"b":"$x"}}`, mongoerr.Location31252},
 		{`{"$project":{"a":1,"a.b":1}}`, mongoerr.Location31250},
 		{`{"$addFields":{}}`, mongoerr.Location40177},
 		{`{"$unset":5}`, mongoerr.Location31002},

@@ -94,6 +94,7 @@ const (
 	Location31119   Code = 31119
 	Location31120   Code = 31120
 	Location31250   Code = 31250
+	Location31252   Code = 31252
 	Location31253   Code = 31253
 	Location31254   Code = 31254
 	Location34435   Code = 34435
