@@ -393,6 +393,15 @@ def test_lookup_equality_and_pipeline(db, sales):
     assert [m["_id"] for m in rows[0]["m"]] == ["x"]
 
 
+def test_union_with(db, sales):
+    db.returns.insert_many([{"_id": 10, "item": "a", "qty": -1}, {"_id": 11, "item": "z", "qty": -2}])
+    rows = agg(sales, [{"$project": {"item": 1, "qty": 1}},
+                       {"$unionWith": {"coll": "returns", "pipeline": [{"$match": {"item": "a"}}]}},
+                       {"$group": {"_id": "$item", "qty": {"$sum": "$qty"}}}, {"$sort": {"_id": 1}}])
+    assert rows == [{"_id": "a", "qty": 6}, {"_id": "b", "qty": 1}, {"_id": "c", "qty": 1}]
+    assert len(agg(sales, [{"$unionWith": "returns"}])) == 6
+
+
 def test_expr_in_find_and_match(db):
     db.b.insert_many([{"_id": 1, "spent": 10, "budget": 5}, {"_id": 2, "spent": 1, "budget": 5}])
     assert [d["_id"] for d in db.b.find({"$expr": {"$gt": ["$spent", "$budget"]}})] == [1]
@@ -409,6 +418,7 @@ def test_expr_in_find_and_match(db):
 
 def test_unsupported_stages_are_refused(sales):
     for stage, code in [({"$out": "x"}, 238), ({"$merge": {"into": "x"}}, 238), ({"$graphLookup": {}}, 238),
+                        ({"$setWindowFields": {}}, 238),
                         ({"$frobnicate": {}}, 40324)]:
         with pytest.raises(OperationFailure) as e:
             agg(sales, [stage])

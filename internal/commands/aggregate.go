@@ -105,10 +105,11 @@ func (h *Handlers) readInto(ctx context.Context, db, coll string, rs *readSpec, 
 	})
 }
 
-// reader is how a pipeline's $lookup reads the other collections of the
-// request's database: the same storage read as the pipeline's own input,
-// on the same node, allowed when the user may find in that collection too
-// (the dispatch wrapper checked only the aggregated one).
+// reader is how a pipeline's $lookup and $unionWith read the other
+// collections of the request's database: the same storage read as the
+// pipeline's own input, on the same node, allowed when the user may find
+// in that collection too (the dispatch wrapper checked only the
+// aggregated one).
 func (h *Handlers) reader(req *Request) exec.Reader {
 	return func(ctx context.Context, coll string, filter *query.Filter, fn func(bson.D) error) error {
 		if h.opts.Auth != nil && req.Session != nil && req.Session.User != nil &&

@@ -223,3 +223,90 @@ func (l *lookupStage) Push(doc bson.D) error {
 }
 
 func (l *lookupStage) Finish() error { return l.next.Finish() }
+
+// unionWithStage is $unionWith: its input passes through, then the
+// documents of another collection (through its own pipeline, if given).
+type unionWithStage struct {
+	next     Stage
+	env      *Env
+	coll     string
+	pipeline []bson.D
+}
+
+func newUnionWith(arg any, next Stage, env *Env) (Stage, error) {
+	if env.Read == nil {
+		return nil, mongoerr.New(mongoerr.NotImplemented, "$unionWith is not supported here by tierdb")
+	}
+	u := &unionWithStage{next: next, env: env}
+	switch x := arg.(type) {
+	case string:
+		u.coll = x
+	case bson.D:
+		for _, e := range x {
+			switch e.Key {
+			case "coll":
+				s, ok := e.Value.(string)
+				if !ok {
+					return nil, mongoerr.Newf(mongoerr.TypeMismatch, "BSON field '$unionWith.coll' is the wrong type '%s', expected type 'string'", query.TypeName(e.Value))
+				}
+				u.coll = s
+			case "pipeline":
+				a, ok := e.Value.(bson.A)
+				if !ok {
+					return nil, mongoerr.Newf(mongoerr.TypeMismatch, "BSON field '$unionWith.pipeline' is the wrong type '%s', expected type 'array'", query.TypeName(e.Value))
+				}
+				stages, err := ParsePipeline(a)
+				if err != nil {
+					return nil, err
+				}
+				u.pipeline = stages
+			default:
+				return nil, mongoerr.Newf(mongoerr.UnknownField, "BSON field '$unionWith.%s' is an unknown field.", e.Key)
+			}
+		}
+	default:
+		return nil, mongoerr.Newf(mongoerr.FailedToParse, "the $unionWith stage specification must be an object or string, but found %s", query.TypeName(arg))
+	}
+	if u.coll == "" {
+		return nil, mongoerr.New(mongoerr.Location40414, "BSON field '$unionWith.coll' is missing but a required field")
+	}
+	// Parse the pipeline now, so that a bad one fails before anything runs.
+	if _, err := Build(u.pipeline, &docsSink{}, u.subEnv()); err != nil {
+		return nil, err
+	}
+	return u, nil
+}
+
+func (u *unionWithStage) subEnv() *Env {
+	sub := *u.env
+	sub.inFacet = false
+	return &sub
+}
+
+func (u *unionWithStage) Push(doc bson.D) error { return u.next.Push(doc) }
+
+// Finish streams the other collection's documents through its pipeline
+// into the next stage, then finishes it.
+func (u *unionWithStage) Finish() error {
+	tail := &passThrough{next: u.next}
+	head, err := Build(u.pipeline, tail, u.subEnv())
+	if err != nil {
+		return err
+	}
+	all, _ := query.ParseFilter(nil)
+	err = u.env.Read(u.env.Ctx, u.coll, all, head.Push)
+	if err != nil && err != ErrDone {
+		return err
+	}
+	if err := head.Finish(); err != nil {
+		return err
+	}
+	return u.next.Finish()
+}
+
+// passThrough hands documents on without finishing the next stage, which
+// the stage owning it finishes itself.
+type passThrough struct{ next Stage }
+
+func (p *passThrough) Push(doc bson.D) error { return p.next.Push(doc) }
+func (p *passThrough) Finish() error         { return nil }

@@ -107,7 +107,7 @@ func Build(stages []bson.D, sink Stage, env *Env) (Stage, error) {
 
 // unsupportedStages are MongoDB stages tierdb does not run.
 var unsupportedStages = map[string]bool{
-	"$out": true, "$merge": true, "$unionWith": true, "$graphLookup": true, "$geoNear": true,
+	"$out": true, "$merge": true, "$graphLookup": true, "$geoNear": true,
 	"$collStats": true, "$indexStats": true, "$currentOp": true, "$listSessions": true,
 	"$listLocalSessions": true, "$planCacheStats": true, "$redact": true, "$bucketAuto": true,
 	"$densify": true, "$fill": true, "$setWindowFields": true, "$changeStream": true,
@@ -203,6 +203,8 @@ func newStage(st bson.D, next Stage, env *Env) (Stage, error) {
 		return newSample(arg, next)
 	case "$lookup":
 		return newLookup(arg, next, env)
+	case "$unionWith":
+		return newUnionWith(arg, next, env)
 	}
 	if unsupportedStages[name] {
 		return nil, mongoerr.Newf(mongoerr.NotImplemented, "pipeline stage %s is not supported by tierdb", name)

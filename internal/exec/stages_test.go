@@ -205,6 +205,30 @@ func TestLookupThroughReader(t *testing.T) {
 	}
 }
 
+func TestUnionWith(t *testing.T) {
+	other := docs(t, `{"_id":"x","n":1}`, `{"_id":"y","n":2}`)
+	env := &Env{Read: func(_ context.Context, coll string, f *query.Filter, fn func(bson.D) error) error {
+		for _, d := range other {
+			if err := fn(d); err != nil {
+				return err
+			}
+		}
+		return nil
+	}}
+	got, err := run(t, env, docs(t, `{"_id":1}`),
+		parse(t, `{"$unionWith":{"coll":"o","pipeline":[{"$match":{"n":{"$gt":1}}},{"$set":{"from":"o"}}]}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{`{"_id":1}`, `{"_id":"y","n":2,"from":"o"}`}; strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	got, err = run(t, env, docs(t, `{"_id":1}`), parse(t, `{"$unionWith":"o"}`), parse(t, `{"$limit":2}`))
+	if err != nil || len(got) != 2 {
+		t.Fatalf("with a limit after it: %v %v", got, err)
+	}
+}
+
 // $sample holds at most size documents and returns distinct ones.
 func TestSampleHoldsOnlyItsSize(t *testing.T) {
 	sink := &docsSink{}
