@@ -54,7 +54,7 @@ func newLookup(arg any, next Stage, env *Env) (Stage, error) {
 		case "as", "localField", "foreignField":
 			s, ok := e.Value.(string)
 			if !ok {
-				return nil, mongoerr.Newf(mongoerr.FailedToParse, "$lookup argument '%s: %s' must be a string, is type %s", e.Key, formatValue(e.Value), query.TypeName(e.Value))
+				return nil, mongoerr.Newf(mongoerr.FailedToParse, "$lookup argument '%s: %s' must be a string, is type %s", e.Key, expr.FormatValue(e.Value), query.TypeName(e.Value))
 			}
 			switch e.Key {
 			case "as":

@@ -472,23 +472,12 @@ func (r *replaceRoot) Push(doc bson.D) error {
 	}
 	d, ok := v.(bson.D)
 	if !ok {
-		return mongoerr.Newf(mongoerr.Location40228, "'newRoot' expression must evaluate to an object, but resulting value was: %s. Type of resulting value: '%s'.", formatValue(v), expr.TypeName(v))
+		return mongoerr.Newf(mongoerr.Location40228, "'newRoot' expression must evaluate to an object, but resulting value was: %s. Type of resulting value: '%s'.", expr.FormatValue(v), expr.TypeName(v))
 	}
 	return r.next.Push(d)
 }
 
 func (r *replaceRoot) Finish() error { return r.next.Finish() }
-
-func formatValue(v any) string {
-	if expr.IsMissing(v) {
-		return "MISSING"
-	}
-	s, err := bson.MarshalExtJSON(bson.D{{Key: "v", Value: v}}, false, false)
-	if err != nil {
-		return expr.TypeName(v)
-	}
-	return strings.TrimSuffix(strings.TrimPrefix(string(s), `{"v":`), "}")
-}
 
 func sortDocs(docs []bson.D, s query.Sort) {
 	sort.SliceStable(docs, func(i, j int) bool { return s.Compare(docs[i], docs[j]) < 0 })

@@ -175,7 +175,7 @@ func newBucket(arg any, next Stage, env *Env) (Stage, error) {
 			s, isStr := e.Value.(string)
 			o, isDoc := e.Value.(bson.D)
 			if !(isStr && strings.HasPrefix(s, "$")) && !(isDoc && len(o) == 1 && strings.HasPrefix(o[0].Key, "$")) {
-				return nil, mongoerr.Newf(mongoerr.Location40202, "The $bucket 'groupBy' field must be defined as a $-prefixed path or an expression, but found: %s.", formatValue(e.Value))
+				return nil, mongoerr.Newf(mongoerr.Location40202, "The $bucket 'groupBy' field must be defined as a $-prefixed path or an expression, but found: %s.", expr.FormatValue(e.Value))
 			}
 		case "boundaries":
 			a, ok := e.Value.(bson.A)
@@ -203,7 +203,7 @@ func newBucket(arg any, next Stage, env *Env) (Stage, error) {
 	}
 	for i, b := range bounds {
 		if _, isDoc := b.(bson.D); isDoc {
-			return nil, mongoerr.Newf(mongoerr.Location40191, "The $bucket 'boundaries' field must be an array of constant values, but found value: %s.", formatValue(b))
+			return nil, mongoerr.Newf(mongoerr.Location40191, "The $bucket 'boundaries' field must be an array of constant values, but found value: %s.", expr.FormatValue(b))
 		}
 		if i == 0 {
 			continue
@@ -212,7 +212,7 @@ func newBucket(arg any, next Stage, env *Env) (Stage, error) {
 			return nil, mongoerr.Newf(mongoerr.Location40193, "All values in the the 'boundaries' option to $bucket must have the same type. Found conflicting types %s and %s.", query.TypeName(bounds[0]), query.TypeName(b))
 		}
 		if query.Compare(bounds[i-1], b) >= 0 {
-			return nil, mongoerr.Newf(mongoerr.Location40194, "The 'boundaries' option to $bucket must be sorted, but elements %d and %d are not in ascending order (%s is not less than %s).", i-1, i, formatValue(bounds[i-1]), formatValue(b))
+			return nil, mongoerr.Newf(mongoerr.Location40194, "The 'boundaries' option to $bucket must be sorted, but elements %d and %d are not in ascending order (%s is not less than %s).", i-1, i, expr.FormatValue(bounds[i-1]), expr.FormatValue(b))
 		}
 	}
 	if hasDefault && query.Compare(def, bounds[0]) >= 0 && query.Compare(def, bounds[len(bounds)-1]) < 0 {

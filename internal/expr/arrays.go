@@ -169,7 +169,7 @@ func parseFilter(name string, arg any, s *Scope) (Expr, error) {
 			if !nullish(l) {
 				n, ok := int32Of(l)
 				if !ok {
-					return nil, mongoerr.Newf(mongoerr.Location327391, "$filter: limit must be represented as a 32-bit integral value: %s", formatValue(l))
+					return nil, mongoerr.Newf(mongoerr.Location327391, "$filter: limit must be represented as a 32-bit integral value: %s", FormatValue(l))
 				}
 				if n <= 0 {
 					return nil, mongoerr.Newf(mongoerr.Location327392, "$filter: limit must be greater than 0: %d", n)
@@ -271,7 +271,7 @@ func parseReduce(_ string, arg any, s *Scope) (Expr, error) {
 		}
 		arr, ok := v.(bson.A)
 		if !ok {
-			return nil, mongoerr.Newf(mongoerr.Location40080, "$reduce requires that 'input' be an array, found: %s", formatValue(v))
+			return nil, mongoerr.Newf(mongoerr.Location40080, "$reduce requires that 'input' be an array, found: %s", FormatValue(v))
 		}
 		acc, err := initial.Eval(c)
 		if err != nil {
@@ -356,14 +356,14 @@ func rangeOp(a []any) (any, error) {
 	}
 	start, ok := int32Of(a[0])
 	if !ok {
-		return nil, mongoerr.Newf(mongoerr.Location34444, "$range requires a starting value that can be represented as a 32-bit integer, found value: %s", formatValue(a[0]))
+		return nil, mongoerr.Newf(mongoerr.Location34444, "$range requires a starting value that can be represented as a 32-bit integer, found value: %s", FormatValue(a[0]))
 	}
 	if !isNumber(a[1]) {
 		return nil, mongoerr.Newf(mongoerr.Location34445, "$range requires a numeric ending value, found value of type: %s", TypeName(a[1]))
 	}
 	end, ok := int32Of(a[1])
 	if !ok {
-		return nil, mongoerr.Newf(mongoerr.Location34446, "$range requires an ending value that can be represented as a 32-bit integer, found value: %s", formatValue(a[1]))
+		return nil, mongoerr.Newf(mongoerr.Location34446, "$range requires an ending value that can be represented as a 32-bit integer, found value: %s", FormatValue(a[1]))
 	}
 	step := 1
 	if len(a) == 3 {
@@ -371,7 +371,7 @@ func rangeOp(a []any) (any, error) {
 			return nil, mongoerr.Newf(mongoerr.Location34447, "$range requires a numeric step value, found value of type:%s", TypeName(a[2]))
 		}
 		if step, ok = int32Of(a[2]); !ok {
-			return nil, mongoerr.Newf(mongoerr.Location34448, "$range requires a step value that can be represented as a 32-bit integer, found value: %s", formatValue(a[2]))
+			return nil, mongoerr.Newf(mongoerr.Location34448, "$range requires a step value that can be represented as a 32-bit integer, found value: %s", FormatValue(a[2]))
 		}
 		if step == 0 {
 			return nil, mongoerr.New(mongoerr.Location34449, "$range requires a non-zero step value")

@@ -237,7 +237,7 @@ func convert(v any, to string) (any, error) {
 
 func toInteger(v any, to string) (any, error) {
 	overflow := func() error {
-		return conversionFailure("Conversion would overflow target type in $convert with no onError value: %s", formatValue(v))
+		return conversionFailure("Conversion would overflow target type in $convert with no onError value: %s", FormatValue(v))
 	}
 	var n int64
 	switch x := v.(type) {

@@ -13,18 +13,17 @@ import (
 )
 
 func dateOps() map[string]parser {
-	part := func(fn func(t time.Time) int) parser { return dateExtractor(fn) }
 	return map[string]parser{
-		"$year":        part(func(t time.Time) int { return t.Year() }),
-		"$month":       part(func(t time.Time) int { return int(t.Month()) }),
-		"$dayOfMonth":  part(func(t time.Time) int { return t.Day() }),
-		"$hour":        part(func(t time.Time) int { return t.Hour() }),
-		"$minute":      part(func(t time.Time) int { return t.Minute() }),
-		"$second":      part(func(t time.Time) int { return t.Second() }),
-		"$millisecond": part(func(t time.Time) int { return t.Nanosecond() / 1e6 }),
-		"$dayOfWeek":   part(func(t time.Time) int { return int(t.Weekday()) + 1 }),
-		"$dayOfYear":   part(func(t time.Time) int { return t.YearDay() }),
-		"$week":        part(sundayWeek),
+		"$year":         dateExtractor(func(t time.Time) int { return t.Year() }),
+		"$month":        dateExtractor(func(t time.Time) int { return int(t.Month()) }),
+		"$dayOfMonth":   dateExtractor(func(t time.Time) int { return t.Day() }),
+		"$hour":         dateExtractor(func(t time.Time) int { return t.Hour() }),
+		"$minute":       dateExtractor(func(t time.Time) int { return t.Minute() }),
+		"$second":       dateExtractor(func(t time.Time) int { return t.Second() }),
+		"$millisecond":  dateExtractor(func(t time.Time) int { return t.Nanosecond() / 1e6 }),
+		"$dayOfWeek":    dateExtractor(func(t time.Time) int { return int(t.Weekday()) + 1 }),
+		"$dayOfYear":    dateExtractor(func(t time.Time) int { return t.YearDay() }),
+		"$week":         dateExtractor(sundayWeek),
 		"$dateToString": parseDateToString,
 	}
 }
@@ -177,7 +176,7 @@ func parseDateToString(name string, arg any, s *Scope) (Expr, error) {
 			if !nullish(fv) {
 				fs, ok := fv.(string)
 				if !ok {
-					return nil, mongoerr.Newf(mongoerr.Location18533, "$dateToString requires that 'format' be a string, found: %s with value %s", TypeName(fv), formatValue(fv))
+					return nil, mongoerr.Newf(mongoerr.Location18533, "$dateToString requires that 'format' be a string, found: %s with value %s", TypeName(fv), FormatValue(fv))
 				}
 				if _, err := formatDate(fs, time.Time{}); err != nil {
 					return nil, err

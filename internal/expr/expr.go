@@ -96,12 +96,6 @@ type constant struct{ v any }
 
 func (k constant) Eval(*Ctx) (any, error) { return k.v, nil }
 
-// Constant reports whether e is a constant, and its value.
-func Constant(e Expr) (any, bool) {
-	k, ok := e.(constant)
-	return k.v, ok
-}
-
 // arrayExpr is an array of expressions; a missing element becomes null.
 type arrayExpr []Expr
 

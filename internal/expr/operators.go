@@ -389,7 +389,7 @@ func MergeObjects(into bson.D, v any) (bson.D, error) {
 	}
 	d, ok := v.(bson.D)
 	if !ok {
-		return nil, mongoerr.Newf(mongoerr.Location40400, "$mergeObjects requires object inputs, but input %s is of type %s", formatValue(v), TypeName(v))
+		return nil, mongoerr.Newf(mongoerr.Location40400, "$mergeObjects requires object inputs, but input %s is of type %s", FormatValue(v), TypeName(v))
 	}
 	for _, e := range d {
 		into = setField(into, e.Key, e.Value)

@@ -94,14 +94,14 @@ func substrCP(name string, a []any) (any, error) {
 	}
 	start, ok := int32Of(a[1])
 	if !ok {
-		return nil, mongoerr.Newf(mongoerr.Location34451, "%s: starting index cannot be represented as a 32-bit integral value: %s", name, formatValue(a[1]))
+		return nil, mongoerr.Newf(mongoerr.Location34451, "%s: starting index cannot be represented as a 32-bit integral value: %s", name, FormatValue(a[1]))
 	}
 	if !isNumber(a[2]) {
 		return nil, mongoerr.Newf(mongoerr.Location34452, "%s: length must be a numeric type (is BSON type %s)", name, TypeName(a[2]))
 	}
 	length, ok := int32Of(a[2])
 	if !ok {
-		return nil, mongoerr.Newf(mongoerr.Location34453, "%s: length cannot be represented as a 32-bit integral value: %s", name, formatValue(a[2]))
+		return nil, mongoerr.Newf(mongoerr.Location34453, "%s: length cannot be represented as a 32-bit integral value: %s", name, FormatValue(a[2]))
 	}
 	if length < 0 {
 		return nil, mongoerr.Newf(mongoerr.Location34454, "%s: length must be a nonnegative integer.", name)
@@ -211,7 +211,7 @@ func parseTrim(name string, arg any, s *Scope) (Expr, error) {
 		}
 		in, ok := a[0].(string)
 		if !ok {
-			return nil, mongoerr.Newf(mongoerr.Location50699, "%s requires its input to be a string, got %s (of type %s) instead.", name, formatValue(a[0]), TypeName(a[0]))
+			return nil, mongoerr.Newf(mongoerr.Location50699, "%s requires its input to be a string, got %s (of type %s) instead.", name, FormatValue(a[0]), TypeName(a[0]))
 		}
 		cut := trimSpace
 		if len(a) > 1 {
@@ -220,7 +220,7 @@ func parseTrim(name string, arg any, s *Scope) (Expr, error) {
 			}
 			c, ok := a[1].(string)
 			if !ok {
-				return nil, mongoerr.Newf(mongoerr.Location50700, "%s requires 'chars' to be a string, got %s (of type %s) instead.", name, formatValue(a[1]), TypeName(a[1]))
+				return nil, mongoerr.Newf(mongoerr.Location50700, "%s requires 'chars' to be a string, got %s (of type %s) instead.", name, FormatValue(a[1]), TypeName(a[1]))
 			}
 			cut = c
 		}
@@ -243,7 +243,7 @@ func indexArgs(name string, a []any, length int) (start, end int, err error) {
 		}
 		n, ok := int32Of(a[2+i])
 		if !ok {
-			return 0, 0, mongoerr.Newf(mongoerr.Location40096, "%srequires an integral %s, found a value of type: %s, with value: %s", name, what, TypeName(a[2+i]), formatValue(a[2+i]))
+			return 0, 0, mongoerr.Newf(mongoerr.Location40096, "%srequires an integral %s, found a value of type: %s, with value: %s", name, what, TypeName(a[2+i]), FormatValue(a[2+i]))
 		}
 		if n < 0 {
 			return 0, 0, mongoerr.Newf(mongoerr.Location40097, "%s requires a nonnegative %s, found: %d", name, what, n)

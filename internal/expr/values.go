@@ -229,8 +229,8 @@ func formatDoc(d bson.D) string {
 	return string(b)
 }
 
-// formatValue renders v for error messages.
-func formatValue(v any) string {
+// FormatValue renders v for error messages (relaxed extended JSON).
+func FormatValue(v any) string {
 	if IsMissing(v) {
 		return "missing"
 	}
