@@ -302,15 +302,21 @@ func newFacet(arg any, next Stage, env *Env) (Stage, error) {
 }
 
 func (f *facetStage) Push(doc bson.D) error {
+	total := 0
 	for i, h := range f.heads {
-		if f.done[i] {
-			continue
+		if !f.done[i] {
+			if err := h.Push(doc); err == ErrDone {
+				f.done[i] = true
+			} else if err != nil {
+				return err
+			}
 		}
-		if err := h.Push(doc); err == ErrDone {
-			f.done[i] = true
-		} else if err != nil {
-			return err
-		}
+		total += f.sinks[i].mem
+	}
+	// The sub-pipelines' results share one limit, as they make one
+	// document.
+	if total > MaxMemoryBytes {
+		return Exceeded("$facet")
 	}
 	return nil
 }
