@@ -22,7 +22,7 @@ type lookupStage struct {
 	next                     Stage
 	env                      *Env
 	from                     string
-	localParts, foreignField string
+	localField, foreignField string
 	local                    expr.Expr
 	as                       []string
 	letNames                 []string
@@ -60,7 +60,7 @@ func newLookup(arg any, next Stage, env *Env) (Stage, error) {
 			case "as":
 				as = s
 			case "localField":
-				l.localParts = s
+				l.localField = s
 			default:
 				l.foreignField = s
 			}
@@ -89,9 +89,9 @@ func newLookup(arg any, next Stage, env *Env) (Stage, error) {
 		return nil, mongoerr.New(mongoerr.FailedToParse, "must specify 'as' field for a $lookup")
 	case l.from == "":
 		return nil, mongoerr.New(mongoerr.FailedToParse, "must specify 'from' field for a $lookup")
-	case (l.localParts == "") != (l.foreignField == ""):
+	case (l.localField == "") != (l.foreignField == ""):
 		return nil, mongoerr.New(mongoerr.FailedToParse, "$lookup requires both or neither of 'localField' and 'foreignField' to be specified")
-	case l.localParts == "" && !hasPipeline:
+	case l.localField == "" && !hasPipeline:
 		return nil, mongoerr.New(mongoerr.FailedToParse, "$lookup requires either 'pipeline' or both 'localField' and 'foreignField' to be specified")
 	case hasLet && !hasPipeline:
 		return nil, mongoerr.New(mongoerr.FailedToParse, "$lookup with 'let' must also specify a 'pipeline'")
@@ -101,8 +101,8 @@ func newLookup(arg any, next Stage, env *Env) (Stage, error) {
 	}
 	l.as = strings.Split(as, ".")
 	scope := expr.NewScope(env.Vars)
-	if l.localParts != "" {
-		x, err := expr.Parse("$"+l.localParts, scope)
+	if l.localField != "" {
+		x, err := expr.Parse("$"+l.localField, scope)
 		if err != nil {
 			return nil, err
 		}
@@ -148,7 +148,7 @@ func (l *lookupStage) subPipeline(vars map[string]any, sink Stage) (Stage, error
 
 func (l *lookupStage) Push(doc bson.D) error {
 	var filter bson.D
-	if l.localParts != "" {
+	if l.localField != "" {
 		local, err := l.ev.eval(l.local, doc)
 		if err != nil {
 			return err
