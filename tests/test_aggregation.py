@@ -416,6 +416,21 @@ def test_expr_in_find_and_match(db):
     assert codes(e) == 2
 
 
+def test_explain_pipeline(db, sales):
+    pipeline = [{"$match": {"_id": {"$gt": 1}}}, {"$group": {"_id": "$item", "n": {"$sum": 1}}}]
+    for reply in (db.command("aggregate", "s", pipeline=pipeline, explain=True),
+                  db.command("explain", {"aggregate": "s", "pipeline": pipeline, "cursor": {}})):
+        stages = reply["stages"]
+        planner = stages[0]["$cursor"]["queryPlanner"]
+        assert planner["parsedQuery"] == {"_id": {"$gt": 1}}
+        assert planner["winningPlan"]["stage"] == "POSTGRESQL"
+        assert stages[1:] == [pipeline[1]]
+    # Explaining reads nothing and still checks the stages.
+    with pytest.raises(OperationFailure) as e:
+        db.command("aggregate", "s", pipeline=[{"$frob": 1}], explain=True)
+    assert codes(e) == 40324
+
+
 def test_unsupported_stages_are_refused(sales):
     for stage, code in [({"$out": "x"}, 238), ({"$merge": {"into": "x"}}, 238), ({"$graphLookup": {}}, 238),
                         ({"$setWindowFields": {}}, 238),

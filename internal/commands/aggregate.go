@@ -17,29 +17,67 @@ import (
 // $match is pushed down to storage as a prefilter; the rest runs in
 // process, documents streaming through the stages.
 func (h *Handlers) aggregate(ctx context.Context, req *Request) (bson.D, error) {
-	name, err := collectionName(req)
-	if err != nil {
-		return nil, mongoerr.New(mongoerr.NotImplemented, "aggregate is supported on collections only")
-	}
-	pipeline, err := getArray(req.Cmd, "pipeline")
-	if err != nil {
-		return nil, err
-	}
-	cursorOpts, err := getDoc(req.Cmd, "cursor")
-	if err != nil {
-		return nil, err
-	}
 	explain, err := getBool(req.Cmd, "explain", false)
 	if err != nil {
 		return nil, err
 	}
 	if explain {
-		return nil, mongoerr.New(mongoerr.NotImplemented, "explain of an aggregation pipeline is not supported by tierdb yet")
+		return h.explainAggregate(ctx, req)
+	}
+	cursorOpts, err := getDoc(req.Cmd, "cursor")
+	if err != nil {
+		return nil, err
 	}
 	if _, ok := lookup(req.Cmd, "cursor"); !ok {
 		return nil, mongoerr.New(mongoerr.FailedToParse, "The 'cursor' option is required, except for aggregate with the explain argument")
 	}
 	batchSize, err := getBatchSize(cursorOpts, defaultFirstBatch)
+	if err != nil {
+		return nil, err
+	}
+	ctx, done, err := h.routeRead(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	p, err := h.parseAggregate(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	// Documents stream through the stages one at a time: memory is what
+	// the stages keep ($group's groups, $sort's input) and the results,
+	// not every match.
+	sink := &exec.Collect{}
+	head, err := exec.Build(p.stages, sink, p.env)
+	if err != nil {
+		return nil, err
+	}
+	err = h.readInto(ctx, req.DB, p.coll, p.rs, head.Push)
+	if err != nil && err != exec.ErrDone {
+		return nil, err
+	}
+	if err := head.Finish(); err != nil {
+		return nil, err
+	}
+	return h.firstBatch(ctx, req, req.DB+"."+p.coll, &sliceSource{docs: sink.Raws}, batchSize, false)
+}
+
+// parsedAggregate is an aggregate command ready to run: the prefilter of
+// its leading $match and the stages after it, already checked.
+type parsedAggregate struct {
+	coll   string
+	first  bson.D
+	rs     *readSpec
+	stages []bson.D
+	env    *exec.Env
+}
+
+func (h *Handlers) parseAggregate(ctx context.Context, req *Request) (*parsedAggregate, error) {
+	name, err := collectionName(req)
+	if err != nil {
+		return nil, mongoerr.New(mongoerr.NotImplemented, "aggregate is supported on collections only")
+	}
+	pipeline, err := getArray(req.Cmd, "pipeline")
 	if err != nil {
 		return nil, err
 	}
@@ -59,31 +97,47 @@ func (h *Handlers) aggregate(ctx context.Context, req *Request) (bson.D, error) 
 	if err != nil {
 		return nil, err
 	}
-	rs := &readSpec{filter: filter, empty: len(first) == 0, exact: isIDEquality(first)}
-	ctx, done, err := h.routeRead(ctx, req)
+	p := &parsedAggregate{
+		coll: name, first: first, stages: stages,
+		rs:  &readSpec{filter: filter, empty: len(first) == 0, exact: isIDEquality(first)},
+		env: &exec.Env{Ctx: ctx, Vars: vars, Read: h.reader(req)},
+	}
+	// Build the stages once before reading anything, so that a bad stage
+	// fails at once.
+	if _, err := exec.Build(stages, &exec.Collect{}, p.env); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// explainAggregate describes how a pipeline runs, reading nothing: the
+// leading $match as PostgreSQL's plan of the prefilter it becomes (as
+// explain does for find), then the stages tierdb runs in process, as
+// given.
+func (h *Handlers) explainAggregate(ctx context.Context, req *Request) (bson.D, error) {
+	p, err := h.parseAggregate(ctx, req)
 	if err != nil {
 		return nil, err
 	}
-	defer done()
-	// Build the rest of the pipeline before reading anything, so that a
-	// bad stage fails at once.
-	sink := &exec.Collect{}
-	env := &exec.Env{Ctx: ctx, Vars: vars, Read: h.reader(req)}
-	head, err := exec.Build(stages, sink, env)
-	if err != nil {
+	planner := bson.D{{Key: "namespace", Value: req.DB + "." + p.coll}, {Key: "parsedQuery", Value: p.first}}
+	col, err := h.store.Collection(ctx, req.DB, p.coll)
+	switch {
+	case storage.IsCode(err, storage.ErrNamespaceNotFound):
+		planner = append(planner, bson.E{Key: "winningPlan", Value: bson.D{{Key: "stage", Value: "EOF"}}})
+	case err != nil:
 		return nil, err
+	default:
+		plan, err := h.store.Explain(ctx, col, p.rs.scanParams(col))
+		if err != nil {
+			return nil, err
+		}
+		planner = append(planner, bson.E{Key: "winningPlan", Value: bson.D{{Key: "stage", Value: "POSTGRESQL"}, {Key: "plan", Value: plan}}})
 	}
-	// Documents stream through the stages one at a time: memory is what
-	// the stages keep ($group's groups, $sort's input) and the results,
-	// not every match.
-	err = h.readInto(ctx, req.DB, name, rs, head.Push)
-	if err != nil && err != exec.ErrDone {
-		return nil, err
+	stages := bson.A{bson.D{{Key: "$cursor", Value: bson.D{{Key: "queryPlanner", Value: planner}}}}}
+	for _, st := range p.stages {
+		stages = append(stages, st)
 	}
-	if err := head.Finish(); err != nil {
-		return nil, err
-	}
-	return h.firstBatch(ctx, req, req.DB+"."+name, &sliceSource{docs: sink.Raws}, batchSize, false)
+	return bson.D{{Key: "explainVersion", Value: "1"}, {Key: "stages", Value: stages}}, nil
 }
 
 // readInto streams the documents of db.coll that match rs to fn, until fn

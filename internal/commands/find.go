@@ -261,8 +261,11 @@ func (h *Handlers) explain(ctx context.Context, req *Request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
+	if len(inner) > 0 && inner[0].Key == "aggregate" {
+		return h.explainAggregate(ctx, &Request{DB: req.DB, Cmd: inner, Session: req.Session})
+	}
 	if len(inner) == 0 || (inner[0].Key != "find" && inner[0].Key != "count") {
-		return nil, mongoerr.New(mongoerr.NotImplemented, "explain supports find and count")
+		return nil, mongoerr.New(mongoerr.NotImplemented, "explain supports find, count and aggregate")
 	}
 	sub := &Request{DB: req.DB, Cmd: inner, Session: req.Session}
 	name, err := collectionName(sub)
