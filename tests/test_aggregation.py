@@ -393,6 +393,18 @@ def test_lookup_equality_and_pipeline(db, sales):
     assert [m["_id"] for m in rows[0]["m"]] == ["x"]
 
 
+def test_lookup_over_many_batches(db):
+    db.kinds.insert_many([{"_id": k, "kind": k % 7} for k in range(20)])
+    db.many.insert_many([{"_id": i, "k": [i % 7, (i + 1) % 7] if i % 3 == 0 else i % 7} for i in range(700)])
+    rows = agg(db.many, [{"$lookup": {"from": "kinds", "localField": "k", "foreignField": "kind", "as": "m"}},
+                         {"$project": {"ids": "$m._id"}}])
+    assert len(rows) == 700
+    for r in rows:
+        i = r["_id"]
+        wanted = {i % 7, (i + 1) % 7} if i % 3 == 0 else {i % 7}
+        assert sorted(r["ids"]) == sorted(k for k in range(20) if k % 7 in wanted), r
+
+
 def test_union_with(db, sales):
     db.returns.insert_many([{"_id": 10, "item": "a", "qty": -1}, {"_id": 11, "item": "z", "qty": -2}])
     rows = agg(sales, [{"$project": {"item": 1, "qty": 1}},

@@ -14,10 +14,10 @@ import (
 // lookupStage is $lookup: for each document, the documents of another
 // collection of the same database that match it, as an array field. The
 // equality form matches foreignField against localField's value (each
-// element of an array, missing as null); the pipeline form runs a
-// pipeline over the other collection with let variables bound from the
-// document; both may be combined. Each document reads the other
-// collection through env.Read.
+// element of an array, missing as null), reading the other collection
+// through env.Read once per batch of documents; the pipeline form runs a
+// pipeline over the other collection for each document, with let
+// variables bound from it; both may be combined.
 type lookupStage struct {
 	next                     Stage
 	env                      *Env
@@ -29,6 +29,7 @@ type lookupStage struct {
 	letExprs                 []expr.Expr
 	pipeline                 []bson.D
 	ev                       *evaluator
+	batch                    []pendingLookup // the equality form's gathered input
 }
 
 func newLookup(arg any, next Stage, env *Env) (Stage, error) {
@@ -146,59 +147,88 @@ func (l *lookupStage) subPipeline(vars map[string]any, sink Stage) (Stage, error
 	return Build(l.pipeline, sink, &sub)
 }
 
+// lookupBatch is how many documents the equality form gathers before it
+// reads the other collection once for all of them.
+const lookupBatch = 256
+
+type pendingLookup struct {
+	doc  bson.D
+	vals bson.A
+}
+
+// localValues is what localField's value matches in foreignField: each
+// element of an array (an empty array matching as null), missing as null.
+func (l *lookupStage) localValues(doc bson.D) (bson.A, error) {
+	local, err := l.ev.eval(l.local, doc)
+	if err != nil {
+		return nil, err
+	}
+	switch x := local.(type) {
+	case bson.A:
+		if len(x) == 0 {
+			return bson.A{nil}, nil
+		}
+		return x, nil
+	default:
+		if expr.IsMissing(x) {
+			x = nil
+		}
+		return bson.A{x}, nil
+	}
+}
+
+// equalityFilter matches field against any of vals, as a query does.
+func equalityFilter(field string, vals bson.A) bson.D {
+	if len(vals) == 1 {
+		return bson.D{{Key: field, Value: bson.D{{Key: "$eq", Value: vals[0]}}}}
+	}
+	return bson.D{{Key: field, Value: bson.D{{Key: "$in", Value: vals}}}}
+}
+
 func (l *lookupStage) Push(doc bson.D) error {
-	var filter bson.D
-	if l.localField != "" {
-		local, err := l.ev.eval(l.local, doc)
+	if l.pipeline == nil {
+		vals, err := l.localValues(doc)
 		if err != nil {
 			return err
 		}
-		var in bson.A
-		switch x := local.(type) {
-		case bson.A:
-			in = x
-			if len(x) == 0 {
-				in = bson.A{nil}
-			}
-		default:
-			if expr.IsMissing(x) {
-				x = nil
-			}
-			in = bson.A{x}
+		l.batch = append(l.batch, pendingLookup{doc: doc, vals: vals})
+		if len(l.batch) >= lookupBatch {
+			return l.flush()
 		}
-		filter = bson.D{{Key: l.foreignField, Value: bson.D{{Key: "$in", Value: in}}}}
-		if len(in) == 1 {
-			filter = bson.D{{Key: l.foreignField, Value: bson.D{{Key: "$eq", Value: in[0]}}}}
-		}
+		return nil
 	}
-	sink := &docsSink{what: "$lookup"}
-	var head Stage = sink
-	vars := l.env.Vars
-	if l.pipeline != nil {
-		vars = map[string]any{}
-		for k, v := range l.env.Vars {
-			vars[k] = v
-		}
-		for i, n := range l.letNames {
-			v, err := l.ev.eval(l.letExprs[i], doc)
-			if err != nil {
-				return err
-			}
-			if expr.IsMissing(v) {
-				v = nil
-			}
-			vars[n] = v
-		}
-		var err error
-		if head, err = l.subPipeline(vars, sink); err != nil {
+	var filter bson.D
+	if l.localField != "" {
+		vals, err := l.localValues(doc)
+		if err != nil {
 			return err
 		}
+		filter = equalityFilter(l.foreignField, vals)
+	}
+	vars := map[string]any{}
+	for k, v := range l.env.Vars {
+		vars[k] = v
+	}
+	for i, n := range l.letNames {
+		v, err := l.ev.eval(l.letExprs[i], doc)
+		if err != nil {
+			return err
+		}
+		if expr.IsMissing(v) {
+			v = nil
+		}
+		vars[n] = v
+	}
+	sink := &docsSink{what: "$lookup"}
+	head, err := l.subPipeline(vars, sink)
+	if err != nil {
+		return err
 	}
 	f, err := query.ParseFilterVars(filter, vars)
 	if err != nil {
 		return err
 	}
-	err = l.env.Read(l.env.Ctx, l.from, f, func(d bson.D) error { return head.Push(d) })
+	err = l.env.Read(l.env.Ctx, l.from, f, head.Push)
 	if err != nil && err != ErrDone {
 		return err
 	}
@@ -209,8 +239,72 @@ func (l *lookupStage) Push(doc bson.D) error {
 	for i, d := range sink.docs {
 		arr[i] = d
 	}
-	out := setPath(doc, l.as, arr)
-	if sink.mem > maxDocBytes {
+	return l.emit(doc, arr, sink.mem)
+}
+
+// flush reads the other collection once for the gathered documents of
+// the equality form, then gives each its matches, in input order.
+func (l *lookupStage) flush() error {
+	batch := l.batch
+	l.batch = nil
+	var union bson.A
+	seen := map[string]bool{}
+	filters := make([]*query.Filter, len(batch))
+	for i, p := range batch {
+		for _, v := range p.vals {
+			if k := string(query.AppendKey(nil, v)); !seen[k] {
+				seen[k] = true
+				union = append(union, v)
+			}
+		}
+		f, err := query.ParseFilter(equalityFilter(l.foreignField, p.vals))
+		if err != nil {
+			return err
+		}
+		filters[i] = f
+	}
+	f, err := query.ParseFilter(equalityFilter(l.foreignField, union))
+	if err != nil {
+		return err
+	}
+	matches := make([]bson.A, len(batch))
+	mems := make([]int, len(batch))
+	held := 0
+	err = l.env.Read(l.env.Ctx, l.from, f, func(d bson.D) error {
+		m := DocMemory(d)
+		held += m
+		for i := range batch {
+			if filters[i].Match(d) {
+				matches[i] = append(matches[i], d)
+				mems[i] += m
+				held += 16
+			}
+		}
+		if held > MaxMemoryBytes {
+			return Exceeded("$lookup")
+		}
+		return nil
+	})
+	if err != nil && err != ErrDone {
+		return err
+	}
+	for i, p := range batch {
+		if matches[i] == nil {
+			matches[i] = bson.A{}
+		}
+		if err := l.emit(p.doc, matches[i], mems[i]); err != nil {
+			return err
+		}
+		matches[i] = nil
+	}
+	return nil
+}
+
+// emit passes doc on with its matches at 'as', refusing an output
+// document past the BSON size limit (mem estimates the matches' size).
+func (l *lookupStage) emit(doc bson.D, matches bson.A, mem int) error {
+	out := setPath(doc, l.as, matches)
+	if mem > maxDocBytes {
 		raw, err := bsonx.Marshal(out)
 		if err != nil {
 			return err
@@ -222,7 +316,14 @@ func (l *lookupStage) Push(doc bson.D) error {
 	return l.next.Push(out)
 }
 
-func (l *lookupStage) Finish() error { return l.next.Finish() }
+func (l *lookupStage) Finish() error {
+	if len(l.batch) > 0 {
+		if err := l.flush(); err != nil && err != ErrDone {
+			return err
+		}
+	}
+	return l.next.Finish()
+}
 
 // unionWithStage is $unionWith: its input passes through, then the
 // documents of another collection (through its own pipeline, if given).
