@@ -34,11 +34,15 @@ $(VENV)/.ok: tests/requirements.txt
 	$(VENV)/bin/pip install -q -r tests/requirements.txt
 	touch $@
 
-# The TLS tests make certificates with the openssl command.
+# The TLS tests make certificates with the openssl command; the status
+# page test drives Debian's chromium through chromium-driver (selenium).
 deps-tools:
 	@command -v openssl >/dev/null || { \
 		if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
 		$$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q openssl </dev/null; }
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || { \
+		if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+		$$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q chromium chromium-driver </dev/null; }
 
 # The Node.js and Java driver tests (tests/test_drivers.py) need node, npm,
 # a JDK and Maven; their drivers come from npm and Maven Central.

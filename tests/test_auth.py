@@ -359,7 +359,7 @@ def test_per_user_accounting(authsrv):
     assert users["admin.batch"]["ops"]["low"] >= 3 and users["admin.batch"]["ops"]["high"] == 0
     assert "waitMicros" in users["admin.batch"] and users["admin.batch"]["defaultTier"] == "low"
     text = urllib.request.urlopen(authsrv.metrics_url, timeout=10).read().decode()
-    m = re.search(r'tierdb_user_operations_total\{user="admin.batch",tier="low"\} (\d+)', text)
+    m = re.search(r'tierdb_user_operations_total\{tier="low",user="admin.batch"\} (\d+)', text)
     assert m and int(m.group(1)) >= 3, text[-2000:]
     assert 'tierdb_user_admission_wait_seconds_total{user="admin.batch"}' in text
     b.close()

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"tierdb/internal/commands"
-	"tierdb/internal/metrics"
 	"tierdb/internal/pgmanage"
 	"tierdb/internal/qos"
 	"tierdb/internal/server"
@@ -73,6 +72,8 @@ type serveFlags struct {
 	maxIncomingMB   int64
 	txnLifetime     time.Duration
 	logLevel        string
+	logFormat       string
+	slowMS          int
 	testCommands    bool
 	metricsListen   string
 	pprof           bool
@@ -98,7 +99,9 @@ func serve(args []string) error {
 	fs.DurationVar(&f.sessionTimeout, "session-timeout", 30*time.Minute, "forget logical sessions (and their retryable writes' records) idle for longer than this (logicalSessionTimeoutMinutes)")
 	fs.DurationVar(&f.txnLifetime, "transaction-lifetime", 60*time.Second, "abort transactions open for longer than this and free their backend (transactionLifetimeLimitSeconds)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
-	fs.StringVar(&f.metricsListen, "metrics-listen", "", "serve Prometheus metrics on this address, e.g. 127.0.0.1:9216 (empty: off)")
+	fs.StringVar(&f.logFormat, "log-format", "text", "text (key=value lines) or json (one JSON object a line)")
+	fs.IntVar(&f.slowMS, "slow-ms", 100, "log operations that take longer than this many milliseconds (user, tier, command, namespace, duration, plan summary; never document contents) and list them on the status page (0: off)")
+	fs.StringVar(&f.metricsListen, "metrics-listen", "", "serve Prometheus metrics (/metrics), the status page (/) and health checks (/healthz, /readyz) on this address, e.g. 127.0.0.1:9216 (empty: off)")
 	fs.BoolVar(&f.pprof, "pprof", false, "also serve Go profiles under /debug/pprof/ on --metrics-listen")
 	fs.BoolVar(&f.testCommands, "enable-test-commands", false, "enable commands for tests (sleep)")
 	fs.StringVar(&f.configFile, "config", "", "YAML file of flag values (keys are flag names); flags given on the command line win")
@@ -131,7 +134,13 @@ func serve(args []string) error {
 	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
 		return fmt.Errorf("bad --log-level: %w", err)
 	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	log, err := newLogger(f.logFormat, level)
+	if err != nil {
+		return err
+	}
+	if f.slowMS < 0 {
+		return fmt.Errorf("bad --slow-ms %d: 0 turns the slow log off, more logs operations over that many milliseconds", f.slowMS)
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -236,15 +245,16 @@ func serve(args []string) error {
 		TestCommands:   f.testCommands,
 		Auth:           registry,
 		Replication:    f.repl.startReplication(ctx, store, set, log),
+		SlowThreshold:  time.Duration(f.slowMS) * time.Millisecond,
 	})
 	defer h.Close()
 	srv.SetHandlers(h)
 	if f.metricsListen != "" {
-		addr, err := metrics.Serve(ctx, f.metricsListen, log, f.pprof, h.Metrics)
+		addr, err := serveMetrics(ctx, f.metricsListen, log, f.pprof, h)
 		if err != nil {
 			return fmt.Errorf("--metrics-listen: %w", err)
 		}
-		log.Info("metrics endpoint", "url", "http://"+addr.String()+"/metrics")
+		log.Info("metrics endpoint", "url", "http://"+addr.String()+"/metrics", "status_page", "http://"+addr.String()+"/")
 	}
 
 	log.Info("tierdb is ready", "listen", srv.Addr().String(), "tls", tlsCfg != nil, "auth", registry.Required())

@@ -9,9 +9,10 @@ import (
 	"tierdb/internal/qos"
 )
 
-// Metrics is the metrics source for the command layer: opcounters, calls and
-// failures per command, request latency per tier, cursors, backends and the
-// priority channel.
+// Metrics is the metrics source for the command layer, read at each scrape:
+// opcounters, calls and failures per command, cursors, backends, users and
+// the priority channel. The latency and wait histograms are observed as
+// requests run (observe.go); Register registers both.
 func (h *Handlers) Metrics(w *metrics.Writer) {
 	names := []string{"insert", "query", "update", "delete", "getmore", "command"}
 	for i, n := range names {
@@ -31,9 +32,6 @@ func (h *Handlers) Metrics(w *metrics.Writer) {
 			w.Counter("tierdb_command_calls_total", "Commands run, by command.", metrics.Labels{{"command", c.name}}, float64(n))
 			w.Counter("tierdb_command_failures_total", "Commands that returned an error, by command.", metrics.Labels{{"command", c.name}}, float64(c.fails.Load()))
 		}
-	}
-	for t := qos.Tier(0); t < qos.NumTiers; t++ {
-		w.Histogram("tierdb_request_duration_seconds", "Request duration including admission wait, by tier.", metrics.Labels{{"tier", t.String()}}, h.latency[t])
 	}
 	if h.opts.Connections != nil {
 		cur, total := h.opts.Connections()
@@ -95,12 +93,6 @@ func (h *Handlers) Metrics(w *metrics.Writer) {
 		w.Counter("tierdb_qos_waited_total", "Requests that had to wait, by tier.", l, float64(ts.Waited))
 		w.Counter("tierdb_qos_cancelled_total", "Requests that left the queue (client gone, maxTimeMS), by tier.", l, float64(ts.Cancelled))
 		w.Counter("tierdb_qos_guard_admissions_total", "Requests admitted by the starvation guard, by tier.", l, float64(ts.GuardAdmissions))
-		for _, q := range []struct {
-			name string
-			v    float64
-		}{{"0.5", ts.WaitP50.Seconds()}, {"0.99", ts.WaitP99.Seconds()}, {"1", ts.WaitMax.Seconds()}} {
-			w.Gauge("tierdb_qos_wait_seconds", "Recent admission wait quantiles, by tier.", append(l, [2]string{"quantile", q.name}), q.v)
-		}
 	}
 }
 

@@ -70,6 +70,8 @@ func (rs *readSpec) scanParams(col *storage.Collection) storage.ScanParams {
 // the sort allows it, otherwise everything matching, sorted in memory.
 func (h *Handlers) newSource(ctx context.Context, col *storage.Collection, rs *readSpec) (batchSource, error) {
 	scan := &scanSource{store: h.store, col: col, spec: rs, params: rs.scanParams(col), node: storage.NodeFrom(ctx)}
+	_, byID := rs.sort.ByIDOnly()
+	notePlan(ctx, col, rs, scan.params, !rs.sort.IsEmpty() && !byID)
 	if rs.sort.IsEmpty() {
 		return scan, nil
 	}

@@ -14,12 +14,12 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"tierdb/internal/auth"
-	"tierdb/internal/metrics"
 	"tierdb/internal/mongoerr"
 	"tierdb/internal/qos"
 	"tierdb/internal/query"
 	"tierdb/internal/router"
 	"tierdb/internal/session"
+	"tierdb/internal/status"
 	"tierdb/internal/storage"
 	"tierdb/internal/tierctl"
 )
@@ -116,6 +116,10 @@ type Options struct {
 	// (transactionLifetimeLimitSeconds, default 60 s).
 	SessionTimeout time.Duration
 	TxnLifetime    time.Duration
+	// SlowThreshold logs each operation that takes longer (with user,
+	// tier, command, namespace, duration and plan summary, never
+	// document contents) and keeps it for the status page; 0: off.
+	SlowThreshold time.Duration
 }
 
 // Admitter is the admission contract: Admit blocks until a request of tier t
@@ -143,8 +147,10 @@ type Handlers struct {
 	cursors *cursorRegistry
 	started time.Time
 	ops     opCounters
-	// latency is the duration of requests per tier, admission wait included.
-	latency [qos.NumTiers]*metrics.Histogram
+	// instr are the latency and wait histograms (observe.go); slow the
+	// recent slow operations.
+	instr *instruments
+	slow  *status.SlowLog
 	// processID identifies this process in topologyVersion.
 	processID bson.ObjectID
 	// accounts are the per-user figures; authStats count authentications.
@@ -186,9 +192,7 @@ func New(opts Options) *Handlers {
 			c.name = name
 		}
 	}
-	for t := range h.latency {
-		h.latency[t] = metrics.NewHistogram(metrics.LatencyBuckets())
-	}
+	h.instr, h.slow = newInstruments(), status.NewSlowLog(100)
 	go h.reapSessions()
 	return h
 }
@@ -328,12 +332,14 @@ var otherAccess = map[string]access{
 
 // Dispatch runs one command and always returns a reply document. It is the
 // single wrapper around every handler: command lookup, opcounters, the
-// request's tier and its admission, maxTimeMS, and the mapping of errors to
-// MongoDB codes (with internal errors logged, never shown).
+// request's tier and its admission, maxTimeMS, the latency histograms and
+// the slow log (finish), and the mapping of errors to MongoDB codes (with
+// internal errors logged, never shown).
 func (h *Handlers) Dispatch(ctx context.Context, req *Request) bson.D {
 	start := time.Now()
+	ctx, note := h.noteOp(ctx)
 	reply, err := h.runRecovered(ctx, req)
-	h.latency[req.tier].ObserveDuration(time.Since(start))
+	h.finish(req, time.Since(start), note, err)
 	if err != nil {
 		if req.cmd != nil {
 			req.cmd.fails.Add(1)
@@ -437,10 +443,13 @@ func (h *Handlers) run(ctx context.Context, req *Request) (bson.D, error) {
 			done, err := h.opts.Admission.Admit(ctx, tier, false)
 			if err == nil {
 				defer done()
+				t1 := time.Now()
+				h.instr.qosWait[tier].Observe(t1.Sub(t0).Seconds())
 				if h.opts.Fair != nil {
 					var fdone func()
 					if fdone, err = h.opts.Fair.Admit(ctx, tier, fairPrincipal(req.Session)); err == nil {
 						defer fdone()
+						h.instr.fairWait[tier].Observe(time.Since(t1).Seconds())
 					}
 				}
 			}

@@ -134,6 +134,7 @@ func sortErrors(errs []indexedError) {
 // a time, until fn says stop.
 func (h *Handlers) eachMatch(ctx context.Context, col *storage.Collection, rs *readSpec, fn func(doc bson.D, raw bson.Raw) (stop bool, err error)) error {
 	src := &scanSource{store: h.store, col: col, spec: rs, params: rs.scanParams(col), raw: true, keepDecoded: true}
+	notePlan(ctx, col, rs, src.params, false)
 	for {
 		batch, done, err := src.next(ctx, 100)
 		if err != nil {

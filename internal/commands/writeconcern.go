@@ -26,7 +26,10 @@ func (h *Handlers) withWriteConcern(ctx context.Context, req *Request, run handl
 	if err != nil || wc.standbys == 0 {
 		return reply, err
 	}
-	if werr := h.awaitWriteConcern(ctx, wc); werr != nil {
+	t0 := time.Now()
+	werr := h.awaitWriteConcern(ctx, wc)
+	h.instr.writeConcernWait.Observe(time.Since(t0).Seconds())
+	if werr != nil {
 		reply = append(reply, bson.E{Key: "writeConcernError", Value: werr})
 	}
 	return reply, nil

@@ -3,126 +3,143 @@ package metrics
 import (
 	"context"
 	"errors"
-	"fmt"
-	"io"
 	"log/slog"
-	"math"
 	"net"
 	"net/http"
 	httppprof "net/http/pprof"
-	"sort"
-	"strings"
-	"sync/atomic"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"tierdb/internal/buildinfo"
 )
 
-// Writer writes one scrape in Prometheus text format.
-type Writer struct {
-	w    io.Writer
-	seen map[string]bool
-}
-
-// Labels are name/value pairs, written in the order given.
+// Labels are name/value pairs. The exposition sorts them by name.
 type Labels [][2]string
 
-func (l Labels) String() string {
-	if len(l) == 0 {
-		return ""
-	}
-	parts := make([]string, len(l))
-	for i, kv := range l {
-		parts[i] = fmt.Sprintf("%s=%q", kv[0], kv[1])
-	}
-	return "{" + strings.Join(parts, ",") + "}"
+// Writer turns the figures a Source reads at scrape time (counts kept by
+// other packages, queue lengths, per-user weights) into constant metrics of
+// one scrape. Histograms are not written here: they are real
+// prometheus.Histograms, observed where the durations happen.
+type Writer struct {
+	ch chan<- prometheus.Metric
 }
 
-func (w *Writer) header(name, help, typ string) {
-	if w.seen[name] {
-		return
-	}
-	w.seen[name] = true
-	fmt.Fprintf(w.w, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, typ)
-}
+// NewWriter writes to ch; for Collect methods and tests.
+func NewWriter(ch chan<- prometheus.Metric) *Writer { return &Writer{ch: ch} }
 
 // Gauge writes one gauge sample.
 func (w *Writer) Gauge(name, help string, labels Labels, v float64) {
-	w.header(name, help, "gauge")
-	fmt.Fprintf(w.w, "%s%s %g\n", name, labels, v)
+	w.write(name, help, prometheus.GaugeValue, labels, v)
 }
 
-// Counter writes one counter sample.
+// Counter writes one counter sample: v must be a count that only grows
+// over the life of the process.
 func (w *Writer) Counter(name, help string, labels Labels, v float64) {
-	w.header(name, help, "counter")
-	fmt.Fprintf(w.w, "%s%s %g\n", name, labels, v)
+	w.write(name, help, prometheus.CounterValue, labels, v)
 }
 
-// Histogram writes a histogram's buckets, sum and count.
-func (w *Writer) Histogram(name, help string, labels Labels, h *Histogram) {
-	w.header(name, help, "histogram")
-	var cum uint64
-	for i, b := range h.bounds {
-		cum += h.counts[i].Load()
-		fmt.Fprintf(w.w, "%s_bucket%s %d\n", name, append(append(Labels{}, labels...), [2]string{"le", fmt.Sprintf("%g", b)}), cum)
+func (w *Writer) write(name, help string, typ prometheus.ValueType, labels Labels, v float64) {
+	names := make([]string, len(labels))
+	values := make([]string, len(labels))
+	for i, kv := range labels {
+		names[i], values[i] = kv[0], kv[1]
 	}
-	cum += h.counts[len(h.bounds)].Load()
-	fmt.Fprintf(w.w, "%s_bucket%s %d\n", name, append(append(Labels{}, labels...), [2]string{"le", "+Inf"}), cum)
-	fmt.Fprintf(w.w, "%s_sum%s %g\n", name, labels, math.Float64frombits(h.sum.Load()))
-	fmt.Fprintf(w.w, "%s_count%s %d\n", name, labels, cum)
-}
-
-// Histogram counts observations in fixed buckets without locks.
-type Histogram struct {
-	bounds []float64
-	counts []atomic.Uint64
-	sum    atomic.Uint64 // float64 bits
-}
-
-// NewHistogram returns a histogram with the given upper bounds (sorted).
-func NewHistogram(bounds []float64) *Histogram {
-	b := append([]float64(nil), bounds...)
-	sort.Float64s(b)
-	return &Histogram{bounds: b, counts: make([]atomic.Uint64, len(b)+1)}
-}
-
-// LatencyBuckets are upper bounds in seconds, from 50 µs to 10 s.
-func LatencyBuckets() []float64 {
-	return []float64{50e-6, 100e-6, 250e-6, 500e-6, 1e-3, 2.5e-3, 5e-3, 10e-3, 25e-3, 50e-3, 100e-3, 250e-3, 500e-3, 1, 2.5, 10}
-}
-
-// Observe records v.
-func (h *Histogram) Observe(v float64) {
-	i := sort.SearchFloat64s(h.bounds, v)
-	h.counts[i].Add(1)
-	for {
-		old := h.sum.Load()
-		if h.sum.CompareAndSwap(old, math.Float64bits(math.Float64frombits(old)+v)) {
-			return
-		}
+	desc := prometheus.NewDesc(name, help, names, nil)
+	m, err := prometheus.NewConstMetric(desc, typ, v, values...)
+	if err != nil {
+		m = prometheus.NewInvalidMetric(desc, err)
 	}
+	w.ch <- m
 }
-
-// ObserveDuration records d in seconds.
-func (h *Histogram) ObserveDuration(d time.Duration) { h.Observe(d.Seconds()) }
 
 // Source writes its current figures on each scrape.
 type Source func(w *Writer)
 
-// Serve answers GET /metrics on addr with every source, until ctx ends.
-// With pprof it also serves Go's profiler under /debug/pprof/.
-func Serve(ctx context.Context, addr string, log *slog.Logger, pprof bool, sources ...Source) (net.Addr, error) {
-	ln, err := net.Listen("tcp", addr)
+// Collector is a prometheus.Collector of sources. It describes nothing in
+// advance (an "unchecked" collector): the families it writes depend on
+// what runs (users, replicas, QoS on or off). The registry still checks
+// every scrape for consistency (one help text and type per name, no
+// duplicate series).
+func Collector(sources ...Source) prometheus.Collector { return sourceCollector(sources) }
+
+type sourceCollector []Source
+
+func (sourceCollector) Describe(chan<- *prometheus.Desc) {}
+
+func (c sourceCollector) Collect(ch chan<- prometheus.Metric) {
+	w := NewWriter(ch)
+	for _, s := range c {
+		s(w)
+	}
+}
+
+// LatencyBuckets are upper bounds in seconds, from 50 µs to 10 s.
+func LatencyBuckets() []float64 {
+	return []float64{50e-6, 100e-6, 250e-6, 500e-6, 1e-3, 2.5e-3, 5e-3, 10e-3, 25e-3, 50e-3, 100e-3, 250e-3, 500e-3, 1, 2.5, 5, 10}
+}
+
+// WaitBuckets are the upper bounds of waits by design (awaitable hello,
+// up to a minute): from 10 ms to 60 s.
+func WaitBuckets() []float64 {
+	return []float64{10e-3, 100e-3, 500e-3, 1, 2.5, 5, 10, 15, 30, 60}
+}
+
+// NewRegistry returns a registry with Go's runtime collector, the process
+// collector (CPU, memory, file descriptors) and tierdb_build_info (version,
+// commit and Go version from internal/buildinfo). compat is the MongoDB
+// version tierdb answers as.
+func NewRegistry(compat string) *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	b := buildinfo.Read()
+	reg.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "tierdb_build_info",
+			Help: "Always 1; the labels describe the running binary.",
+			ConstLabels: prometheus.Labels{
+				"version": b.Version, "commit": b.ShortCommit(), "goversion": b.GoVersion, "compat": compat,
+			},
+		}, func() float64 { return 1 }),
+	)
+	return reg
+}
+
+// ServeOptions configure the metrics listener.
+type ServeOptions struct {
+	Addr     string
+	Log      *slog.Logger
+	Registry *prometheus.Registry
+	// Pprof also serves Go's profiler under /debug/pprof/.
+	Pprof bool
+	// Handle adds handlers by pattern (the status page, health checks).
+	Handle map[string]http.Handler
+}
+
+// Serve answers GET /metrics on o.Addr from o.Registry, and o.Handle's
+// patterns, until ctx ends.
+func Serve(ctx context.Context, o ServeOptions) (net.Addr, error) {
+	ln, err := net.Listen("tcp", o.Addr)
 	if err != nil {
 		return nil, err
 	}
+	log := o.Log
+	if log == nil {
+		log = slog.Default()
+	}
 	mux := http.NewServeMux()
-	mux.HandleFunc("/metrics", func(rw http.ResponseWriter, _ *http.Request) {
-		rw.Header().Set("Content-Type", "text/plain; version=0.0.4")
-		w := &Writer{w: rw, seen: map[string]bool{}}
-		for _, s := range sources {
-			s(w)
-		}
-	})
-	if pprof {
+	mux.Handle("/metrics", promhttp.InstrumentMetricHandler(o.Registry, promhttp.HandlerFor(o.Registry, promhttp.HandlerOpts{
+		ErrorLog:      slog.NewLogLogger(log.Handler(), slog.LevelError),
+		ErrorHandling: promhttp.ContinueOnError,
+		Registry:      o.Registry,
+	})))
+	for pattern, h := range o.Handle {
+		mux.Handle(pattern, h)
+	}
+	if o.Pprof {
 		mux.HandleFunc("/debug/pprof/", httppprof.Index)
 		mux.HandleFunc("/debug/pprof/profile", httppprof.Profile)
 	}
