@@ -33,7 +33,10 @@ def authsrv(tierdb_bin):
     a metrics endpoint."""
     mport = free_port()
     t = Tierdb(tierdb_bin, env={"TIERDB_ADMIN_PASSWORD": ADMIN_PW},
-               extra_args=["--admin-user", "admin", "--metrics-listen", f"127.0.0.1:{mport}", "--enable-test-commands"])
+               extra_args=["--admin-user", "admin", "--metrics-listen", f"127.0.0.1:{mport}", "--enable-test-commands",
+                           # these tests fail passwords on purpose, many times;
+                           # throttling has its own (tests/test_operations.py)
+                           "--auth-throttle-failures", "0"])
     t.start()
     t.metrics_url = f"http://127.0.0.1:{mport}/metrics"
     admin = t.client(username="admin", password=ADMIN_PW)

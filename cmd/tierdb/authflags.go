@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"time"
 
 	"tierdb/internal/auth"
 	"tierdb/internal/qos"
@@ -31,6 +32,11 @@ type authFlags struct {
 	tlsCert       string
 	tlsKey        string
 	tlsCA         string
+	// Authentication throttling (auth.Throttle).
+	throttleFailures     int
+	throttlePeerFailures int
+	throttleWindow       time.Duration
+	throttleMaxBackoff   time.Duration
 }
 
 func (a *authFlags) register(fs *flag.FlagSet) {
@@ -40,6 +46,22 @@ func (a *authFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&a.tlsCert, "tls-cert", "", "PEM certificate (chain) to serve TLS with; clients then connect with tls=true")
 	fs.StringVar(&a.tlsKey, "tls-key", "", "PEM private key of --tls-cert")
 	fs.StringVar(&a.tlsCA, "tls-ca", "", "PEM CA certificates; when given, clients must present a certificate signed by one of them")
+	fs.IntVar(&a.throttleFailures, "auth-throttle-failures", 5, "failed authentications of one user within --auth-throttle-window after which that user's attempts are refused for a while (0: no throttling at all)")
+	fs.IntVar(&a.throttlePeerFailures, "auth-throttle-peer-failures", 20, "failed authentications from one client address (any users) within --auth-throttle-window after which its attempts are refused for a while (0: no per-address throttling)")
+	fs.DurationVar(&a.throttleWindow, "auth-throttle-window", time.Minute, "span over which failed authentications are counted, and how long the first throttling lasts; each further one of the same user or address doubles")
+	fs.DurationVar(&a.throttleMaxBackoff, "auth-throttle-max-backoff", 15*time.Minute, "the longest a user or an address stays throttled")
+}
+
+// throttle builds the authentication throttle; nil when it is off.
+func (a *authFlags) throttle() (*auth.Throttle, error) {
+	if a.throttleFailures < 0 || a.throttlePeerFailures < 0 {
+		return nil, errors.New("--auth-throttle-failures and --auth-throttle-peer-failures must be 0 or more")
+	}
+	if a.throttleFailures > 0 && (a.throttleWindow <= 0 || a.throttleMaxBackoff < a.throttleWindow) {
+		return nil, errors.New("--auth-throttle-window must be positive and --auth-throttle-max-backoff at least as long")
+	}
+	return auth.NewThrottle(auth.ThrottleOptions{UserFailures: a.throttleFailures, PeerFailures: a.throttlePeerFailures,
+		Window: a.throttleWindow, MaxBackoff: a.throttleMaxBackoff}), nil
 }
 
 // tlsConfig builds the listener's TLS configuration; nil without --tls-cert.
@@ -77,7 +99,16 @@ func (a *authFlags) tlsConfig() (*tls.Config, error) {
 // asked, and applies the secure default: without a user (and without
 // --auth) tierdb serves loopback only, and refuses any other address.
 func setupAuth(ctx context.Context, log *slog.Logger, store *storage.Store, listen string, f authFlags) (*auth.Registry, error) {
-	reg := auth.New(auth.Options{Store: store, Logger: log, Force: f.auth})
+	throttle, err := f.throttle()
+	if err != nil {
+		return nil, err
+	}
+	reg := auth.New(auth.Options{Store: store, Logger: log, Force: f.auth, Throttle: throttle})
+	if throttle != nil {
+		o := throttle.Options()
+		log.Info("authentication throttling on", "user_failures", o.UserFailures, "peer_failures", o.PeerFailures,
+			"window", o.Window.String(), "max_backoff", o.MaxBackoff.String())
+	}
 	if err := reg.Load(ctx); err != nil {
 		return nil, fmt.Errorf("reading users: %w", err)
 	}

@@ -31,12 +31,23 @@ func main() {
 			os.Exit(1)
 		}
 	case "bench":
-		if err := runBench(os.Args[2:]); err != nil {
+		// The harness is its own binary, so that the server links none of it.
+		fmt.Fprintln(os.Stderr, "tierdb: the benchmark harness is a separate binary now: run tierdb-bench (make build puts it in bin/tierdb-bench), e.g. \"bin/tierdb-bench --quick smoke\" or \"bin/tierdb-bench -h\"")
+		os.Exit(2)
+	case "dump", "restore":
+		run := runDump
+		if os.Args[1] == "restore" {
+			run = runRestore
+		}
+		if err := run(os.Args[2:]); err != nil {
 			fmt.Fprintln(os.Stderr, "tierdb:", err)
 			os.Exit(1)
 		}
 	case "version":
-		fmt.Println("tierdb", commands.Version+"-compatible")
+		if err := runVersion(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "tierdb:", err)
+			os.Exit(2)
+		}
 	default:
 		fmt.Fprintf(os.Stderr, "tierdb: unknown command %q\n\n", os.Args[1])
 		usage()
@@ -49,10 +60,14 @@ func usage() {
 
 Usage:
   tierdb serve [flags]    run the server; "tierdb serve -h" lists the flags
-  tierdb bench [flags] <scenario>
-                          run an experiment (fig4, fig5, fig7, qos-overhead, auth-overhead, fig5b,
-                          decongestant-switch, decongestant-clients, staleness, smoke, or a YAML file)
-  tierdb version
+  tierdb dump --out DIR [--data-dir DIR | --config FILE]
+                          back up tierdb's database with pg_dump (also while tierdb runs)
+  tierdb restore --in DIR [--data-dir DIR | --config FILE]
+                          restore a backup into a fresh data directory (tierdb stopped)
+  tierdb version [--postgres-bin DIR]
+                          tierdb's version and commit, Go, MongoDB wire and PostgreSQL versions
+
+The benchmark harness is a separate binary, tierdb-bench ("tierdb-bench -h").
 `)
 }
 
@@ -84,6 +99,16 @@ type serveFlags struct {
 
 func serve(args []string) error {
 	var f serveFlags
+	fs := f.flagSet()
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	return f.run()
+}
+
+// flagSet defines every flag of serve, bound to f (deploy/tierdb.yaml lists
+// them all; cmd/tierdb/config_test.go checks that it does).
+func (f *serveFlags) flagSet() *flag.FlagSet {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.StringVar(&f.listen, "listen", "127.0.0.1:27017", "address to accept MongoDB clients on")
 	fs.StringVar(&f.dataDir, "data-dir", "./tierdb-data", "data directory of the embedded PostgreSQL")
@@ -108,9 +133,11 @@ func serve(args []string) error {
 	f.qos.register(fs)
 	f.repl.register(fs)
 	f.auth.register(fs)
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
+	return fs
+}
+
+// run serves with the parsed flags until SIGINT or SIGTERM.
+func (f *serveFlags) run() error {
 	if err := f.repl.validate(f.postgresURL != ""); err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -139,6 +140,9 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q (flags start with -)", fs.Arg(0))
+	}
 	path := fs.Lookup("config").Value.String()
 	if path == "" {
 		return nil
@@ -147,21 +151,44 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 	if err != nil {
 		return fmt.Errorf("--config: %w", err)
 	}
-	var values map[string]any
+	return applyConfig(fs, path, b)
+}
+
+// applyConfig sets the flags a YAML config file names (keys are flag
+// names, values what the command line would take), except those given on
+// the command line. An unknown key is refused, so that a misspelt setting
+// is not silently ignored.
+func applyConfig(fs *flag.FlagSet, path string, b []byte) error {
+	// Nodes rather than decoded values: a scalar is taken as written
+	// ("10m", "0700", "on"), not as YAML's guess at its type.
+	var values map[string]yaml.Node
 	if err := yaml.Unmarshal(b, &values); err != nil {
 		return fmt.Errorf("--config %s: %w", path, err)
 	}
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
-	for k, v := range values {
+	keys := make([]string, 0, len(values))
+	for k := range values {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys) // the first error is the same on every run
+	for _, k := range keys {
+		v := values[k]
 		if fs.Lookup(k) == nil || k == "config" {
-			return fmt.Errorf("--config %s: unknown setting %q (keys are the flag names of tierdb serve)", path, k)
+			return fmt.Errorf("--config %s: line %d: unknown setting %q (keys are the flag names of tierdb serve, without dashes; see deploy/tierdb.yaml)", path, v.Line, k)
+		}
+		if v.Kind != yaml.ScalarNode {
+			return fmt.Errorf("--config %s: line %d: %s: want a single value, as on the command line", path, v.Line, k)
 		}
 		if given[k] {
 			continue
 		}
-		if err := fs.Set(k, fmt.Sprint(v)); err != nil {
-			return fmt.Errorf("--config %s: %s: %w", path, k, err)
+		val := v.Value
+		if v.Tag == "!!null" {
+			val = ""
+		}
+		if err := fs.Set(k, val); err != nil {
+			return fmt.Errorf("--config %s: line %d: %s: %w", path, v.Line, k, err)
 		}
 	}
 	return nil

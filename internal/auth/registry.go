@@ -78,6 +78,8 @@ type Options struct {
 	Force bool
 	// Secret keys the decoy credentials of unknown users; random when nil.
 	Secret []byte
+	// Throttle refuses authentications after repeated failures; nil: none.
+	Throttle *Throttle
 }
 
 type snapshot struct {
@@ -116,6 +118,9 @@ func New(opts Options) *Registry {
 
 // Secret is the key for decoy credentials.
 func (r *Registry) Secret() []byte { return r.opts.Secret }
+
+// Throttle is the authentication throttle; nil when throttling is off.
+func (r *Registry) Throttle() *Throttle { return r.opts.Throttle }
 
 // SetForce requires authentication even with no users (used when tierdb
 // listens beyond loopback: dropping the last user must not open it).

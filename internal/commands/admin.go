@@ -12,6 +12,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"tierdb/internal/buildinfo"
 	"tierdb/internal/qos"
 	"tierdb/internal/wire"
 )
@@ -21,7 +22,7 @@ import (
 const (
 	Version        = "6.0.0"
 	MaxWireVersion = 17
-	tierdbVersion  = "0.1.0"
+	tierdbVersion  = buildinfo.Version
 )
 
 type opCounter int

@@ -2,6 +2,8 @@ package commands
 
 import (
 	"context"
+	"errors"
+	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -241,6 +243,14 @@ func (h *Handlers) startSASL(ctx context.Context, s *Session, db, mechName strin
 		h.authFailed(s, db, mech, conv.User(), err)
 		return nil, err
 	}
+	// A throttled user or address is refused here, as a wrong password
+	// would be, without a conversation. (A speculative start is let
+	// through: its proof is refused at saslContinue, counted once.)
+	if !speculative {
+		if v := reg.Throttle().Check(auth.UserName{User: conv.User(), DB: db}.String(), peerKey(s)); v.Throttled {
+			return nil, h.authThrottled(s, db, mech, conv.User(), v)
+		}
+	}
 	s.convID++
 	s.sasl = &saslConv{id: s.convID, conv: conv, db: db, mech: mech}
 	return bson.D{
@@ -268,9 +278,22 @@ func (h *Handlers) saslContinue(_ context.Context, req *Request) (bson.D, error)
 	}
 	sc := s.sasl
 	wasProven := sc.conv.Authenticated()
+	// The step that checks the proof is reserved with the throttle first,
+	// so that conversations running at once cannot get more guesses past
+	// it than the failures allowed.
+	var attempt *auth.Attempt
+	if !wasProven {
+		a, v := h.throttle().Begin(auth.UserName{User: sc.conv.User(), DB: sc.db}.String(), peerKey(s))
+		if v.Throttled {
+			s.sasl = nil
+			return nil, h.authThrottled(s, sc.db, sc.mech, sc.conv.User(), v)
+		}
+		attempt = a
+	}
 	out, done, err := sc.conv.Step(payload)
 	if err != nil {
 		s.sasl = nil
+		h.settleAttempt(s, attempt, failureOutcome(err))
 		h.authFailed(s, sc.db, sc.mech, sc.conv.User(), err)
 		return nil, err
 	}
@@ -280,9 +303,12 @@ func (h *Handlers) saslContinue(_ context.Context, req *Request) (bson.D, error)
 	if sc.conv.Authenticated() && !wasProven {
 		if err := h.authenticated(s, sc); err != nil {
 			s.sasl = nil
+			h.settleAttempt(s, attempt, auth.Failed)
 			return nil, err
 		}
+		h.settleAttempt(s, attempt, auth.Succeeded)
 	}
+	h.settleAttempt(s, attempt, auth.Released) // a no-op once settled
 	return bson.D{
 		{Key: "conversationId", Value: sc.id},
 		{Key: "done", Value: done},
@@ -318,6 +344,71 @@ func (h *Handlers) authFailed(s *Session, db string, mech auth.Mechanism, user s
 		remote = s.RemoteAddr
 	}
 	h.log.Warn("authentication failed", "user", user, "db", db, "mechanism", mech.String(), "remote", remote, "reason", err.Error())
+}
+
+// throttle is the authentication throttle; nil (refuses nothing) when
+// throttling or access control is off.
+func (h *Handlers) throttle() *auth.Throttle {
+	if h.opts.Auth == nil {
+		return nil
+	}
+	return h.opts.Auth.Throttle()
+}
+
+// authThrottled answers an attempt the throttle refused: exactly as a
+// wrong password, so the client learns nothing. It is logged at debug
+// level only (an attacker can make thousands a second); the lockout that
+// started it was logged as a warning, and refusals are counted.
+func (h *Handlers) authThrottled(s *Session, db string, mech auth.Mechanism, user string, v auth.Verdict) error {
+	remote := ""
+	if s != nil {
+		remote = s.RemoteAddr
+	}
+	h.log.Debug("authentication refused: throttled", "user", user, "db", db, "mechanism", mech.String(), "remote", remote,
+		"by", string(v.By), "until", v.Until)
+	return &auth.Error{Kind: auth.KindFailed, Msg: auth.FailedMsg, Reason: "throttled by " + string(v.By)}
+}
+
+// settleAttempt tells the throttle how a reserved attempt ended and logs
+// the throttling it starts: who, from where, for how long, never a
+// password.
+func (h *Handlers) settleAttempt(s *Session, a *auth.Attempt, o auth.Outcome) {
+	for _, l := range a.Done(o) {
+		remote := ""
+		if s != nil {
+			remote = s.RemoteAddr
+		}
+		h.log.Warn("authentication throttled after repeated failures", "by", string(l.By), "key", l.Key,
+			"failures", l.Failures, "for", l.For.String(), "remote", remote)
+	}
+}
+
+// failureOutcome: a failed proof counts against the user and the address;
+// a malformed message is no password guess.
+func failureOutcome(err error) auth.Outcome {
+	var ae *auth.Error
+	if errors.As(err, &ae) && ae.Kind == auth.KindFailed {
+		return auth.Failed
+	}
+	return auth.Released
+}
+
+// peerKey is the client address failures are counted against: the host
+// without the port (each connection has its own), and for IPv6 its /64,
+// which one client usually holds whole.
+func peerKey(s *Session) string {
+	if s == nil || s.RemoteAddr == "" {
+		return ""
+	}
+	host, _, err := net.SplitHostPort(s.RemoteAddr)
+	if err != nil {
+		host = s.RemoteAddr
+	}
+	ip := net.ParseIP(host)
+	if ip == nil || ip.To4() != nil {
+		return host
+	}
+	return (&net.IPNet{IP: ip.Mask(net.CIDRMask(64, 128)), Mask: net.CIDRMask(64, 128)}).String()
 }
 
 // saslPayload reads the payload, binary (drivers) or a string (some shells).
@@ -457,8 +548,32 @@ func (h *Handlers) serverStatusWithSecurity(ctx context.Context, req *Request) (
 			{Key: "mechanisms", Value: mechs},
 			{Key: "failed", Value: h.authStats.failed.Load()},
 			{Key: "unsupportedMechanism", Value: h.authStats.unknownMech.Load()},
+			{Key: "throttle", Value: h.throttleStatus()},
 		}},
 	}}), nil
+}
+
+// throttleStatus is serverStatus().security.authentication.throttle: the
+// settings, attempts refused and throttlings started (by user and by
+// address), and how many users and addresses are remembered.
+func (h *Handlers) throttleStatus() bson.D {
+	t := h.throttle()
+	if t == nil {
+		return bson.D{{Key: "enabled", Value: false}}
+	}
+	o, st := t.Options(), t.Stats()
+	return bson.D{
+		{Key: "enabled", Value: true},
+		{Key: "userFailures", Value: int64(o.UserFailures)},
+		{Key: "peerFailures", Value: int64(o.PeerFailures)},
+		{Key: "windowMillis", Value: o.Window.Milliseconds()},
+		{Key: "maxBackoffMillis", Value: o.MaxBackoff.Milliseconds()},
+		{Key: "refused", Value: bson.D{{Key: "user", Value: st.RefusedUser}, {Key: "peer", Value: st.RefusedPeer}}},
+		{Key: "throttlings", Value: bson.D{{Key: "user", Value: st.LockoutsUser}, {Key: "peer", Value: st.LockoutsPeer}}},
+		{Key: "trackedUsers", Value: int64(st.TrackedUsers)},
+		{Key: "trackedPeers", Value: int64(st.TrackedPeers)},
+		{Key: "evicted", Value: st.Evicted},
+	}
 }
 
 // userAccount is one user's figures: operations per tier and time spent

@@ -68,6 +68,18 @@ func (h *Handlers) Metrics(w *metrics.Writer) {
 		w.Counter("tierdb_auth_failures_total", "Authentications that failed, by mechanism.", l, float64(ms.failed.Load()))
 	}
 	w.Gauge("tierdb_auth_required", "1 when every connection must authenticate.", nil, b2f(h.opts.Auth != nil && h.opts.Auth.Required()))
+	// Authentication throttling (auth.Throttle); zeros with it off.
+	ts := h.throttle().Stats()
+	throttle := []struct {
+		by                   string
+		refused, throttlings int64
+	}{{"user", ts.RefusedUser, ts.LockoutsUser}, {"peer", ts.RefusedPeer, ts.LockoutsPeer}}
+	for _, t := range throttle {
+		w.Counter("tierdb_auth_throttled_total", "Authentications refused without a password check because the user (by=user) or else the client address (by=peer) was throttled after repeated failures.", metrics.Labels{{"by", t.by}}, float64(t.refused))
+	}
+	for _, t := range throttle {
+		w.Counter("tierdb_auth_throttlings_total", "Times a user (by=user) or a client address (by=peer) became throttled after repeated failed authentications.", metrics.Labels{{"by", t.by}}, float64(t.throttlings))
+	}
 	for t, st := range h.store.PoolStats() {
 		l := metrics.Labels{{"tier", qos.Tier(t).String()}}
 		w.Gauge("tierdb_backends_in_use", "PostgreSQL backends in use, by tier pool.", l, float64(st[0]))
