@@ -2,6 +2,7 @@
 SHELL := /bin/bash
 GO ?= go
 BIN := bin/tierdb
+BENCH_BIN := bin/tierdb-bench
 VENV := .venv
 PY := $(VENV)/bin/python
 ARGS ?=
@@ -10,11 +11,22 @@ ARGS ?=
 
 all: build
 
-build: $(BIN)
+# The server, and the benchmark harness as a binary of its own (the server
+# links none of its code; cmd/tierdb's TestServerLinksNoHarness checks).
+build: $(BIN) $(BENCH_BIN)
 
-$(BIN): $(shell find cmd internal -name '*.go' -not -name '*_test.go') $(wildcard internal/bench/scenarios/*.yaml) go.mod go.sum
+GO_SOURCES := $(shell find cmd internal -name '*.go' -not -name '*_test.go') go.mod go.sum
+
+# -buildvcs=auto stamps the git commit (`tierdb version`) even where GOFLAGS
+# says -buildvcs=false, and builds without it outside a git checkout; the
+# git index and HEAD make a new commit rebuild the binary.
+$(BIN): $(GO_SOURCES) $(wildcard .git/HEAD .git/index)
 	@command -v $(GO) >/dev/null || { echo "Go 1.21+ is required (https://go.dev/dl); it fetches the toolchain go.mod asks for"; exit 1; }
-	$(GO) build -o $(BIN) ./cmd/tierdb
+	$(GO) build -buildvcs=auto -o $(BIN) ./cmd/tierdb
+
+$(BENCH_BIN): $(GO_SOURCES) $(wildcard internal/bench/scenarios/*.yaml)
+	@command -v $(GO) >/dev/null || { echo "Go 1.21+ is required (https://go.dev/dl); it fetches the toolchain go.mod asks for"; exit 1; }
+	$(GO) build -o $(BENCH_BIN) ./cmd/tierdb-bench
 
 # PostgreSQL comes from Debian's packages; tierdb runs it as an unprivileged user.
 deps-postgres:
@@ -74,20 +86,21 @@ test-py: deps-python deps-tools build
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzReadMessage -fuzztime 60s ./internal/wire
 
-# The papers' experiments, QoS off against on, report and plots under bench-results/.
+# The papers' experiments, QoS off against on, report and plots under
+# bench-results/, with the harness binary (bin/tierdb-bench -h lists all).
 bench: deps-postgres build
-	./$(BIN) bench fig4
-	./$(BIN) bench fig5
+	./$(BENCH_BIN) fig4
+	./$(BENCH_BIN) fig5
 
 bench-smoke: deps-postgres build
-	./$(BIN) bench --quick smoke
+	./$(BENCH_BIN) --quick smoke
 
 # Replication (issue 5): adaptive reads, bounded staleness, majority writes
 # under noise; each PostgreSQL node in its own cgroup v1 CPU quota (root).
 bench-repl: deps-postgres build
-	./$(BIN) bench decongestant-clients
-	./$(BIN) bench staleness
-	./$(BIN) bench fig5b
+	./$(BENCH_BIN) decongestant-clients
+	./$(BENCH_BIN) staleness
+	./$(BENCH_BIN) fig5b
 
 # Fault soak (not in CI): kill -9 of tierdb and of PostgreSQL, step-downs,
 # under retried and plain writes; fails on any lost or duplicated write.
@@ -95,8 +108,10 @@ SOAK_ARGS ?= --cycles 50
 soak: deps-postgres deps-python build
 	TIERDB_BIN=$(abspath $(BIN)) $(PY) tests/soak.py $(SOAK_ARGS)
 
-bench-baseline: deps build
-	$(GO) run ./bench/baseline $(ARGS)
+# tierdb against the same operations as SQL straight on its PostgreSQL;
+# ARGS='--help' lists the flags.
+bench-baseline: deps-postgres build
+	./$(BENCH_BIN) baseline $(ARGS)
 
 clean:
 	rm -rf bin $(VENV)

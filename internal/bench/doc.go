@@ -1,4 +1,4 @@
-// Package bench is tierdb's evaluation harness (`tierdb bench`): it re-runs
+// Package bench is tierdb's evaluation harness (`tierdb-bench`, cmd/tierdb-bench): it re-runs
 // the experiments of the RT-MongoDB papers (time-sensitive clients against
 // YCSB-style noise, with the priority channel off and on) against tierdb,
 // side by side, and writes raw results, a summary table, a Markdown report

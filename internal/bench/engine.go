@@ -170,11 +170,32 @@ func (e *engine) runOne(ctx context.Context, rep int, v Variant) (run RunResult,
 			}
 		}
 	}()
+	var users *runUsers
+	if e.sc.usesUsers() {
+		var specs []userSpec
+		for _, m := range groups {
+			for k := range m.g.users(m.clients) {
+				specs = append(specs, userSpec{name: userName(m.g.Name, k), tier: m.g.Tier, weight: m.g.Weight, slo: m.g.SLO})
+			}
+		}
+		if users, err = createUsers(ctx, t.Addr(), cred, specs); err != nil {
+			return run, err
+		}
+		defer func() {
+			if derr := users.drop(context.Background()); derr != nil && err == nil {
+				err = derr
+			}
+		}()
+	}
 	stamps := make([]*stampWriter, len(groups))
 	for gi, m := range groups {
 		rp := m.g.readPreference(v)
 		for ci := range m.clients {
-			c, err := connectTierClient(ctx, t.Addr(), fmt.Sprintf("bench-%s-%d", m.g.Name, ci), m.g.Tier, m.g.WriteConcern, rp, cred)
+			login := cred
+			if m.g.ConnectionsPerUser > 0 {
+				login = users.credential(userName(m.g.Name, ci/m.g.ConnectionsPerUser))
+			}
+			c, err := connectTierClient(ctx, t.Addr(), fmt.Sprintf("bench-%s-%d", m.g.Name, ci), m.g.Tier, m.g.WriteConcern, rp, login)
 			if err != nil {
 				return run, fmt.Errorf("client %d of group %s: %w", ci, m.g.Name, err)
 			}
@@ -393,6 +414,14 @@ func (e *engine) runOne(ctx context.Context, rep int, v Variant) (run RunResult,
 		}
 		run.Groups = append(run.Groups, gr)
 	}
+	for gi, m := range groups {
+		for k := range m.g.users(m.clients) {
+			lo := k * m.g.ConnectionsPerUser
+			hi := min(lo+m.g.ConnectionsPerUser, len(recs[gi]))
+			run.Users = append(run.Users, userRun(userName(m.g.Name, k), m.g.Name, m.g.Weight, recs[gi][lo:hi]))
+		}
+	}
+	run.Fairness = fairnessOf(run.Users, e.sc.Warmup.D())
 	if e.sc.Replicas > 0 {
 		run.Periods = periodSeries(e.sc.Period.D(), run.WallSeconds, readSeries, readLatency, run.Repl)
 	}

@@ -33,6 +33,44 @@ func TestHistogramBucketsRoundTrip(t *testing.T) {
 	}
 }
 
+func TestHistogramBucketsAreContiguous(t *testing.T) {
+	// Every bucket must start where the previous one ends and hold both its
+	// ends, up to 2^64, or percentiles would be off.
+	var next uint64
+	for i := range histBuckets {
+		low, width := histBounds(i)
+		if low != next {
+			t.Fatalf("bucket %d starts at %d, want %d", i, low, next)
+		}
+		if got := histIndex(low); got != i {
+			t.Fatalf("histIndex(%d) = %d, want %d", low, got, i)
+		}
+		if got := histIndex(low + width - 1); got != i {
+			t.Fatalf("histIndex(%d) = %d, want %d", low+width-1, got, i)
+		}
+		next = low + width
+		if next == 0 { // wrapped past 2^64: the last bucket
+			if i != histBuckets-1 {
+				t.Fatalf("range ends at bucket %d of %d", i, histBuckets)
+			}
+			return
+		}
+	}
+	t.Fatalf("buckets end at %d, short of 2^64", next)
+}
+
+func TestHistogramEmpty(t *testing.T) {
+	var h Histogram
+	if h.Quantile(0.5) != 0 || h.Mean() != 0 || h.Count() != 0 || h.Max() != 0 || len(h.CDF()) != 0 {
+		t.Error("an empty histogram should report zeros")
+	}
+	var merged Histogram
+	merged.Merge(&h)
+	if merged.Count() != 0 {
+		t.Error("merging an empty histogram added recordings")
+	}
+}
+
 func TestHistogramQuantilesWithinOnePercent(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	var h Histogram

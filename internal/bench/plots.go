@@ -5,6 +5,7 @@ import (
 	"image/color"
 	"math"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"gonum.org/v1/plot"
@@ -43,13 +44,17 @@ func writePlots(dir string, res *Results) ([]plotFile, error) {
 		out = append(out, plotFile{name, caption})
 		return nil
 	}
+	var firsts []RunResult
 	for _, v := range order {
-		run, ok := firstRun(res.Runs, v)
-		if !ok {
-			continue
+		if run, ok := firstRun(res.Runs, v); ok {
+			firsts = append(firsts, run)
 		}
-		p, err := timelinePlot(run)
-		caption := fmt.Sprintf("Response time of each operation over time, %s, repetition 1 (cf. the paper's Fig. 4 top).", v)
+	}
+	ax := timelineAxesOf(firsts)
+	for _, run := range firsts {
+		v := run.Variant
+		p, err := timelinePlot(run, sc.Groups, ax)
+		caption := fmt.Sprintf("Response time of each operation over time, %s, repetition 1 (cf. the paper's Fig. 4 top); every variant's timeline has the same axes.", v)
 		if err := add("timeline-"+v+".png", caption, p, err); err != nil {
 			return out, err
 		}
@@ -66,7 +71,7 @@ func writePlots(dir string, res *Results) ([]plotFile, error) {
 			continue
 		}
 		p, err := percentilePlot(res.Summary, order, g)
-		caption := fmt.Sprintf("Mean, p50, p99 and p99.9 of group %s per variant, medians of the repetitions (cf. Fig. 5 left).", g.Name)
+		caption := fmt.Sprintf("Mean, p50, p99 and p99.9 of group %s per variant, medians of the repetitions, on a log scale (cf. Fig. 5 left).", g.Name)
 		if err := add("percentiles-"+g.Name+".png", caption, p, err); err != nil {
 			return out, err
 		}
@@ -76,7 +81,7 @@ func writePlots(dir string, res *Results) ([]plotFile, error) {
 			continue
 		}
 		p, err := throughputPlot(res, order, g)
-		caption := fmt.Sprintf("Throughput of group %s per second, repetition 1; dashed lines bound each variant's time-sensitive phase (cf. Fig. 5/7 right).", g.Name)
+		caption := fmt.Sprintf("Throughput of group %s per second, repetition 1; the bar above the lines and the dashed lines in a variant's colour bound its time-sensitive phase (cf. Fig. 5/7 right).", g.Name)
 		if err := add("throughput-"+g.Name+".png", caption, p, err); err != nil {
 			return out, err
 		}
@@ -123,19 +128,48 @@ func logRange(a *plot.Axis, lo, hi float64) {
 	a.Min, a.Max = lo, hi
 }
 
-// timelinePlot: one point per sampled operation, colored by group.
-func timelinePlot(run RunResult) (*plot.Plot, error) {
+// timelineAxes are the ranges every variant's timeline shares, so that
+// QoS off and on compare at a glance: seconds from the run's start, and
+// response times in ms (log).
+type timelineAxes struct {
+	xMax, yLo, yHi float64
+}
+
+// timelineAxesOf spans the samples of all runs.
+func timelineAxesOf(runs []RunResult) timelineAxes {
+	ax := timelineAxes{yLo: math.Inf(1), yHi: math.Inf(-1)}
+	for _, run := range runs {
+		for _, g := range run.Groups {
+			for _, client := range g.Samples {
+				for _, s := range client {
+					x, y := sampleXY(s)
+					ax.xMax = max(ax.xMax, x)
+					ax.yLo, ax.yHi = min(ax.yLo, y), max(ax.yHi, y)
+				}
+			}
+		}
+	}
+	return ax
+}
+
+// sampleXY is a sample's place on a timeline: seconds, and ms (at least
+// 1 µs, for the log scale).
+func sampleXY(s [2]int64) (x, y float64) {
+	return float64(s[0]) / 1e6, max(float64(s[1]), 1) / 1e3
+}
+
+// timelinePlot: one point per sampled operation, colored by group (the
+// same colour for a group in every variant), on the shared axes ax.
+func timelinePlot(run RunResult, groups []Group, ax timelineAxes) (*plot.Plot, error) {
 	p := newPlot(fmt.Sprintf("Response times over time: %s", run.Variant), "time since the run's start (s)", "response time (ms, log)")
 	logY(p)
 	n := 0
-	lo, hi := math.Inf(1), math.Inf(-1)
-	for gi, g := range run.Groups {
+	for _, g := range run.Groups {
 		var pts plotter.XYs
 		for _, client := range g.Samples {
 			for _, s := range client {
-				y := max(float64(s[1]), 1) / 1e3
-				lo, hi = min(lo, y), max(hi, y)
-				pts = append(pts, plotter.XY{X: float64(s[0]) / 1e6, Y: y})
+				x, y := sampleXY(s)
+				pts = append(pts, plotter.XY{X: x, Y: y})
 			}
 		}
 		if len(pts) == 0 {
@@ -145,7 +179,7 @@ func timelinePlot(run RunResult) (*plot.Plot, error) {
 		if err != nil {
 			return nil, err
 		}
-		sc.GlyphStyle.Color = plotutil.Color(gi)
+		sc.GlyphStyle.Color = plotutil.Color(max(slices.IndexFunc(groups, func(sg Group) bool { return sg.Name == g.Name }), 0))
 		sc.GlyphStyle.Radius = vg.Points(0.8)
 		sc.GlyphStyle.Shape = draw.CircleGlyph{}
 		p.Add(sc)
@@ -155,7 +189,9 @@ func timelinePlot(run RunResult) (*plot.Plot, error) {
 	if n == 0 {
 		return nil, nil
 	}
-	logRange(&p.Y, lo, hi)
+	// The top decade's upper half stays free for the legend.
+	logRange(&p.Y, ax.yLo, ax.yHi*2)
+	p.X.Min, p.X.Max = 0, ax.xMax*1.02
 	return p, nil
 }
 
@@ -223,7 +259,10 @@ func percentilePlot(sum *Summary, order []string, g Group) (*plot.Plot, error) {
 	if len(rows) == 0 {
 		return nil, nil
 	}
-	p := newPlot(fmt.Sprintf("Response time percentiles: %s (%s)", g.Name, g.Tier), "", "response time (ms)")
+	// Log scale: p50 stays visible next to a p99.9 many times larger.
+	p := newPlot(fmt.Sprintf("Response time percentiles: %s (%s)", g.Name, g.Tier), "", "response time (ms, log)")
+	p.Y.Scale = barLogScale{}
+	p.Y.Tick.Marker = logTicks{}
 	w := vg.Points(12)
 	for mi, m := range metrics {
 		vals := make(plotter.Values, len(rows))
@@ -241,13 +280,30 @@ func percentilePlot(sum *Summary, order []string, g Group) (*plot.Plot, error) {
 		p.Legend.Add(m.label, b)
 	}
 	p.NominalX(names...)
-	top := 0.0
+	lo, hi := math.Inf(1), 0.0
 	for _, r := range rows {
-		top = max(top, r.P999/1e3, r.Mean/1e3)
+		for _, m := range metrics {
+			if v := r.metric(m.name) / 1e3; v > 0 {
+				lo, hi = min(lo, v), max(hi, v)
+			}
+		}
 	}
-	p.Y.Min = 0
-	p.Y.Max = top * 1.3 // room for the legend
+	if hi == 0 {
+		return nil, nil
+	}
+	// The smallest bar stays a bar (0.6 decade high); a decade above the
+	// largest for the legend.
+	p.Y.Min, p.Y.Max = lo/4, hi*10
 	return p, nil
+}
+
+// barLogScale is a log scale that puts values at or below the axis'
+// minimum on it: a bar chart's bars start at 0, where plot.LogScale
+// panics.
+type barLogScale struct{}
+
+func (barLogScale) Normalize(lo, hi, x float64) float64 {
+	return plot.LogScale{}.Normalize(lo, hi, max(x, lo))
 }
 
 // throughputPlot: ops/s per second over time, one line per variant, with
@@ -265,11 +321,7 @@ func throughputPlot(res *Results, order []string, g Group) (*plot.Plot, error) {
 	perPoint := min(max(longest/60, 1), int(time.Second/SeriesBucket))
 	top := 0.0
 	lines := 0
-	type marker struct {
-		x   float64
-		col color.Color
-	}
-	var markers []marker
+	var phases []phase
 	for vi, v := range order {
 		run, ok := firstRun(res.Runs, v)
 		if !ok {
@@ -307,25 +359,63 @@ func throughputPlot(res *Results, order []string, g Group) (*plot.Plot, error) {
 				top = max(top, pt.Y)
 			}
 			if run.TSEnd > run.TSStart {
-				markers = append(markers, marker{run.TSStart, col}, marker{run.TSEnd, col})
+				phases = append(phases, phase{run.TSStart, run.TSEnd, col})
 			}
 		}
 	}
 	if lines == 0 {
 		return nil, nil
 	}
-	for _, mk := range markers {
-		m, err := plotter.NewLine(plotter.XYs{{X: mk.x, Y: 0}, {X: mk.x, Y: top}})
-		if err != nil {
-			return nil, err
-		}
-		m.LineStyle.Color = mk.col
-		m.LineStyle.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+	marks, ymax, err := phaseMarks(phases, top)
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range marks {
 		p.Add(m)
 	}
-	p.Y.Min = 0
-	p.Y.Max = top * 1.25 // room for the legend
+	p.Y.Min, p.Y.Max = 0, ymax
+	// The legend goes top left, where the noise runs alone before the
+	// phase, clear of the brackets.
+	p.Legend.Left = true
 	return p, nil
+}
+
+// phase is a variant's time-sensitive phase in a throughput plot, in
+// seconds from the run's start.
+type phase struct {
+	start, end float64
+	col        color.Color
+}
+
+// phaseMarks draws each phase in its variant's colour, above lines that
+// reach top: a bracket on a level of its own, so that phases that start
+// and end together (QoS off and on usually do) stay apart, and dashed
+// lines down to 0 at its ends, each variant's with a dash pattern of its
+// own so that coinciding ones show both colours. ymax is the axis' top
+// that shows them all.
+func phaseMarks(phases []phase, top float64) (marks []*plotter.Line, ymax float64, err error) {
+	level := func(i int) float64 { return top * (1.06 + 0.06*float64(i)) }
+	for i, ph := range phases {
+		y := level(i)
+		for _, x := range []float64{ph.start, ph.end} {
+			m, err := plotter.NewLine(plotter.XYs{{X: x, Y: 0}, {X: x, Y: y}})
+			if err != nil {
+				return nil, 0, err
+			}
+			m.LineStyle.Color = ph.col
+			m.LineStyle.Width = vg.Points(0.8)
+			m.LineStyle.Dashes = []vg.Length{vg.Points(4), vg.Points(2 + 3*float64(i))}
+			marks = append(marks, m)
+		}
+		br, err := plotter.NewLine(plotter.XYs{{X: ph.start, Y: y - top*0.02}, {X: ph.start, Y: y}, {X: ph.end, Y: y}, {X: ph.end, Y: y - top*0.02}})
+		if err != nil {
+			return nil, 0, err
+		}
+		br.LineStyle.Color = ph.col
+		br.LineStyle.Width = vg.Points(2)
+		marks = append(marks, br)
+	}
+	return marks, level(len(phases)) + top*0.04, nil
 }
 
 // variantColor keeps a variant's color the same in every plot; the

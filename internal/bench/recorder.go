@@ -12,16 +12,19 @@ const SampleCap = 20_000
 
 // recorder is one client's record of a run; only its worker writes it.
 type recorder struct {
-	hist       Histogram
-	series     []int32
-	ops, errs  int64
-	firstErr   string
-	first      time.Duration // first operation sent, from the run's start
-	last       time.Duration // last operation answered
-	keep       bool          // keep samples
-	samples    [][2]int64
-	seen       int64
-	reservoirR *rand.Rand
+	hist   Histogram
+	series []int32
+	// latSum and latSumSq are the sum and sum of squares of the
+	// latencies in seconds, for the latency CV (fairness.go).
+	latSum, latSumSq float64
+	ops, errs        int64
+	firstErr         string
+	first            time.Duration // first operation sent, from the run's start
+	last             time.Duration // last operation answered
+	keep             bool          // keep samples
+	samples          [][2]int64
+	seen             int64
+	reservoirR       *rand.Rand
 	// reads counts the successful reads (and scans) per SeriesBucket, and
 	// periodHists holds their latencies per period (nil: not kept), for a
 	// replicated run's per-period series.
@@ -77,6 +80,8 @@ func (r *recorder) record(sent, done time.Duration, err error) {
 	lat := done - sent
 	r.hist.Record(lat)
 	r.ops++
+	r.latSum += lat.Seconds()
+	r.latSumSq += lat.Seconds() * lat.Seconds()
 	b := int(done / SeriesBucket)
 	for len(r.series) <= b {
 		r.series = append(r.series, 0)

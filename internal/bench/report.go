@@ -144,27 +144,14 @@ func markdown(res *Results, plots []plotFile) string {
 		p("\nPostgreSQL settings: %v\n", sc.Postgres)
 	}
 
-	p("\n## Machine and layout\n\n")
-	m := res.Machine
-	p("- %d CPUs (nproc), CPU model \"%s\", Linux %s, %s\n", m.NProc, m.CPUModel, m.Kernel, m.Go)
-	p("- PostgreSQL %s, %s\n", res.Postgres, res.Tierdb)
-	p("- Layout: %s\n", res.Layout.Text)
-	p("- Load average at the start: %s; at the end: %s. The machine may be shared with other work, which no pinning keeps off the server CPUs; the steal and busy columns below show how much.\n\n", m.LoadAvgStart, m.LoadAvgEnd)
+	p("\n%s", MachineMarkdown(res.Machine, res.Postgres, res.Tierdb, res.Layout.Text))
 
 	if len(res.Targets) > 0 {
-		p("## Acceptance targets\n\n| target | variant | measured | limit | result |\n|---|---|---|--:|:-:|\n")
-		for _, t := range res.Targets {
-			verdict := "MISS"
-			if t.Pass {
-				verdict = "PASS"
-			}
-			measured := t.Measured
-			if t.Missing != "" {
-				measured, verdict = t.Missing, "MISS (no data)"
-			}
-			p("| %s | %s | %s | %s | **%s** |\n", t.Name, t.Variant, measured, limitText(t), verdict)
+		rows := make([]TargetRow, len(res.Targets))
+		for i, t := range res.Targets {
+			rows[i] = TargetRow{Name: t.Name, Variant: t.Variant, Measured: t.Measured, Limit: limitText(t), Pass: t.Pass, Missing: t.Missing}
 		}
-		p("\n")
+		p("%s", TargetsMarkdown(rows))
 		p("%s", pairedText(res))
 	}
 
@@ -205,6 +192,7 @@ func markdown(res *Results, plots []plotFile) string {
 		p("\n")
 	}
 
+	p("%s", fairnessTable(sum))
 	p("### Server side\n\n")
 	p("CPU time of the tierdb process and of all PostgreSQL processes per operation (all groups), and how busy the server CPUs (%s) were, whoever used them; steal is time the hypervisor gave to other virtual machines.\n\n", cpuListText(res.Layout.ServerCPUs))
 	p("| variant | all groups ops/s | tierdb CPU/op | PostgreSQL CPU/op | server CPUs busy | of which other processes | steal | iowait | load generator CPU | load CPUs busy | run length |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
@@ -314,6 +302,11 @@ func limitText(t TargetResult) string {
 		return fmt.Sprintf("≥ %g× the better", t.Limit)
 	case "maxViolations":
 		return fmt.Sprintf("≤ %g violations", t.Limit)
+	case "atMost":
+		if slices.Contains(latencyMetrics, t.Metric) {
+			return fmt.Sprintf("≤ %g ms", t.Limit)
+		}
+		return fmt.Sprintf("≤ %.0f%%", 100*t.Limit)
 	}
 	return ""
 }

@@ -14,7 +14,7 @@ const BaselineVariant = "baseline"
 // SeriesBucket is the resolution of the throughput time series.
 const SeriesBucket = 100 * time.Millisecond
 
-// Results is everything one `tierdb bench` invocation measured; it is
+// Results is everything one `tierdb-bench` invocation measured; it is
 // written to results.json and is all the report is made from.
 type Results struct {
 	Scenario *Scenario   `json:"scenario"`
@@ -86,6 +86,9 @@ type RunResult struct {
 	Repl       []ReplSample    `json:"repl,omitempty"`
 	ReplStatus json.RawMessage `json:"replStatus,omitempty"`
 	Periods    []PeriodStats   `json:"periods,omitempty"`
+	// Users are the per-user groups' users, Fairness what they got.
+	Users    []UserRun `json:"users,omitempty"`
+	Fairness *Fairness `json:"fairness,omitempty"`
 }
 
 // GroupRun is one group's figures in one run.

@@ -93,7 +93,7 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 
 	res := &Results{
 		Scenario: sc, Command: o.Command, Quick: o.Quick, Started: time.Now().UTC().Truncate(time.Second),
-		Machine: describeMachine(), Layout: layout, Tierdb: tierdbVersion(o.Tierdb),
+		Machine: DescribeMachine(), Layout: layout, Tierdb: TierdbVersion(o.Tierdb),
 	}
 	fmt.Fprintf(o.Stdout, "scenario %s: %d group(s), variants %s, %d repetition(s)%s\n",
 		sc.Name, len(sc.Groups), variantNames(sc), sc.Repeat, map[bool]string{true: " (quick)"}[o.Quick])
@@ -160,7 +160,7 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 func runOrder(sc *Scenario, rep int) []Variant {
 	var plan []Variant
 	if sc.BaselineOn() {
-		plan = append(plan, Variant{Name: BaselineVariant, QoS: "off"})
+		plan = append(plan, Variant{Name: BaselineVariant, QoS: "off", Auth: sc.usesUsers()})
 	}
 	n := len(sc.Variants)
 	for i := range n {
@@ -204,10 +204,4 @@ func runLine(sc *Scenario, r RunResult) string {
 		b.WriteString(" | CUT OFF at maxRunTime")
 	}
 	return b.String()
-}
-
-// describeMachine copies the rig's description into the report's fields.
-func describeMachine() Machine {
-	m := rig.DescribeMachine()
-	return Machine{NProc: m.CPUs, CPUModel: m.CPUModel, Kernel: m.Kernel, Go: m.Go, LoadAvgStart: m.LoadAvg}
 }

@@ -125,6 +125,44 @@ type Group struct {
 	// Samples keeps (time, latency) of operations for the timeline plot;
 	// default on for time-sensitive groups.
 	Samples *bool `yaml:"samples,omitempty" json:"samples,omitempty"`
+
+	// ConnectionsPerUser, when > 0, makes the group's clients database
+	// users of their own (seed 004's users): clients 0…k−1 log in as the
+	// group's first user, k…2k−1 as its second, and so on. The harness
+	// creates the users at each run's start (readWrite on the bench
+	// database and the group's tier role) and reports per-user throughput,
+	// U_f and latency CV (fairness.go). Every variant then runs with
+	// access control on.
+	ConnectionsPerUser int `yaml:"connectionsPerUser,omitempty" json:"connectionsPerUser,omitempty"`
+	// Weight is each of the group's users' weight φ (createUser weight;
+	// default tierdb's, 1).
+	Weight float64 `yaml:"weight,omitempty" json:"weight,omitempty"`
+	// SLO is each of the group's users' latency objective (createUser slo).
+	SLO *SLO `yaml:"slo,omitempty" json:"slo,omitempty"`
+}
+
+// SLO is a user's latency objective: p99.9 at most P999Ms milliseconds.
+type SLO struct {
+	P999Ms float64 `yaml:"p999Ms" json:"p999Ms"`
+}
+
+// users is how many database users the group's clients form (0: they all
+// log in as the harness's administrator, or not at all).
+func (g Group) users(clients int) int {
+	if g.ConnectionsPerUser <= 0 {
+		return 0
+	}
+	return (clients + g.ConnectionsPerUser - 1) / g.ConnectionsPerUser
+}
+
+// usesUsers reports whether any group has users of its own.
+func (s *Scenario) usesUsers() bool {
+	for _, g := range s.Groups {
+		if g.ConnectionsPerUser > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // ReadPreference is a read's routing: mode primary, primaryPreferred,
@@ -285,6 +323,9 @@ func (s *Scenario) applyDefaults() {
 	for i := range s.Variants {
 		if v := &s.Variants[i]; v.QoS == "on" && v.Threshold == 0 {
 			v.Threshold = 1
+		}
+		if s.usesUsers() {
+			s.Variants[i].Auth = true // per-user groups log in as their users
 		}
 	}
 	if s.Baseline == nil {

@@ -82,6 +82,8 @@ type VariantSummary struct {
 	IOWaitPct        float64 `json:"serverIOWaitPct"`
 	WallSeconds      float64 `json:"wallSeconds"`
 	CutOff           int     `json:"cutOffRuns,omitempty"`
+	// Fairness are the users' figures (per-user groups only).
+	Fairness *Fairness `json:"fairness,omitempty"`
 }
 
 // Summary is the report's content: per group and variant, and per variant.
@@ -257,6 +259,7 @@ func summarizeVariant(variant string, runs []RunResult) VariantSummary {
 	vs.StealPct = Median(steal)
 	vs.IOWaitPct = Median(iow)
 	vs.WallSeconds = Median(wall)
+	vs.Fairness = medianFairness(runs)
 	return vs
 }
 

@@ -35,12 +35,19 @@ type Target struct {
 	// MaxViolations: an S group's reads over its staleness bound, in the
 	// worst repetition, ≤ value.
 	MaxViolations *float64 `yaml:"maxViolations,omitempty" json:"maxViolations,omitempty"`
+	// AtMost: the variant's metric ≤ value, for the users' fairness
+	// (unfairness: U_f averaged over 1 s windows; unfairnessSpan: U_f over
+	// the whole span; latencyCV: V_l; userSpread: 1 − the slowest user's
+	// ops/s per weight over the fastest's; as fractions, no group) or a group's
+	// latency (value in milliseconds).
+	AtMost *float64 `yaml:"atMost,omitempty" json:"atMost,omitempty"`
 }
 
 // Metric names.
 var (
 	latencyMetrics = []string{"mean", "p50", "p99", "p999", "max"}
 	allMetrics     = append(slices.Clone(latencyMetrics), "throughput")
+	fairMetrics    = []string{"unfairness", "unfairnessSpan", "latencyCV", "userSpread"}
 )
 
 func (t Target) kind() string {
@@ -59,6 +66,8 @@ func (t Target) kind() string {
 		return "minVsBest"
 	case t.MaxViolations != nil:
 		return "maxViolations"
+	case t.AtMost != nil:
+		return "atMost"
 	}
 	return ""
 }
@@ -70,7 +79,7 @@ func (t Target) validate(where string, s *Scenario) []string {
 		bad("name is required (the report prints it)")
 	}
 	n := 0
-	for _, p := range []*float64{t.MinReduction, t.MaxVsBaseline, t.Within, t.MaxNoiseDrop, t.MinRecovery, t.MinVsBest, t.MaxViolations} {
+	for _, p := range []*float64{t.MinReduction, t.MaxVsBaseline, t.Within, t.MaxNoiseDrop, t.MinRecovery, t.MinVsBest, t.MaxViolations, t.AtMost} {
 		if p != nil {
 			n++
 			if *p < 0 {
@@ -79,7 +88,7 @@ func (t Target) validate(where string, s *Scenario) []string {
 		}
 	}
 	if n != 1 {
-		bad("exactly one of minReduction, maxVsBaseline, within, maxNoiseDrop, minRecovery, minVsBest, maxViolations is needed")
+		bad("exactly one of minReduction, maxVsBaseline, within, maxNoiseDrop, minRecovery, minVsBest, maxViolations, atMost is needed")
 		return errs
 	}
 	if _, ok := s.Variant(t.Variant); !ok {
@@ -132,6 +141,22 @@ func (t Target) validate(where string, s *Scenario) []string {
 			if t.Group == "" || g.Role != RoleTimeSensitive {
 				bad("maxVsBaseline needs a time-sensitive group (only those run in the baseline)")
 			}
+		}
+	case "atMost":
+		switch {
+		case slices.Contains(fairMetrics, t.Metric):
+			if t.Group != "" {
+				bad("%s is over all the users; leave group out", t.Metric)
+			}
+			if !s.usesUsers() {
+				bad("%s needs groups with connectionsPerUser", t.Metric)
+			}
+		case slices.Contains(latencyMetrics, t.Metric):
+			if t.Group == "" {
+				bad("a latency metric needs a group")
+			}
+		default:
+			bad("atMost takes a metric of %v or %v, got %q", fairMetrics, latencyMetrics, t.Metric)
 		}
 	case "maxNoiseDrop", "minRecovery":
 		if t.Metric != "" && t.Metric != "throughput" {
@@ -247,6 +272,26 @@ func evaluate(s *Scenario, t Target, sum *Summary) TargetResult {
 		r.Value, r.Limit = v/base, *t.MaxVsBaseline
 		r.Pass = r.Value <= r.Limit
 		r.Measured = fmt.Sprintf("%s vs idle %s: %.2f×", unit(v), unit(base), r.Value)
+	case "atMost":
+		r.Limit = *t.AtMost
+		if slices.Contains(latencyMetrics, t.Metric) {
+			v, ok := metricOf(t.Variant)
+			if !ok {
+				r.Missing = "no data for " + t.Variant
+				return r
+			}
+			r.Value = v / 1000
+			r.Measured = fmt.Sprintf("%s %s, objective %s", t.Metric, fmtMicros(v), fmtMicros(r.Limit*1000))
+		} else {
+			f := sum.variantFairness(t.Variant)
+			if f == nil {
+				r.Missing = "no per-user data for " + t.Variant
+				return r
+			}
+			r.Value = map[string]float64{"unfairness": f.UfMean, "unfairnessSpan": f.UfSpan, "latencyCV": f.CV, "userSpread": f.spread()}[t.Metric]
+			r.Measured = fmt.Sprintf("%s %.1f%% over %d users (%d windows of 1 s), limit %.0f%%", t.Metric, 100*r.Value, f.Users, f.Windows, 100*r.Limit)
+		}
+		r.Pass = r.Value <= r.Limit
 	case "maxNoiseDrop", "minRecovery":
 		gs, ok := sum.Find(t.Variant, t.Group)
 		if !ok || gs.Median.Before <= 0 {

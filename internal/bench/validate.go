@@ -169,6 +169,18 @@ func (g Group) validate(where string) []string {
 	default:
 		bad("mode must be closed or rate, got %q", g.Mode)
 	}
+	if g.ConnectionsPerUser < 0 || g.Weight < 0 {
+		bad("connectionsPerUser and weight cannot be negative")
+	}
+	if (g.Weight > 0 || g.SLO != nil) && g.ConnectionsPerUser == 0 {
+		bad("weight and slo are per user: set connectionsPerUser")
+	}
+	if g.SLO != nil && g.SLO.P999Ms <= 0 {
+		bad("slo.p999Ms must be positive")
+	}
+	if g.ConnectionsPerUser > 0 && g.Kind != KindYCSB {
+		bad("connectionsPerUser is for kind %s groups", KindYCSB)
+	}
 	if g.StartAfter < 0 || g.Duration < 0 || g.Ops < 0 || g.AfterOthers < 0 {
 		bad("startAfter, duration, ops and afterOthers cannot be negative")
 	}

@@ -1,4 +1,4 @@
-package main
+package baseline
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"tierdb/internal/bench"
 )
 
 // runResult is one (operation, target, round) run.
@@ -15,14 +17,14 @@ type runResult struct {
 	Round      int     `json:"round"`
 	Ops        uint64  `json:"ops"`
 	Errors     uint64  `json:"errors"`
-	FirstError string  `json:"first_error,omitempty"`
+	FirstError string  `json:"firstError,omitempty"`
 	Seconds    float64 `json:"seconds"`
-	OpsPerSec  float64 `json:"ops_per_sec"`
-	P50us      float64 `json:"p50_us"`
-	P99us      float64 `json:"p99_us"`
-	P999us     float64 `json:"p99_9_us"`
-	MeanUs     float64 `json:"mean_us"`
-	MaxUs      float64 `json:"max_us"`
+	OpsPerSec  float64 `json:"opsPerSec"`
+	P50us      float64 `json:"p50Us"`
+	P99us      float64 `json:"p99Us"`
+	P999us     float64 `json:"p999Us"`
+	MeanUs     float64 `json:"meanUs"`
+	MaxUs      float64 `json:"maxUs"`
 	usage
 }
 
@@ -55,7 +57,7 @@ func runOnce(ctx context.Context, spec runSpec) runResult {
 	ctx, cancel := context.WithDeadline(ctx, end.Add(opTimeout))
 	defer cancel()
 
-	hists := make([]histogram, spec.clients)
+	hists := make([]bench.Histogram, spec.clients)
 	var errs errorTally
 	var wg sync.WaitGroup
 	for w := range spec.clients {
@@ -73,7 +75,7 @@ func runOnce(ctx context.Context, spec runSpec) runResult {
 				case err != nil:
 					errs.add(err)
 				case !t0.Before(measureFrom):
-					hists[w].record(d)
+					hists[w].Record(d)
 				}
 			}
 		})
@@ -85,22 +87,22 @@ func runOnce(ctx context.Context, spec runSpec) runResult {
 	after := spec.probe.snapshot()
 	wg.Wait()
 
-	var h histogram
+	var h bench.Histogram
 	for i := range hists {
-		h.merge(&hists[i])
+		h.Merge(&hists[i])
 	}
 	r := runResult{
 		Op:      spec.op.String(),
 		Target:  spec.target.name(),
 		Round:   spec.round,
-		Ops:     h.count(),
+		Ops:     h.Count(),
 		Seconds: spec.duration.Seconds(),
-		P50us:   micros(h.percentile(50)),
-		P99us:   micros(h.percentile(99)),
-		P999us:  micros(h.percentile(99.9)),
-		MeanUs:  micros(h.mean()),
-		MaxUs:   micros(h.max),
-		usage:   before.until(after, h.count()),
+		P50us:   micros(h.Quantile(0.50)),
+		P99us:   micros(h.Quantile(0.99)),
+		P999us:  micros(h.Quantile(0.999)),
+		MeanUs:  micros(h.Mean()),
+		MaxUs:   micros(h.Max()),
+		usage:   before.until(after, h.Count()),
 	}
 	r.OpsPerSec = float64(r.Ops) / r.Seconds
 	r.Errors, r.FirstError = errs.get()

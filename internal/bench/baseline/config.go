@@ -1,4 +1,4 @@
-package main
+package baseline
 
 import (
 	"errors"
@@ -29,8 +29,8 @@ type config struct {
 func parseFlags(args []string) (config, error) {
 	var c config
 	var ops, extra string
-	fs := flag.NewFlagSet("baseline", flag.ContinueOnError)
-	fs.StringVar(&c.tierdbBin, "tierdb", "./bin/tierdb", "tierdb binary to benchmark")
+	fs := flag.NewFlagSet("tierdb-bench baseline", flag.ContinueOnError)
+	fs.StringVar(&c.tierdbBin, "tierdb", "", "tierdb binary to benchmark (default: the tierdb next to tierdb-bench, else ./bin/tierdb, else on $PATH)")
 	fs.StringVar(&extra, "tierdb-args", "", "extra arguments for \"tierdb serve\", space-separated")
 	fs.IntVar(&c.records, "records", 10000, "records preloaded into each target")
 	fs.IntVar(&c.clients, "clients", 16, "concurrent clients, each with its own connection")
@@ -43,6 +43,18 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.monitoring, "server-monitoring", "poll",
 		"the driver's serverMonitoringMode: auto, poll or stream. poll, because tierdb answers an awaitable hello at once "+
 			"instead of waiting maxAwaitTimeMS, so a streaming monitor keeps the server busy with hellos")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), `Usage: tierdb-bench baseline [flags]
+
+Measures what tierdb costs on top of the PostgreSQL it stores data in: find,
+insert and update by _id through tierdb with the MongoDB Go driver, against
+the same operations as SQL with pgx straight on the same PostgreSQL. Writes
+baseline.md and baseline.json into --out (see docs/benchmarks.md).
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}

@@ -1,4 +1,4 @@
-package main
+package baseline
 
 import (
 	"math/rand/v2"

@@ -1,4 +1,4 @@
-package main
+package baseline
 
 import (
 	"maps"
@@ -12,10 +12,10 @@ import (
 type usage struct {
 	// Per operation, in µs of CPU time: tierdb's process, and all of
 	// PostgreSQL's processes (backends, WAL writer, checkpointer, …).
-	TierdbCPUusPerOp   float64 `json:"tierdb_cpu_us_per_op"`
-	PostgresCPUusPerOp float64 `json:"postgres_cpu_us_per_op"`
+	TierdbCPUusPerOp   float64 `json:"tierdbCpuUsPerOp"`
+	PostgresCPUusPerOp float64 `json:"postgresCpuUsPerOp"`
 	// CPUBusyPct is each CPU's busy share, whoever used it.
-	CPUBusyPct []float64 `json:"cpu_busy_pct"`
+	CPUBusyPct []float64 `json:"cpuBusyPct"`
 }
 
 // probe knows which processes are the servers.

@@ -18,11 +18,12 @@ import (
 	"tierdb/internal/bench"
 )
 
-// runBench is `tierdb bench`: the evaluation harness (internal/bench).
-func runBench(args []string) error {
-	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+// runScenario is `tierdb-bench [flags] <scenario>`: an experiment of the
+// papers, QoS off against on (internal/bench).
+func runScenario(args []string) error {
+	fs := flag.NewFlagSet("tierdb-bench", flag.ContinueOnError)
 	out := fs.String("out", "", "output directory (default bench-results/<scenario>-<timestamp>)")
-	tierdbBin := fs.String("tierdb", "", "tierdb executable to run the servers from (default: this one)")
+	tierdbBin := fs.String("tierdb", "", "tierdb executable to run the servers from (default: the tierdb next to tierdb-bench, else ./bin/tierdb, else on $PATH)")
 	repeat := fs.Int("repeat", 0, "repetitions (default: the scenario's)")
 	layout := fs.String("layout", bench.LayoutSplit, "split: servers and load generator on disjoint CPUs; shared: all on all CPUs")
 	serverCPUs := fs.String("server-cpus", "", "with --layout split: the servers' CPUs, e.g. 1 or 2-3 (default: the last half)")
@@ -31,10 +32,15 @@ func runBench(args []string) error {
 	noPlots := fs.Bool("no-plots", false, "skip the PNG plots")
 	fromResults := fs.String("from-results", "", "rebuild the report from this results.json instead of running (into --out, default its directory)")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), `Usage: tierdb bench [flags] <scenario>
+		fmt.Fprintf(fs.Output(), `tierdb-bench: tierdb's benchmark harness.
 
-Runs an experiment of the RT-MongoDB papers against tierdb and writes
-results.json, summary.csv, report.md and plots. <scenario> is a built-in
+Usage:
+  tierdb-bench [flags] <scenario>
+  tierdb-bench baseline [flags]    tierdb against the same operations as SQL straight
+                                   on its PostgreSQL; "tierdb-bench baseline -h" lists its flags
+
+tierdb-bench <scenario> runs an experiment of the RT-MongoDB papers against tierdb
+and writes results.json, summary.csv, report.md and plots. <scenario> is a built-in
 scenario (%s) or a YAML file (see docs/benchmarks.md).
 
 Flags:
@@ -50,7 +56,7 @@ Flags:
 
 	if *fromResults != "" {
 		if fs.NArg() != 0 {
-			return errors.New("bench: --from-results takes no scenario")
+			return errors.New("--from-results takes no scenario")
 		}
 		res, err := bench.LoadResults(*fromResults)
 		if err != nil {
@@ -72,7 +78,10 @@ Flags:
 
 	if fs.NArg() != 1 {
 		fs.Usage()
-		return errors.New("bench: name one scenario")
+		return errors.New("name one scenario")
+	}
+	if fs.Arg(0) == "baseline" {
+		return errors.New(`baseline is a subcommand with flags of its own: "tierdb-bench baseline [flags]"`)
 	}
 	sc, err := bench.LoadScenario(fs.Arg(0))
 	if err != nil {
@@ -81,13 +90,8 @@ Flags:
 	if *out == "" {
 		*out = filepath.Join("bench-results", sc.Name+"-"+time.Now().Format("20060102-150405"))
 	}
-	bin := *tierdbBin
-	if bin == "" {
-		if bin, err = os.Executable(); err != nil {
-			return err
-		}
-	}
-	if bin, err = filepath.Abs(bin); err != nil {
+	bin, err := bench.FindTierdb(*tierdbBin)
+	if err != nil {
 		return err
 	}
 	opts := bench.Options{
@@ -98,7 +102,7 @@ Flags:
 		Quick:    *quick,
 		Layout:   bench.LayoutOptions{Mode: *layout, ServerCPUs: *serverCPUs, PGCPUQuota: *pgQuota},
 		NoPlots:  *noPlots,
-		Command:  strings.Join(append([]string{"tierdb", "bench"}, args...), " "),
+		Command:  bench.CommandLine("tierdb-bench", args),
 		Stdout:   os.Stdout,
 		Logger:   slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	}
@@ -109,7 +113,7 @@ Flags:
 	defer stop()
 	_, err = bench.Run(ctx, opts)
 	if ctx.Err() != nil {
-		return errors.New("bench: interrupted; servers stopped")
+		return errors.New("interrupted; servers stopped")
 	}
 	return err
 }

@@ -1,30 +1,11 @@
-package main
+package baseline
 
 import (
 	"strings"
 	"testing"
-)
 
-func TestMedian(t *testing.T) {
-	for _, tc := range []struct {
-		in   []float64
-		want float64
-	}{
-		{nil, 0},
-		{[]float64{7}, 7},
-		{[]float64{9, 1, 5}, 5},
-		{[]float64{4, 1, 3, 2}, 2.5},
-	} {
-		if got := median(tc.in); got != tc.want {
-			t.Errorf("median(%v) = %v, want %v", tc.in, got, tc.want)
-		}
-	}
-	in := []float64{3, 1, 2}
-	median(in)
-	if in[0] != 3 || in[1] != 1 {
-		t.Error("median reordered its argument")
-	}
-}
+	"tierdb/internal/bench"
+)
 
 func run(op, target string, round int, opsPerSec, p50 float64) runResult {
 	return runResult{Op: op, Target: target, Round: round, OpsPerSec: opsPerSec, P50us: p50, P99us: 2 * p50,
@@ -77,7 +58,7 @@ func TestAimBoundariesAreInclusive(t *testing.T) {
 func TestMarkdownTable(t *testing.T) {
 	table := markdownTable([]summary{{
 		Op:     "insert",
-		Tierdb: figures{OpsPerSec: 600, P50us: 350, P99us: 1200},
+		Tierdb: figures{OpsPerSec: 600, P50us: 350, P99us: 12000},
 		Direct: figures{OpsPerSec: 1000, P50us: 200, P99us: 900},
 		Ratio:  0.6, AddedP50us: 150, RatioMet: true, AddedP50Met: false,
 	}})
@@ -85,7 +66,7 @@ func TestMarkdownTable(t *testing.T) {
 	if len(lines) != 3 {
 		t.Fatalf("want header, separator and one row, got:\n%s", table)
 	}
-	want := "| insert | 600 | 1000 | 60% | 350 µs | 1200 µs | 200 µs | 900 µs | +150 µs | PASS | MISS |"
+	want := "| insert | 600 | 1000 | 60% | 350 µs | 12.0 ms | 200 µs | 900 µs | +150 µs |"
 	if lines[2] != want {
 		t.Errorf("row\n got %s\nwant %s", lines[2], want)
 	}
@@ -94,15 +75,44 @@ func TestMarkdownTable(t *testing.T) {
 	}
 }
 
-func TestShellQuoting(t *testing.T) {
-	if got := commandLine("go run ./bench/baseline", []string{"--duration=5s", "--tierdb-args", "--log-level warn", "it's"}); got !=
-		`go run ./bench/baseline --duration=5s --tierdb-args '--log-level warn' 'it'\''s'` {
-		t.Errorf("commandLine = %s", got)
+func TestReportReadsLikeTheScenarios(t *testing.T) {
+	r := report{
+		Command: "tierdb-bench baseline --rounds 1", MakeCommand: "make bench-baseline ARGS='--rounds 1'",
+		Machine: bench.Machine{NProc: 2, CPUModel: "Test CPU", LoadAvgStart: "0.5", LoadAvgEnd: "0.7"},
+		Layout:  "unpinned", PostgreSQL: "17.2", Tierdb: "tierdb 6.0.0-compatible",
+		Settings: settings{Records: 10, Clients: 2, Rounds: 1, Duration: "1s", Warmup: "0s", ServerMonitoring: "poll"},
+		Summary: summarize([]runResult{
+			run("insert", "tierdb", 1, 600, 350),
+			run("insert", "direct", 1, 1000, 200),
+		}, []opKind{opInsert}, 1),
 	}
-	if got := makeCommandLine(nil); got != "make bench-baseline" {
-		t.Errorf("makeCommandLine() = %s", got)
+	md := r.markdown()
+	for _, want := range []string{
+		"# tierdb bench: baseline",
+		"- Command: `tierdb-bench baseline --rounds 1`",
+		// The scenarios' machine section and acceptance table, word for word.
+		bench.MachineMarkdown(r.Machine, "17.2", "tierdb 6.0.0-compatible", "unpinned"),
+		"## Acceptance targets",
+		"| throughput vs direct | insert | 60% (600 vs 1000 ops/s) | ≥ 60% of direct ops/s | **PASS** |",
+		"| p50 added | insert | +150 µs (350 µs vs 200 µs) | ≤ 150 µs | **PASS** |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("baseline.md lacks %q:\n%s", want, md)
+		}
 	}
-	if got := makeCommandLine([]string{"--rounds", "1"}); got != "make bench-baseline ARGS='--rounds 1'" {
-		t.Errorf("makeCommandLine = %s", got)
+}
+
+func TestMakeCommandLine(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "make bench-baseline"},
+		{[]string{"--rounds", "1"}, "make bench-baseline ARGS='--rounds 1'"},
+		{[]string{"--tierdb-args", "--log-level warn"}, `make bench-baseline ARGS='--tierdb-args '\''--log-level warn'\'''`},
+	} {
+		if got := makeCommandLine(tc.args); got != tc.want {
+			t.Errorf("makeCommandLine(%q) = %s, want %s", tc.args, got, tc.want)
+		}
 	}
 }

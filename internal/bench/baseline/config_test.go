@@ -1,4 +1,4 @@
-package main
+package baseline
 
 import (
 	"slices"
@@ -12,7 +12,7 @@ func TestDefaultsMatchTheIssue(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.clients != 16 || c.records != 10000 || c.duration != 10*time.Second || c.warmup != 2*time.Second ||
-		c.rounds != 3 || !c.pin || c.tierdbBin != "./bin/tierdb" || c.monitoring != "poll" {
+		c.rounds != 3 || !c.pin || c.tierdbBin != "" || c.monitoring != "poll" {
 		t.Errorf("defaults: %+v", c)
 	}
 	if !slices.Equal(c.ops, allOps()) {

@@ -1,4 +1,4 @@
-package main
+package baseline
 
 import (
 	"context"
@@ -8,68 +8,68 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"os/signal"
-	"path/filepath"
-	"regexp"
-	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"tierdb/internal/bench"
+	"tierdb/internal/bench/rig"
 )
 
-func main() {
-	os.Exit(mainCode())
-}
-
-// mainCode returns the exit status: 0 when every operation succeeded
-// (whether or not the aims were met: missing one is a finding, not a
-// crash), 1 on failures, 2 on a bad command line, 130 when interrupted.
-func mainCode() int {
-	cfg, err := parseFlags(os.Args[1:])
+// Main runs `tierdb-bench baseline args...` and returns the exit status:
+// 0 when every operation succeeded (whether or not the aims were met:
+// missing one is a finding, not a crash), 1 on failures, 2 on a bad
+// command line, 130 when interrupted.
+func Main(args []string) int {
+	cfg, err := parseFlags(args)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "baseline:", err)
+		fmt.Fprintln(os.Stderr, "tierdb-bench baseline:", err)
 		return 2
 	}
 	if cfg.pin {
 		if err := pinLoadGenerator(); err != nil {
-			fmt.Fprintln(os.Stderr, "baseline:", err)
+			fmt.Fprintln(os.Stderr, "tierdb-bench baseline:", err)
 			return 1
 		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	err = benchmark(ctx, cfg)
+	err = benchmark(ctx, cfg, args)
 	switch {
 	case ctx.Err() != nil:
-		fmt.Fprintln(os.Stderr, "baseline: interrupted; servers stopped")
+		fmt.Fprintln(os.Stderr, "tierdb-bench baseline: interrupted; servers stopped")
 		return 130
 	case err != nil:
-		fmt.Fprintln(os.Stderr, "baseline:", err)
+		fmt.Fprintln(os.Stderr, "tierdb-bench baseline:", err)
 		return 1
 	}
 	return 0
 }
 
-func benchmark(ctx context.Context, cfg config) (err error) {
+func benchmark(ctx context.Context, cfg config, args []string) (err error) {
 	rep := report{
-		Command:     commandLine("go run ./bench/baseline", os.Args[1:]),
-		MakeCommand: makeCommandLine(os.Args[1:]),
+		Command:     bench.CommandLine("tierdb-bench baseline", args),
+		MakeCommand: makeCommandLine(args),
 		Started:     time.Now().UTC().Truncate(time.Second),
-		Machine:     describeMachine(),
-		Tierdb:      tierdbVersion(cfg.tierdbBin),
+		Machine:     bench.DescribeMachine(),
 		Settings: settings{
 			Records: cfg.records, Clients: cfg.clients, Rounds: cfg.rounds, Pin: cfg.pin,
 			Duration: cfg.duration.String(), Warmup: cfg.warmup.String(), TierdbArgs: cfg.tierdbArgs,
 			ServerMonitoring: cfg.monitoring,
 		},
 	}
+	bin, err := bench.FindTierdb(cfg.tierdbBin)
+	if err != nil {
+		return err
+	}
+	rep.Tierdb = bench.TierdbVersion(bin)
 	fmt.Println("command:", rep.MakeCommand, "=", rep.Command)
 
-	srv, err := startServers(ctx, cfg, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	srv, err := startServers(ctx, bin, cfg, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	if err != nil {
 		return err
 	}
@@ -126,6 +126,8 @@ func benchmark(ctx context.Context, cfg config) (err error) {
 		}
 	}
 
+	rep.Finished = time.Now().UTC().Truncate(time.Second)
+	rep.Machine.LoadAvgEnd = rig.ReadLoadAvg()
 	rep.Summary = summarize(rep.Runs, cfg.ops, serverCPU)
 	fmt.Println()
 	fmt.Print(rep.markdown())
@@ -158,47 +160,9 @@ func roundAll(xs []float64) []int {
 	return out
 }
 
-// tierdbPath is the tierdb executable's absolute path, checked to exist.
-func tierdbPath(bin string) (string, error) {
-	abs, err := filepath.Abs(bin)
-	if err != nil {
-		return "", err
-	}
-	if _, err := os.Stat(abs); err != nil {
-		return "", fmt.Errorf("tierdb binary: %w (run `make build`, or pass --tierdb)", err)
-	}
-	return abs, nil
-}
-
-func tierdbVersion(bin string) string {
-	out, err := exec.Command(bin, "version").Output()
-	if err != nil {
-		return "tierdb (version unknown)"
-	}
-	return strings.TrimSpace(string(out))
-}
-
-// commandLine renders argv the way a shell would accept it back.
-func commandLine(prefix string, args []string) string {
-	parts := []string{prefix}
-	for _, a := range args {
-		parts = append(parts, shellQuote(a))
-	}
-	return strings.Join(parts, " ")
-}
-
 func makeCommandLine(args []string) string {
 	if len(args) == 0 {
 		return "make bench-baseline"
 	}
-	return "make bench-baseline ARGS=" + shellQuote(commandLine("", args)[1:])
-}
-
-var shellSafe = regexp.MustCompile(`^[A-Za-z0-9_./=:,+@%-]+$`)
-
-func shellQuote(s string) string {
-	if shellSafe.MatchString(s) {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+	return "make bench-baseline ARGS=" + bench.ShellQuote(bench.CommandLine("", args)[1:])
 }

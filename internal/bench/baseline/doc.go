@@ -1,7 +1,8 @@
-// Command baseline measures what tierdb adds on top of PostgreSQL.
+// Package baseline is `tierdb-bench baseline`: what tierdb costs on top of
+// the PostgreSQL it stores data in.
 //
-// One invocation starts a single PostgreSQL server (internal/pgmanage) and a
-// tierdb server that stores its data in it, then drives three operations
+// One invocation starts a single PostgreSQL server (internal/bench/rig) and
+// a tierdb server that stores its data in it, then drives three operations
 // with 16 concurrent clients: find by _id, insert, and update by _id. Each
 // operation runs once through the official MongoDB Go driver against tierdb
 // ("tierdb") and once as the equivalent SQL sent with pgx straight to the
@@ -11,6 +12,9 @@
 // tierdb reaches at least 60% of direct throughput and adds at most 150 µs
 // at p50. It also samples how much CPU tierdb and PostgreSQL spend per
 // operation, which is what explains a missed aim on a small machine.
+//
+// Latencies go into internal/bench's histogram, and the report describes
+// the machine and lists the aims as the scenarios' reports do.
 //
 // On a machine with two or more CPUs the servers (postgres and tierdb) are
 // pinned to CPU 1 and the load generator to CPU 0 (--pin), so the client
@@ -23,4 +27,4 @@
 // leave one running: everything lives in a fresh directory under /tmp that
 // is removed at the end, and the servers are stopped on exit and on SIGINT
 // or SIGTERM.
-package main
+package baseline

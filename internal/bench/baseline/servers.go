@@ -1,4 +1,4 @@
-package main
+package baseline
 
 import (
 	"context"
@@ -18,14 +18,10 @@ type servers struct {
 	layout string // the CPU layout, for the report
 }
 
-// startServers starts PostgreSQL, then tierdb on top of it, and pins both to
+// startServers starts PostgreSQL, then tierdb (bin) on top of it, and pins both to
 // serverCPU when pin is set; PostgreSQL's supervision warnings go to log.
 // On error it stops whatever it started.
-func startServers(ctx context.Context, cfg config, log *slog.Logger) (s *servers, err error) {
-	bin, err := tierdbPath(cfg.tierdbBin)
-	if err != nil {
-		return nil, err
-	}
+func startServers(ctx context.Context, bin string, cfg config, log *slog.Logger) (s *servers, err error) {
 	var cpus []int
 	if cfg.pin {
 		cpus = []int{serverCPU}

@@ -1,4 +1,4 @@
-package main
+package baseline
 
 import (
 	"context"
