@@ -320,3 +320,36 @@ func TestHighHoldKeepsTheRestriction(t *testing.T) {
 	d1()
 	d2()
 }
+
+// A user that comes back with quota left in the round is served before
+// the backlogged users; one that used its L_i waits for the next round.
+func TestReturningUserKeepsItsRoundQuota(t *testing.T) {
+	t0 := time.Unix(0, 0)
+	tr := tierRound{users: map[string]*fairUser{}}
+	tr.ctl = newZetaControl(GateOptions{Zeta: 2}, t0)
+	greedy, polite := tr.user("greedy", 1, t0), tr.user("polite", 1, t0)
+	enqueue := func(u *fairUser) { tr.enqueue(&gateWaiter{user: u}) }
+	for range 6 {
+		enqueue(greedy)
+	}
+	if w := tr.next(t0); w.user != greedy {
+		t.Fatal("the only waiting user was not served")
+	}
+	enqueue(polite)
+	if w := tr.next(t0); w.user != polite {
+		t.Fatal("the returning user waited behind the backlogged one")
+	}
+	enqueue(polite) // its second request of the round, quota 2
+	if w := tr.next(t0); w.user != polite {
+		t.Fatal("the returning user's second request was not served next")
+	}
+	enqueue(polite) // L_i used: it waits for the next round, where
+	// greedy, first in the ring, takes its L_i in a row before it.
+	got := []string{}
+	for range 4 {
+		got = append(got, tr.next(t0).user.key)
+	}
+	if fmt.Sprint(got) != "[greedy greedy greedy polite]" {
+		t.Fatalf("order %v, want the user beyond its quota after greedy's rest of round and L_i of the next", got)
+	}
+}

@@ -14,8 +14,9 @@ type fairUser struct {
 	queue  []*gateWaiter // FIFO; cancelled waiters are skipped lazily
 	// pending is how many of queue are still waiting.
 	pending   int
-	quota     int  // requests left in this round
-	inRing    bool // in the tier's round-robin ring
+	quota     int    // requests left in round
+	round     uint64 // the round its quota belongs to
+	inRing    bool   // in the tier's round-robin ring
 	inProcess int
 	// Measured over the current window: admissions, whether it waited at
 	// some point (a backlogged user, which U_f compares), latencies.
@@ -43,6 +44,7 @@ type tierRound struct {
 	users   map[string]*fairUser
 	ring    []*fairUser // users with waiting requests, in the order they arrived
 	cur     int         // the ring user being served
+	round   uint64      // rounds begun
 	waiting int
 	ctl     zetaControl
 }
@@ -62,19 +64,36 @@ func (tr *tierRound) user(key string, weight float64, now time.Time) *fairUser {
 	return u
 }
 
-// enqueue queues w; a user that starts waiting joins the ring with its
-// quota for the current round.
+// enqueue queues w. A user that starts waiting joins the ring with what
+// is left of its quota for the current round (all of L_i if it had none
+// yet this round), so going idle and coming back never earns more than L_i
+// per round. With quota left it is served next, as fair queuing serves a
+// flow that was idle before the backlogged ones, whose service runs ahead
+// of it: a user with one connection is never idle long enough to fall
+// behind users who keep many requests waiting. Without quota it waits at
+// the end of the ring for the next round.
 func (tr *tierRound) enqueue(w *gateWaiter) {
 	u := w.user
 	u.queue = append(u.queue, w)
 	u.pending++
 	u.backlogged = true
 	tr.waiting++
-	if !u.inRing {
-		u.inRing = true
-		tr.ring = append(tr.ring, u)
-		u.quota = tr.ctl.quota(u.weight)
+	if u.inRing {
+		return
 	}
+	u.inRing = true
+	if u.round != tr.round {
+		u.quota, u.round = tr.ctl.quota(u.weight), tr.round
+	}
+	if u.quota <= 0 {
+		tr.ring = append(tr.ring, u)
+		return
+	}
+	at := min(tr.cur, len(tr.ring))
+	tr.ring = append(tr.ring, nil)
+	copy(tr.ring[at+1:], tr.ring[at:])
+	tr.ring[at] = u
+	tr.cur = at
 }
 
 // withdraw forgets a cancelled waiter (it stays in its user's queue until
@@ -109,7 +128,10 @@ func (tr *tierRound) next(now time.Time) *gateWaiter {
 		u.quota--
 		tr.waiting--
 		w := u.pop()
-		if u.quota == 0 || u.pending == 0 {
+		switch {
+		case u.pending == 0:
+			tr.leaveRing(tr.cur) // back at the front when it waits again
+		case u.quota == 0:
 			tr.cur++
 		}
 		return w
@@ -127,8 +149,9 @@ func (tr *tierRound) leaveRing(i int) {
 // window), then every waiting user gets L_i = φ_i·ζ.
 func (tr *tierRound) newRound(now time.Time) {
 	tr.ctl.roundEnded(tr, now)
+	tr.round++
 	for _, u := range tr.ring {
-		u.quota = tr.ctl.quota(u.weight)
+		u.quota, u.round = tr.ctl.quota(u.weight), tr.round
 	}
 	tr.cur = 0
 }
