@@ -175,7 +175,11 @@ func (e *engine) runOne(ctx context.Context, rep int, v Variant) (run RunResult,
 		var specs []userSpec
 		for _, m := range groups {
 			for k := range m.g.users(m.clients) {
-				specs = append(specs, userSpec{name: userName(m.g.Name, k), tier: m.g.Tier, weight: m.g.Weight, slo: m.g.SLO})
+				spec := userSpec{name: userName(m.g.Name, k), tier: m.g.Tier, weight: m.g.Weight, slo: m.g.SLO}
+				if v.WithoutSLOs {
+					spec.slo = nil
+				}
+				specs = append(specs, spec)
 			}
 		}
 		if users, err = createUsers(ctx, t.Addr(), cred, specs); err != nil {

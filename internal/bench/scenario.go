@@ -231,6 +231,9 @@ type Variant struct {
 	// Clients overrides group client counts in this variant (group name:
 	// count), e.g. to measure one routing at several loads.
 	Clients map[string]int `yaml:"clients,omitempty" json:"clients,omitempty"`
+	// WithoutSLOs creates the per-user groups' users without their
+	// latency objectives (a fixed-weight configuration to compare with).
+	WithoutSLOs bool `yaml:"withoutSLOs,omitempty" json:"withoutSLOs,omitempty"`
 }
 
 // ServeArgs are the `tierdb serve` flags for the variant.
