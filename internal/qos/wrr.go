@@ -57,21 +57,17 @@ func (tr *tierRound) user(key string, weight float64, now time.Time) *fairUser {
 	}
 	u := tr.users[key]
 	if u == nil {
-		u = &fairUser{key: key}
+		u = &fairUser{key: key, round: tr.round - 1} // no quota in this round yet
 		tr.users[key] = u
 	}
 	u.weight, u.lastSeen = weight, now
 	return u
 }
 
-// enqueue queues w. A user that starts waiting joins the ring with what
-// is left of its quota for the current round (all of L_i if it had none
-// yet this round), so going idle and coming back never earns more than L_i
-// per round. With quota left it is served next, as fair queuing serves a
-// flow that was idle before the backlogged ones, whose service runs ahead
-// of it: a user with one connection is never idle long enough to fall
-// behind users who keep many requests waiting. Without quota it waits at
-// the end of the ring for the next round.
+// enqueue queues w. A user that starts waiting joins the end of the ring
+// with what is left of its quota for the current round (all of L_i if it
+// had none yet this round), so going idle and coming back never earns
+// more than L_i per round.
 func (tr *tierRound) enqueue(w *gateWaiter) {
 	u := w.user
 	u.queue = append(u.queue, w)
@@ -82,18 +78,10 @@ func (tr *tierRound) enqueue(w *gateWaiter) {
 		return
 	}
 	u.inRing = true
+	tr.ring = append(tr.ring, u)
 	if u.round != tr.round {
 		u.quota, u.round = tr.ctl.quota(u.weight), tr.round
 	}
-	if u.quota <= 0 {
-		tr.ring = append(tr.ring, u)
-		return
-	}
-	at := min(tr.cur, len(tr.ring))
-	tr.ring = append(tr.ring, nil)
-	copy(tr.ring[at+1:], tr.ring[at:])
-	tr.ring[at] = u
-	tr.cur = at
 }
 
 // withdraw forgets a cancelled waiter (it stays in its user's queue until
@@ -130,7 +118,7 @@ func (tr *tierRound) next(now time.Time) *gateWaiter {
 		w := u.pop()
 		switch {
 		case u.pending == 0:
-			tr.leaveRing(tr.cur) // back at the front when it waits again
+			tr.leaveRing(tr.cur)
 		case u.quota == 0:
 			tr.cur++
 		}
