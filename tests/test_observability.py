@@ -306,7 +306,7 @@ def browser():
     chromium = shutil.which("chromium")
     driver = shutil.which("chromedriver")
     if not chromium or not driver:
-        pytest.skip("chromium and chromium-driver are not installed (make deps-tools)")
+        pytest.fail("chromium and chromium-driver are not installed: make deps-tools installs them")
     profile = tempfile.mkdtemp(prefix="tierdb-chromium-")
     opts = webdriver.ChromeOptions()
     opts.binary_location = chromium
