@@ -18,8 +18,12 @@ import (
 const maxWriteBatch = 100000
 
 // casRetries bounds how often a write re-reads a document that changed under
-// it before giving up with WriteConflict-like failure.
+// it before it locks the row (modify) or gives up (the others).
 const casRetries = 100
+
+// optimisticTries is how often modify tries compare-and-swap before it
+// takes the document's row lock instead.
+const optimisticTries = 8
 
 func writeBatch(req *Request, key string) (bson.A, bool, error) {
 	items, err := getArray(req.Cmd, key)
@@ -154,27 +158,18 @@ func (h *Handlers) eachMatch(ctx context.Context, col *storage.Collection, rs *r
 
 // modify applies change to doc and stores the result if the document did not
 // change since it was read; otherwise it re-reads it, re-checks the filter and
-// tries again. matched is false when the document no longer matches.
+// tries again. A write that loses optimisticTries times to concurrent ones
+// locks the row and finishes under the lock, so under any contention it is
+// applied once, never refused. matched is false when the document no longer
+// matches.
 func (h *Handlers) modify(ctx context.Context, col *storage.Collection, filter *query.Filter, doc bson.D, raw bson.Raw,
 	change func(bson.D) (bson.D, bool, error)) (matched, modified bool, newDoc bson.D, err error) {
-	for range casRetries {
-		newDoc, changed, err := change(doc)
-		if err != nil {
-			return true, false, nil, err
+	for range optimisticTries {
+		matched, modified, newDoc, done, err := h.tryModify(ctx, col, filter, doc, raw, change)
+		if done || err != nil {
+			return matched, modified, newDoc, err
 		}
-		if !changed {
-			return true, false, doc, nil
-		}
-		next, err := prepareDoc(newDoc)
-		if err != nil {
-			return true, false, nil, err
-		}
-		key := storage.IDKey(next.ID)
-		ok, err := h.store.Replace(ctx, col, key, raw, next)
-		if err != nil || ok {
-			return true, ok, next.D, err
-		}
-		row, err := h.store.Get(ctx, col, key)
+		row, err := h.store.Get(ctx, col, storage.IDKey(idOf(doc)))
 		if err != nil || row == nil {
 			return false, false, nil, err
 		}
@@ -186,7 +181,53 @@ func (h *Handlers) modify(ctx context.Context, col *storage.Collection, filter *
 			return false, false, nil, nil
 		}
 	}
-	return true, false, nil, mongoerr.New(mongoerr.OperationFailed, "too many concurrent changes to one document; retry")
+	err = h.store.WithRowLocked(ctx, col, storage.IDKey(idOf(doc)), func(ctx context.Context, row *storage.Row) error {
+		if row == nil {
+			return nil
+		}
+		locked, err := bsonx.Decode(row.Doc)
+		if err != nil || !filter.Match(locked) {
+			return err
+		}
+		var done bool
+		matched, modified, newDoc, done, err = h.tryModify(ctx, col, filter, locked, row.Doc, change)
+		if err == nil && !done {
+			err = mongoerr.New(mongoerr.InternalError, "a locked document changed under its lock")
+		}
+		return err
+	})
+	if err != nil {
+		return false, false, nil, err
+	}
+	return matched, modified, newDoc, nil
+}
+
+// tryModify is one compare-and-swap of modify; done is false when the
+// document changed since raw was read.
+func (h *Handlers) tryModify(ctx context.Context, col *storage.Collection, filter *query.Filter, doc bson.D, raw bson.Raw,
+	change func(bson.D) (bson.D, bool, error)) (matched, modified bool, newDoc bson.D, done bool, err error) {
+	newDoc, changed, err := change(doc)
+	if err != nil {
+		return true, false, nil, true, err
+	}
+	if !changed {
+		return true, false, doc, true, nil
+	}
+	next, err := prepareDoc(newDoc)
+	if err != nil {
+		return true, false, nil, true, err
+	}
+	ok, err := h.store.Replace(ctx, col, storage.IDKey(next.ID), raw, next)
+	if err != nil || ok {
+		return true, ok, next.D, true, err
+	}
+	return false, false, nil, false, nil
+}
+
+// idOf is a document's _id.
+func idOf(doc bson.D) any {
+	id, _ := lookup(doc, "_id")
+	return id
 }
 
 func (h *Handlers) update(ctx context.Context, req *Request) (bson.D, error) {

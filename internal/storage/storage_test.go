@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
@@ -258,5 +259,74 @@ func TestFlushWALFlushesWhatWasInsertedBefore(t *testing.T) {
 	}
 	if !flushed {
 		t.Fatal("FlushWAL returned before the WAL inserted earlier was flushed")
+	}
+}
+
+// WithRowLocked holds the row until its write commits: a second writer of
+// the same row waits for it, then reads what the first wrote, so neither
+// loses its compare-and-swap.
+func TestWithRowLockedSerializesWriters(t *testing.T) {
+	s := open(t)
+	ctx := context.Background()
+	c, err := s.CollectionForWrite(ctx, "st", t.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	v1 := doc(t, bson.D{{Key: "_id", Value: "a"}, {Key: "n", Value: int32(1)}})
+	if _, _, err := s.Insert(ctx, c, []Doc{v1}, true); err != nil {
+		t.Fatal(err)
+	}
+	key := IDKey("a")
+	bump := func(ctx context.Context, row *Row) error {
+		var d bson.D
+		if err := bson.Unmarshal(row.Doc, &d); err != nil {
+			return err
+		}
+		next := doc(t, bson.D{{Key: "_id", Value: "a"}, {Key: "n", Value: d[1].Value.(int32) + 1}})
+		if ok, err := s.Replace(ctx, c, key, row.Doc, next); !ok || err != nil {
+			return fmt.Errorf("replace under the lock: ok=%v err=%v", ok, err)
+		}
+		return nil
+	}
+	locked, release := make(chan struct{}), make(chan struct{})
+	first := make(chan error, 1)
+	go func() {
+		first <- s.WithRowLocked(ctx, c, key, func(ctx context.Context, row *Row) error {
+			close(locked)
+			<-release // hold the lock while the second writer tries
+			return bump(ctx, row)
+		})
+	}()
+	<-locked
+	second := make(chan error, 1)
+	go func() { second <- s.WithRowLocked(ctx, c, key, bump) }()
+	select {
+	case err := <-second:
+		t.Fatalf("the second writer did not wait for the lock: %v", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	close(release)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-second; err != nil {
+		t.Fatal(err)
+	}
+	row, err := s.Get(ctx, c, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d bson.D
+	if err := bson.Unmarshal(row.Doc, &d); err != nil || d[1].Value != int32(3) {
+		t.Fatalf("after two locked increments: %v %v", d, err)
+	}
+	// A missing row is nil, and a failing fn commits nothing.
+	if err := s.WithRowLocked(ctx, c, IDKey("none"), func(_ context.Context, row *Row) error {
+		if row != nil {
+			return fmt.Errorf("a row for a missing key")
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -228,3 +228,37 @@ func (s *Store) catalogPool(ctx context.Context) *pgxpool.Pool {
 	}
 	return s.pool(ctx)
 }
+
+// WithRowLocked runs fn with the row of key (nil if there is none) read and
+// locked until its write commits (SELECT … FOR UPDATE): inside the
+// transaction under ctx, or else in a READ COMMITTED transaction of its own
+// on a backend of the request's tier, committed when fn succeeds. It is
+// for a write that keeps losing its compare-and-swap to concurrent writes
+// of the same document: holding the row, it takes its turn instead of
+// failing. fn writes with the ctx it is given.
+func (s *Store) WithRowLocked(ctx context.Context, c *Collection, key []byte, fn func(ctx context.Context, row *Row) error) error {
+	own := txnFrom(ctx) == nil
+	if own {
+		txn, _, _, err := s.Begin(ctx, qos.TierFrom(ctx), false)
+		if err != nil {
+			return err
+		}
+		defer txn.Rollback(context.WithoutCancel(ctx))
+		ctx = InTxn(ctx, txn)
+	}
+	var r Row
+	err := txnFrom(ctx).conn.QueryRow(ctx, `SELECT _id, doc FROM `+c.table+` WHERE _id = $1 FOR UPDATE`, key).Scan(&r.Key, &r.Doc)
+	switch {
+	case err == pgx.ErrNoRows:
+		err = fn(ctx, nil)
+	case err != nil:
+		return s.retryable(ctx, c, fromPG(ctx, err))
+	default:
+		err = fn(ctx, &r)
+	}
+	if err != nil || !own {
+		return err
+	}
+	_, err = txnFrom(ctx).Commit(ctx)
+	return err
+}

@@ -44,7 +44,7 @@ func startTierdb(t *testing.T, ctx context.Context) *mongo.Client {
 		}
 		_ = srv.Stop()
 	})
-	c, err := mongo.Connect(options.Client().ApplyURI("mongodb://" + srv.Addr() + "/"))
+	c, err := mongo.Connect(options.Client().ApplyURI("mongodb://" + srv.Addr() + "/").SetMaxPoolSize(300))
 	if err != nil {
 		t.Fatal(err)
 	}
