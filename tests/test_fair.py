@@ -177,6 +177,50 @@ def test_recalibration_samples_three_parallelisms_and_sets_p(new_server):
         t.cleanup()
 
 
+def test_parallelism_auto_calibrates_under_sustained_load_until_set_by_hand(new_server):
+    t = new_server(extra_args=["--parallelism", "auto"]).start()
+    c = t.client(maxPoolSize=20)
+    stop = threading.Event()
+    fair = c.admin.command("qosStatus")["fair"]
+    assert fair["autoParallelism"] is True and "samples" not in fair["calibration"], fair
+
+    def load(i):
+        coll = c.app[f"auto{i % 2}"]
+        n = 0
+        while not stop.is_set():
+            coll.update_one({"_id": n % 50}, {"$inc": {"n": 1}}, upsert=True)
+            n += 1
+
+    threads = [threading.Thread(target=load, args=(i,)) for i in range(12)]
+    try:
+        for th in threads:
+            th.start()
+        deadline = time.time() + 60
+        while True:  # 2 s of sustained demand, then three 1 s samples
+            cal = c.admin.command("qosStatus")["fair"]["calibration"]
+            if "samples" in cal and not cal["running"]:
+                break
+            assert time.time() < deadline, cal
+            time.sleep(0.2)
+        assert [s["p"] for s in cal["samples"]][0] == 1, cal
+        c.admin.command("setQoSConfig", parallelism=3)
+        fair = c.admin.command("qosStatus")["fair"]
+        assert fair["autoParallelism"] is False and fair["parallelism"] == 3, fair
+    finally:
+        stop.set()
+        for th in threads:
+            th.join(30)
+        c.close()
+        t.cleanup()
+
+
+def test_a_bad_parallelism_flag_is_refused(new_server):
+    t = new_server(extra_args=["--parallelism", "many"])
+    with pytest.raises(RuntimeError) as e:
+        t.start()
+    assert "--parallelism must be a number" in str(e.value)
+
+
 def test_latency_objectives_are_set_checked_and_reported(authed):
     t, admin = authed
     admin.admin.command("createUser", "ls", pwd="ls", roles=[{"role": "readWrite", "db": "app"}], slo={"p999Ms": 20})

@@ -249,6 +249,11 @@ func (f *serveFlags) run() error {
 	if manager != nil && f.qos.inherit > 0 {
 		go manager.Controller.Inherit(ctx, f.qos.inherit, store.LockHolders)
 	}
+	if manager != nil && f.qos.auto {
+		maxP := store.MaxBackends()
+		policy := qos.AutoCalibration{Every: 10 * time.Minute, Sustain: 2 * time.Second, Busy: max(2, maxP/4)}
+		go manager.AutoCalibrate(ctx, policy, time.Second, maxP)
+	}
 
 	registry, err := setupAuth(ctx, log, store, f.listen, f.auth)
 	if err != nil {

@@ -29,6 +29,9 @@ type qosFlags struct {
 	fair         qos.FairConfig
 	// inherit is the poll interval of priority inheritance (0: off).
 	inherit time.Duration
+	// parallelism is --parallelism as given: a number, or auto.
+	parallelism string
+	auto        bool
 }
 
 func (q *qosFlags) register(fs *flag.FlagSet) {
@@ -40,7 +43,7 @@ func (q *qosFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&q.nice, "nice", fmt.Sprintf("high=%d,normal=%d,low=%d", d.Nice[qos.High], d.Nice[qos.Normal], d.Nice[qos.Low]), "nice level of each tier's PostgreSQL backends")
 	fs.StringVar(&q.io, "io-priority", fmt.Sprintf("background=%s,walwriter=%s,high=%s,normal=%s,low=%s", d.IO.Background, d.IO.WALWriter, d.IO.Tiers[qos.High], d.IO.Tiers[qos.Normal], d.IO.Tiers[qos.Low]), "I/O priority of PostgreSQL's background processes (checkpointer, background writer, autovacuum), its WAL path (WAL writer, senders, receivers, standby replay), and each tier's backends")
 	fs.StringVar(&q.pools, "cpu-pools", "", `CPU pools, e.g. "priority=0-1;standard=0-1;restricted=1" (empty: no pools)`)
-	fs.IntVar(&q.fair.Parallelism, "parallelism", 0, "P: the most requests of all tiers in PostgreSQL at once; users of a tier share it fairly when it is reached (0: no limit)")
+	fs.StringVar(&q.parallelism, "parallelism", "0", "P: the most requests of all tiers in PostgreSQL at once; users of a tier share it fairly when it is reached (0: no limit; auto: tierdb finds P itself under sustained load, and again every 10 minutes of it)")
 	fs.IntVar(&q.fair.Restricted, "restricted", 0, "how many normal and low requests may be in PostgreSQL while the high tier is active (0: no restriction)")
 	fs.DurationVar(&q.fair.HighHold, "restricted-hold", d.Fair.HighHold, "the high tier stays active for --restricted this long after its last request ends")
 	fs.Float64Var(&q.fair.UnfairnessBound, "fair-unfairness", d.Fair.UnfairnessBound, "U_f bound of the fair-share round quota control")
@@ -60,6 +63,13 @@ func (q *qosFlags) config() (qos.Config, error) {
 	}
 	c.Threshold = q.threshold
 	c.Fair = q.fair
+	if q.auto = q.parallelism == "auto"; !q.auto {
+		p, err := strconv.Atoi(q.parallelism)
+		if err != nil || p < 0 {
+			return c, fmt.Errorf("--parallelism must be a number ≥ 0 or auto, got %q", q.parallelism)
+		}
+		c.Fair.Parallelism = p
+	}
 	c.StarvationGuard = q.guard
 	c.Anticipation = q.anticipation
 	err := eachPair(q.nice, ",", func(k, v string) error {

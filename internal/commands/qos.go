@@ -10,6 +10,7 @@ import (
 	"tierdb/internal/mongoerr"
 	"tierdb/internal/osprio"
 	"tierdb/internal/qos"
+	"tierdb/internal/query"
 )
 
 func (h *Handlers) qosOff() error {
@@ -95,6 +96,7 @@ func (h *Handlers) qosStatus(_ context.Context, req *Request) (bson.D, error) {
 		}},
 		{Key: "tiers", Value: tiers},
 		{Key: "fair", Value: append(fairStatus(m.Gate.Stats()),
+			bson.E{Key: "autoParallelism", Value: m.Auto()},
 			bson.E{Key: "calibration", Value: calibrationStatus(m.Calibration())},
 			bson.E{Key: "slos", Value: sloStatus(m.Gate.SLOs())})},
 		{Key: "cpuPools", Value: pools},
@@ -247,13 +249,13 @@ func sloStatus(slos []qos.SLOStats) bson.A {
 func applyQoSField(c *qos.Config, e bson.E) error {
 	switch e.Key {
 	case "threshold":
-		n, ok := asInt(e.Value)
+		n, ok := query.AsInt(e.Value)
 		if !ok {
 			return mongoerr.New(mongoerr.BadValue, "threshold must be an integer ≥ 1")
 		}
 		c.Threshold = int(n)
 	case "starvationGuardMS":
-		n, ok := asInt(e.Value)
+		n, ok := query.AsInt(e.Value)
 		if !ok || n < 0 {
 			return mongoerr.New(mongoerr.BadValue, "starvationGuardMS must be an integer ≥ 0 (0 turns the guard off)")
 		}
@@ -268,7 +270,7 @@ func applyQoSField(c *qos.Config, e bson.E) error {
 		c.Anticipation = time.Duration(ms * float64(time.Millisecond))
 	case "nice":
 		return perTier(e, func(t qos.Tier, v any) error {
-			n, ok := asInt(v)
+			n, ok := query.AsInt(v)
 			if !ok {
 				return mongoerr.New(mongoerr.BadValue, "nice levels must be integers between -20 and 19")
 			}
@@ -304,7 +306,7 @@ func applyQoSField(c *qos.Config, e bson.E) error {
 			c.IO.Tiers[t] = p
 		}
 	case "parallelism", "restricted":
-		n, ok := asInt(e.Value)
+		n, ok := query.AsInt(e.Value)
 		if !ok || n < 0 || n > 1<<20 {
 			return mongoerr.Newf(mongoerr.BadValue, "%s must be an integer ≥ 0 (0: no limit)", e.Key)
 		}
@@ -361,7 +363,7 @@ func parseCPUPools(d bson.D) (qos.CPUPools, error) {
 			cpus = set
 		case bson.A:
 			for _, x := range v {
-				n, ok := asInt(x)
+				n, ok := query.AsInt(x)
 				if !ok || n < 0 {
 					return p, mongoerr.Newf(mongoerr.BadValue, "CPU ids of pool %q must be non-negative integers", f.Key)
 				}

@@ -1,6 +1,7 @@
 package tierctl
 
 import (
+	"context"
 	"time"
 
 	"tierdb/internal/mongoerr"
@@ -62,4 +63,39 @@ func (m *Manager) Calibration() (running bool, last *qos.Calibration) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.calibrating, m.lastCalibration
+}
+
+// AutoCalibrate re-estimates P by itself until ctx ends (--parallelism
+// auto): it watches the gate's demand and recalibrates, with window per
+// sample, when the policy says so. A manual parallelism (setQoSConfig)
+// ends it.
+func (m *Manager) AutoCalibrate(ctx context.Context, policy qos.AutoCalibration, window time.Duration, maxP int) {
+	m.mu.Lock()
+	m.auto = true
+	m.mu.Unlock()
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-tick.C:
+			if !m.Auto() {
+				return
+			}
+			if running, _ := m.Calibration(); running {
+				continue
+			}
+			if policy.Observe(now, m.Gate.Stats().Demand()) {
+				_ = m.Recalibrate(window, maxP)
+			}
+		}
+	}
+}
+
+// Auto reports whether tierdb picks P by itself.
+func (m *Manager) Auto() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.auto
 }

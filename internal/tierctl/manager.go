@@ -22,6 +22,8 @@ type Manager struct {
 	// ends; lastCalibration is the latest outcome.
 	calibrating     bool
 	lastCalibration *qos.Calibration
+	// auto: P is re-estimated by AutoCalibrate until set by hand.
+	auto bool
 }
 
 // NewManager starts a manager for a validated configuration.
@@ -67,6 +69,9 @@ func (m *Manager) Update(change func(*qos.Config) error) (qos.Config, error) {
 	}
 	if err := m.Gate.SetLimits(next.Fair); err != nil {
 		return m.cfg, err
+	}
+	if next.Fair.Parallelism != m.cfg.Fair.Parallelism {
+		m.auto = false // set by hand: the override holds
 	}
 	m.Channel.SetStarvationGuard(next.StarvationGuard)
 	m.Channel.SetAnticipation(next.Anticipation)
