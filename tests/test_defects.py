@@ -185,3 +185,32 @@ def test_collation_is_refused_not_ignored(db):
     assert db.city.count_documents({"x": 1}) == 0 and db.city.count_documents({}) == 3
     # The simple collation is what tierdb does: accepted.
     assert db.city.count_documents({"n": "oslo"}, collation=Collation(locale="simple")) == 1
+
+
+def test_large_sorts_counts_and_groups_stay_bounded(new_server):
+    """120 MB of documents: counting and grouping them streams (tierdb grows
+    far less than the data), and a sort of all of them fails at the 100 MB
+    limit without tierdb holding a multiple of it."""
+    t = new_server().start()
+    try:
+        c = t.client()
+        coll = c.mem.big
+        pad = "z" * 3000
+        for start in range(0, 40_000, 2_000):
+            coll.insert_many([{"_id": i, "k": i % 7, "r": (i * 7919) % 40_000, "pad": pad} for i in range(start, start + 2_000)])
+        before = rss_mb(t.proc.pid)
+        assert coll.count_documents({"k": {"$gte": 0}}) == 40_000
+        got = {d["_id"]: d["n"] for d in coll.aggregate([{"$match": {"k": {"$gte": 0}}}, {"$group": {"_id": "$k", "n": {"$sum": 1}}}])}
+        assert sum(got.values()) == 40_000 and len(got) == 7
+        streamed = rss_mb(t.proc.pid) - before
+        assert streamed < 60, f"tierdb grew by {streamed:.0f} MB counting and grouping 120 MB"
+        with pytest.raises(OperationFailure) as e:
+            list(coll.find({}).sort("r", 1))
+        assert e.value.code == 292, e.value.details
+        sorted_growth = rss_mb(t.proc.pid) - before
+        assert sorted_growth < 350, f"tierdb grew by {sorted_growth:.0f} MB refusing a sort over the 100 MB limit"
+        assert c.admin.command("ping")["ok"] == 1
+        c.close()
+    finally:
+        t.cleanup()
+

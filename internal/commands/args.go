@@ -1,7 +1,6 @@
 package commands
 
 import (
-	"math"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
@@ -89,26 +88,11 @@ func getInt(d bson.D, key string, def int64) (int64, error) {
 	if !ok || v == nil {
 		return def, nil
 	}
-	n, ok := asInt(v)
+	n, ok := query.AsInt(v)
 	if !ok {
 		return 0, typeErr(key, "long", v)
 	}
 	return n, nil
-}
-
-func asInt(v any) (int64, bool) {
-	switch n := v.(type) {
-	case int32:
-		return int64(n), true
-	case int64:
-		return n, true
-	case float64:
-		if n != math.Trunc(n) || math.IsInf(n, 0) || math.IsNaN(n) || math.Abs(n) > 1<<63 {
-			return 0, false
-		}
-		return int64(n), true
-	}
-	return 0, false
 }
 
 // getNumber reads a number of any BSON numeric type.

@@ -435,7 +435,7 @@ func (h *Handlers) usersInfo(_ context.Context, req *Request) (bson.D, error) {
 			}
 		}
 	default:
-		if _, ok := asInt(v); !ok {
+		if _, ok := query.AsInt(v); !ok {
 			return nil, mongoerr.New(mongoerr.BadValue, "usersInfo takes 1, a user name, {user, db}, an array of those, or {forAllDBs: true}")
 		}
 		if !h.may(req.Session, req.DB, auth.Actions(auth.ActViewUser)) {
@@ -746,7 +746,7 @@ func (h *Handlers) rolesInfo(_ context.Context, req *Request) (bson.D, error) {
 		}
 		names = rs
 	default:
-		if _, ok := asInt(v); !ok {
+		if _, ok := query.AsInt(v); !ok {
 			return nil, mongoerr.New(mongoerr.BadValue, "rolesInfo takes 1, a role name, {role, db} or an array of those")
 		}
 		if !h.may(req.Session, req.DB, auth.Actions(auth.ActViewRole)) {

@@ -9,6 +9,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"tierdb/internal/mongoerr"
+	"tierdb/internal/query"
 	"tierdb/internal/storage"
 )
 
@@ -95,7 +96,7 @@ func (h *Handlers) standbysFor(w any) (int, error) {
 		}
 		return members / 2, nil
 	default:
-		n, ok := asInt(v)
+		n, ok := query.AsInt(v)
 		if !ok || n < 0 {
 			return 0, mongoerr.Newf(mongoerr.FailedToParse, "w has to be a non-negative number, \"majority\" or a tag set name, not %v", v)
 		}

@@ -3,7 +3,6 @@ package exec
 import (
 	"context"
 	"errors"
-	"math"
 	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -161,7 +160,7 @@ func newStage(st bson.D, next Stage, env *Env) (Stage, error) {
 	case "$replaceRoot", "$replaceWith":
 		return newReplaceRoot(name, arg, next, env)
 	case "$skip", "$limit":
-		n, ok := asInt(arg)
+		n, ok := query.AsInt(arg)
 		if !ok || n < 0 || (name == "$limit" && n == 0) {
 			return nil, mongoerr.Newf(mongoerr.FailedToParse, "invalid argument to %s stage: must be a positive number", name)
 		}
@@ -401,22 +400,6 @@ func lookup(d bson.D, key string) (any, bool) {
 		}
 	}
 	return nil, false
-}
-
-// asInt reads a whole number of any numeric type.
-func asInt(v any) (int64, bool) {
-	switch n := v.(type) {
-	case int32:
-		return int64(n), true
-	case int64:
-		return n, true
-	case float64:
-		if n != math.Trunc(n) || math.IsInf(n, 0) || math.IsNaN(n) || math.Abs(n) > 1<<63 {
-			return 0, false
-		}
-		return int64(n), true
-	}
-	return 0, false
 }
 
 // countValue is an int32 when it fits, as MongoDB replies.

@@ -370,7 +370,7 @@ func newSample(arg any, next Stage) (Stage, error) {
 		if !expr.IsNumber(e.Value) {
 			return nil, mongoerr.New(mongoerr.Location28746, "size argument to $sample must be a number")
 		}
-		n, _ := asInt(e.Value)
+		n, _ := query.AsInt(e.Value)
 		if f, isFloat := e.Value.(float64); isFloat {
 			n = int64(f)
 		}

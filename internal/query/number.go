@@ -346,3 +346,20 @@ func numberAsFloat(v any) (float64, bool) {
 	}
 	return 0, false
 }
+
+// AsInt reads a whole number of any numeric type (int32, int64, or a
+// double with no fraction within int64's range).
+func AsInt(v any) (int64, bool) {
+	switch n := v.(type) {
+	case int32:
+		return int64(n), true
+	case int64:
+		return n, true
+	case float64:
+		if n != math.Trunc(n) || math.IsInf(n, 0) || math.IsNaN(n) || math.Abs(n) > 1<<63 {
+			return 0, false
+		}
+		return int64(n), true
+	}
+	return 0, false
+}
