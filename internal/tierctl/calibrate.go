@@ -2,6 +2,7 @@ package tierctl
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"tierdb/internal/mongoerr"
@@ -48,6 +49,9 @@ func (m *Manager) calibrate(c *qos.Calibrator) {
 			m.calibrating = false
 			_ = m.Gate.SetLimits(m.cfg.Fair)
 			m.mu.Unlock()
+			s := res.Samples
+			m.Controller.log.Info("parallelism calibrated", "p", res.P, "fitted", res.Fitted,
+				"samples", fmt.Sprintf("P=%d %.0f/s, P=%d %.0f/s, P=%d %.0f/s", s[0].P, s[0].Lambda, s[1].P, s[1].Lambda, s[2].P, s[2].Lambda))
 			return
 		}
 		if next != fair.Parallelism {
