@@ -116,7 +116,7 @@ func (f *serveFlags) flagSet() *flag.FlagSet {
 	fs.StringVar(&f.postgresBin, "postgres-bin", "", "directory with the PostgreSQL binaries (default: found with pg_config or under /usr/lib/postgresql)")
 	fs.IntVar(&f.versionCacheMB, "version-cache-mb", 64, "memory for last-written document versions, which let updates by _id run as one statement (0: off)")
 	fs.IntVar(&f.backendsPerTier, "backends-per-tier", 8, "PostgreSQL backends in each tier's pool")
-	fs.StringVar(&f.backends, "backends", "", `per-tier pool sizes overriding --backends-per-tier, e.g. "high=8,normal=8,low=2" (default with QoS on: "`+defaultQoSBackends+`")`)
+	fs.StringVar(&f.backends, "backends", "", `per-tier pool sizes overriding --backends-per-tier, e.g. "high=8,normal=8,low=2"`)
 	fs.DurationVar(&f.cursorTimeout, "cursor-timeout", 10*time.Minute, "close cursors idle for longer than this")
 	fs.DurationVar(&f.frameTimeout, "frame-timeout", time.Minute, "close a connection whose message has started but not arrived whole within this time (0: never)")
 	fs.DurationVar(&f.idleTimeout, "idle-timeout", 30*time.Minute, "close a connection that sent nothing, with no request running, for this long (0: never)")
@@ -150,9 +150,6 @@ func (f *serveFlags) run() error {
 		return err
 	}
 	backends := f.backends
-	if backends == "" && qcfg.Enabled {
-		backends = defaultQoSBackends
-	}
 	sizes, err := backendSizes(f.backendsPerTier, backends)
 	if err != nil {
 		return err

@@ -44,7 +44,7 @@ func (q *qosFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&q.io, "io-priority", fmt.Sprintf("background=%s,walwriter=%s,high=%s,normal=%s,low=%s", d.IO.Background, d.IO.WALWriter, d.IO.Tiers[qos.High], d.IO.Tiers[qos.Normal], d.IO.Tiers[qos.Low]), "I/O priority of PostgreSQL's background processes (checkpointer, background writer, autovacuum), its WAL path (WAL writer, senders, receivers, standby replay), and each tier's backends")
 	fs.StringVar(&q.pools, "cpu-pools", "", `CPU pools, e.g. "priority=0-1;standard=0-1;restricted=1" (empty: no pools)`)
 	fs.StringVar(&q.parallelism, "parallelism", "0", "P: the most requests of all tiers in PostgreSQL at once; users of a tier share it fairly when it is reached (0: no limit; auto: tierdb finds P itself under sustained load, and again every 10 minutes of it)")
-	fs.IntVar(&q.fair.Restricted, "restricted", 0, "how many normal and low requests may be in PostgreSQL while the high tier is active (0: no restriction)")
+	fs.IntVar(&q.fair.Restricted, "restricted", 1, "how many normal and low requests may be in PostgreSQL while the high tier is active (0: no restriction)")
 	fs.DurationVar(&q.fair.HighHold, "restricted-hold", d.Fair.HighHold, "the high tier stays active for --restricted this long after its last request ends")
 	fs.Float64Var(&q.fair.UnfairnessBound, "fair-unfairness", d.Fair.UnfairnessBound, "U_f bound of the fair-share round quota control")
 	fs.Float64Var(&q.fair.CVBound, "fair-cv", d.Fair.CVBound, "latency CV bound of the fair-share round quota control")
@@ -233,15 +233,6 @@ func keepBackgroundIO(ctx context.Context, ctrl *tierctl.Controller) {
 		}
 	}
 }
-
-// defaultQoSBackends restricts the low tier to one PostgreSQL backend when
-// QoS is on. The priority channel only stops lower tiers from *starting*
-// requests; whatever they already run keeps committing to the same WAL and
-// keeps tierdb's goroutines busy. With one backend, batch tenants hold at
-// most one commit ahead of a high-tier request. Measured on fig5 (see
-// docs/benchmarks.md): time-sensitive p50 −83 % against QoS off (−5 % with
-// eight low backends), for −8 % of noise throughput.
-const defaultQoSBackends = "low=1"
 
 // backendSizes is each tier's pool size: def, overridden per tier by spec
 // ("high=8,normal=8,low=2").
