@@ -179,7 +179,7 @@ def test_recalibration_samples_three_parallelisms_and_sets_p(new_server):
 
 def test_parallelism_auto_calibrates_under_sustained_load_until_set_by_hand(new_server):
     t = new_server(extra_args=["--parallelism", "auto"]).start()
-    c = t.client(maxPoolSize=20)
+    c = t.client(maxPoolSize=40)
     stop = threading.Event()
     fair = c.admin.command("qosStatus")["fair"]
     assert fair["autoParallelism"] is True and "samples" not in fair["calibration"], fair
@@ -191,12 +191,12 @@ def test_parallelism_auto_calibrates_under_sustained_load_until_set_by_hand(new_
             coll.update_one({"_id": n % 50}, {"$inc": {"n": 1}}, upsert=True)
             n += 1
 
-    threads = [threading.Thread(target=load, args=(i,)) for i in range(12)]
+    threads = [threading.Thread(target=load, args=(i,)) for i in range(32)]
     try:
         for th in threads:
             th.start()
         deadline = time.time() + 60
-        while True:  # 2 s of sustained demand, then three 1 s samples
+        while True:  # a 2 s window of enough demand, then three 1 s samples
             cal = c.admin.command("qosStatus")["fair"]["calibration"]
             if "samples" in cal and not cal["running"]:
                 break

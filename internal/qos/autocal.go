@@ -3,35 +3,39 @@ package qos
 import "time"
 
 // AutoCalibration decides when tierdb re-estimates P by itself, on seed
-// 004's slow timescale (§4.3.1): once demand (requests in process or
-// waiting at the gate) has stayed at Busy or more for Sustain, and the
-// last calibration it started is older than Every (or there was none).
-// Below Busy a limit on P could not hold anything back, so there is
+// 004's slow timescale (§4.3.1): when the demand (requests in process or
+// waiting at the gate) averaged over a window of Sustain is at least Busy,
+// and the last calibration it started is older than Every (or there was
+// none). Below Busy a limit on P could not hold anything back, so there is
 // nothing to find. It is pure logic: the caller feeds it the time and the
 // demand and starts the calibration.
 type AutoCalibration struct {
 	Every, Sustain time.Duration
 	Busy           int
 
-	busySince time.Time
-	last      time.Time
-	started   bool
+	windowStart time.Time
+	sum, n      int
+	last        time.Time
+	started     bool
 }
 
 // Observe records the demand at now and reports whether a calibration
 // should start.
 func (a *AutoCalibration) Observe(now time.Time, demand int) bool {
-	if demand < a.Busy {
-		a.busySince = time.Time{}
+	if a.windowStart.IsZero() {
+		a.windowStart = now
+	}
+	a.sum += demand
+	a.n++
+	if now.Sub(a.windowStart) < a.Sustain {
 		return false
 	}
-	if a.busySince.IsZero() {
-		a.busySince = now
-	}
-	if now.Sub(a.busySince) < a.Sustain || a.started && now.Sub(a.last) < a.Every {
+	busy := a.sum >= a.Busy*a.n // the window's mean demand ≥ Busy
+	a.windowStart, a.sum, a.n = now, 0, 0
+	if !busy || a.started && now.Sub(a.last) < a.Every {
 		return false
 	}
-	a.started, a.last, a.busySince = true, now, time.Time{}
+	a.started, a.last = true, now
 	return true
 }
 

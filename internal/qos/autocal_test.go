@@ -5,29 +5,32 @@ import (
 	"time"
 )
 
-// A scripted day of demand: calibrations start only after sustained
-// demand, and then no more often than Every.
+// A scripted day of demand, sampled once a second: a calibration starts
+// when a 2 s window's mean demand reaches Busy, and then no more often
+// than Every.
 func TestAutoCalibrationTrace(t *testing.T) {
 	a := AutoCalibration{Every: 10 * time.Minute, Sustain: 2 * time.Second, Busy: 4}
 	t0 := time.Unix(0, 0)
-	at := func(d time.Duration) time.Time { return t0.Add(d) }
 	steps := []struct {
 		at     time.Duration
 		demand int
 		start  bool
 	}{
-		{0, 10, false},                             // busy from now
-		{time.Second, 10, false},                   // not yet sustained
-		{1500 * time.Millisecond, 2, false},        // a lull resets it
-		{2 * time.Second, 10, false},               // busy again
-		{4 * time.Second, 10, true},                // sustained 2 s: the first calibration
-		{7 * time.Second, 10, false},               // sustained, but the last one is recent
-		{10 * time.Minute, 10, false},              // sustained again from 7 s, but < Every
-		{10*time.Minute + 4*time.Second, 10, true}, // Every passed since 4 s
-		{30 * time.Minute, 1, false},               // idle: never
+		{0, 1, false},                              // a window opens
+		{time.Second, 2, false},                    //
+		{2 * time.Second, 3, false},                // mean 2 < 4: idle window
+		{3 * time.Second, 8, false},                //
+		{4 * time.Second, 1, true},                 // mean (8+1)/2 ≥ 4: the first calibration
+		{5 * time.Second, 9, false},                //
+		{6 * time.Second, 9, false},                // busy, but the last one is recent
+		{10 * time.Minute, 9, false},               // a new window opens
+		{10*time.Minute + 2*time.Second, 9, false}, //
+		{10*time.Minute + 4*time.Second, 9, true},  // busy and Every has passed
+		{30 * time.Minute, 0, false},               //
+		{30*time.Minute + 2*time.Second, 0, false}, // idle: never
 	}
 	for _, s := range steps {
-		if got := a.Observe(at(s.at), s.demand); got != s.start {
+		if got := a.Observe(t0.Add(s.at), s.demand); got != s.start {
 			t.Fatalf("at %v demand %d: start %v, want %v", s.at, s.demand, got, s.start)
 		}
 	}
