@@ -129,22 +129,32 @@ def test_fair_metrics_are_exported(new_server):
         t.cleanup()
 
 
-def test_recalibration_samples_three_parallelisms_and_sets_p(new_server):
-    t = new_server().start()
-    c = t.client(maxPoolSize=20)
-    stop = threading.Event()
+class UpdateLoad:
+    """Threads that upsert-increment 50 documents back to back until stopped."""
 
-    def load(i):
-        coll = c.app[f"load{i % 2}"]
+    def __init__(self, client, threads):
+        self.stop = threading.Event()
+        self.threads = [threading.Thread(target=self.run, args=(client.app[f"load{i % 2}"],)) for i in range(threads)]
+        for th in self.threads:
+            th.start()
+
+    def run(self, coll):
         n = 0
-        while not stop.is_set():
+        while not self.stop.is_set():
             coll.update_one({"_id": n % 50}, {"$inc": {"n": 1}}, upsert=True)
             n += 1
 
-    threads = [threading.Thread(target=load, args=(i,)) for i in range(8)]
+    def end(self):
+        self.stop.set()
+        for th in self.threads:
+            th.join(30)
+
+
+def test_recalibration_samples_three_parallelisms_and_sets_p(new_server):
+    t = new_server().start()
+    c = t.client(maxPoolSize=20)
+    load = UpdateLoad(c, 8)
     try:
-        for th in threads:
-            th.start()
         r = c.admin.command("setQoSConfig", recalibrate=True, calibrationWindowMS=400)
         assert r["calibrating"] is True
         with pytest.raises(OperationFailure) as e:  # one at a time
@@ -170,9 +180,7 @@ def test_recalibration_samples_three_parallelisms_and_sets_p(new_server):
             c.admin.command("setQoSConfig", recalibrate=True, calibrationWindowMS=5)
         assert e.value.code == 2
     finally:
-        stop.set()
-        for th in threads:
-            th.join(30)
+        load.end()
         c.close()
         t.cleanup()
 
@@ -180,21 +188,10 @@ def test_recalibration_samples_three_parallelisms_and_sets_p(new_server):
 def test_parallelism_auto_calibrates_under_sustained_load_until_set_by_hand(new_server):
     t = new_server(extra_args=["--parallelism", "auto"]).start()
     c = t.client(maxPoolSize=40)
-    stop = threading.Event()
     fair = c.admin.command("qosStatus")["fair"]
     assert fair["autoParallelism"] is True and "samples" not in fair["calibration"], fair
-
-    def load(i):
-        coll = c.app[f"auto{i % 2}"]
-        n = 0
-        while not stop.is_set():
-            coll.update_one({"_id": n % 50}, {"$inc": {"n": 1}}, upsert=True)
-            n += 1
-
-    threads = [threading.Thread(target=load, args=(i,)) for i in range(32)]
+    load = UpdateLoad(c, 32)
     try:
-        for th in threads:
-            th.start()
         deadline = time.time() + 60
         while True:  # a 2 s window of enough demand, then three 1 s samples
             cal = c.admin.command("qosStatus")["fair"]["calibration"]
@@ -207,9 +204,7 @@ def test_parallelism_auto_calibrates_under_sustained_load_until_set_by_hand(new_
         fair = c.admin.command("qosStatus")["fair"]
         assert fair["autoParallelism"] is False and fair["parallelism"] == 3, fair
     finally:
-        stop.set()
-        for th in threads:
-            th.join(30)
+        load.end()
         c.close()
         t.cleanup()
 
