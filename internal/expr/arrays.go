@@ -142,6 +142,21 @@ func parseIteration(name string, arg any, s *Scope, body string, codes [5]mongoe
 	return input, slot, bodyE, limit, nil
 }
 
+// iterationInput evaluates the input of $filter or $map: the array, or
+// null when it is null or missing (the operator then yields null), or
+// code's error when it is anything else.
+func iterationInput(c *Ctx, input Expr, op string, code mongoerr.Code) (arr bson.A, null bool, err error) {
+	v, err := input.Eval(c)
+	if err != nil || nullish(v) {
+		return nil, err == nil, err
+	}
+	arr, ok := v.(bson.A)
+	if !ok {
+		return nil, false, mongoerr.Newf(code, "input to %s must be an array not %s", op, TypeName(v))
+	}
+	return arr, false, nil
+}
+
 func parseFilter(name string, arg any, s *Scope) (Expr, error) {
 	input, slot, cond, limit, err := parseIteration(name, arg, s, "cond",
 		[5]mongoerr.Code{mongoerr.Location28646, mongoerr.Location28647, mongoerr.Location28648, mongoerr.Location28650, mongoerr.Location28651})
@@ -149,16 +164,9 @@ func parseFilter(name string, arg any, s *Scope) (Expr, error) {
 		return nil, err
 	}
 	return &lazyExpr{fn: func(c *Ctx, _ []Expr) (any, error) {
-		v, err := input.Eval(c)
-		if err != nil {
+		arr, null, err := iterationInput(c, input, "$filter", mongoerr.Location28651)
+		if null || err != nil {
 			return nil, err
-		}
-		if nullish(v) {
-			return nil, nil
-		}
-		arr, ok := v.(bson.A)
-		if !ok {
-			return nil, mongoerr.Newf(mongoerr.Location28651, "input to $filter must be an array not %s", TypeName(v))
 		}
 		max := -1
 		if limit != nil {
@@ -202,16 +210,9 @@ func parseMap(name string, arg any, s *Scope) (Expr, error) {
 		return nil, err
 	}
 	return &lazyExpr{fn: func(c *Ctx, _ []Expr) (any, error) {
-		v, err := input.Eval(c)
-		if err != nil {
+		arr, null, err := iterationInput(c, input, "$map", mongoerr.Location16883)
+		if null || err != nil {
 			return nil, err
-		}
-		if nullish(v) {
-			return nil, nil
-		}
-		arr, ok := v.(bson.A)
-		if !ok {
-			return nil, mongoerr.Newf(mongoerr.Location16883, "input to $map must be an array not %s", TypeName(v))
 		}
 		out := make(bson.A, len(arr))
 		for i, e := range arr {

@@ -100,17 +100,24 @@ func TestInsertReportsDuplicatesOrderedAndUnordered(t *testing.T) {
 	}
 }
 
-func TestReplaceIsCompareAndSwap(t *testing.T) {
+// oneCounter is a collection of the test's own holding {_id: "a", n: 1}.
+func oneCounter(t *testing.T) (*Store, *Collection, Doc) {
+	t.Helper()
 	s := open(t)
-	ctx := context.Background()
-	c, err := s.CollectionForWrite(ctx, "st", t.Name())
+	c, err := s.CollectionForWrite(context.Background(), "st", t.Name())
 	if err != nil {
 		t.Fatal(err)
 	}
 	v1 := doc(t, bson.D{{Key: "_id", Value: "a"}, {Key: "n", Value: int32(1)}})
-	if _, _, err := s.Insert(ctx, c, []Doc{v1}, true); err != nil {
+	if _, _, err := s.Insert(context.Background(), c, []Doc{v1}, true); err != nil {
 		t.Fatal(err)
 	}
+	return s, c, v1
+}
+
+func TestReplaceIsCompareAndSwap(t *testing.T) {
+	s, c, v1 := oneCounter(t)
+	ctx := context.Background()
 	v2 := doc(t, bson.D{{Key: "_id", Value: "a"}, {Key: "n", Value: int32(2)}})
 	v3 := doc(t, bson.D{{Key: "_id", Value: "a"}, {Key: "n", Value: int32(3)}})
 	key := IDKey("a")
@@ -266,16 +273,8 @@ func TestFlushWALFlushesWhatWasInsertedBefore(t *testing.T) {
 // the same row waits for it, then reads what the first wrote, so neither
 // loses its compare-and-swap.
 func TestWithRowLockedSerializesWriters(t *testing.T) {
-	s := open(t)
+	s, c, _ := oneCounter(t)
 	ctx := context.Background()
-	c, err := s.CollectionForWrite(ctx, "st", t.Name())
-	if err != nil {
-		t.Fatal(err)
-	}
-	v1 := doc(t, bson.D{{Key: "_id", Value: "a"}, {Key: "n", Value: int32(1)}})
-	if _, _, err := s.Insert(ctx, c, []Doc{v1}, true); err != nil {
-		t.Fatal(err)
-	}
 	key := IDKey("a")
 	bump := func(ctx context.Context, row *Row) error {
 		var d bson.D
