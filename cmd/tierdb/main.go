@@ -269,7 +269,6 @@ func (f *serveFlags) run() error {
 		TxnLifetime:    f.txnLifetime,
 		Argv:           redactArgv(os.Args),
 		Connections:    srv.Connections,
-		CurrentOps:     srv.CurrentOps,
 		QoS:            manager,
 		TestCommands:   f.testCommands,
 		Auth:           registry,

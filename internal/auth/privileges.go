@@ -55,6 +55,11 @@ const (
 	ActUseTierLow
 	// killAnySession: end other users' sessions (killAllSessions).
 	ActKillAnySession
+	// killop: interrupt other users' operations (killOp); validate and
+	// renameCollectionSameDB as in MongoDB.
+	ActKillop
+	ActValidate
+	ActRenameCollectionSameDB
 	numActions
 )
 
@@ -65,6 +70,7 @@ var actionNames = [numActions]string{
 	"setQoSConfig", "setCpuPools", "replSetConfigure", "replSetGetStatus", "createUser", "dropUser",
 	"changePassword", "changeCustomData", "grantRole", "revokeRole", "viewUser", "createRole", "dropRole",
 	"viewRole", "useTierHigh", "useTierNormal", "useTierLow", "killAnySession",
+	"killop", "validate", "renameCollectionSameDB",
 }
 
 func (a Action) String() string {
@@ -124,7 +130,7 @@ func tierAction(t qos.Tier) Action {
 // Cluster-only actions: they make sense on the cluster resource only.
 var clusterActions = Actions(ActListDatabases, ActServerStatus, ActHostInfo, ActGetCmdLineOpts, ActGetLog,
 	ActInprog, ActGetParameter, ActQoSStatus, ActSetQoSConfig, ActSetCpuPools, ActReplSetConfigure,
-	ActReplSetGetStatus, ActUseTierHigh, ActUseTierNormal, ActUseTierLow, ActKillAnySession)
+	ActReplSetGetStatus, ActUseTierHigh, ActUseTierNormal, ActUseTierLow, ActKillAnySession, ActKillop)
 
 // Resource is what a privilege applies to: the cluster, every resource, or
 // a namespace pattern where "" is a wildcard ({db: "", collection: ""} is

@@ -23,15 +23,16 @@ type Role struct {
 
 var (
 	readActions      = Actions(ActFind, ActListCollections, ActListIndexes, ActKillCursors, ActCollStats, ActDBStats)
-	readWriteActions = readActions | Actions(ActInsert, ActUpdate, ActRemove, ActCreateCollection, ActDropCollection, ActCreateIndex, ActDropIndex)
-	dbAdminActions   = Actions(ActListCollections, ActListIndexes, ActCollStats, ActDBStats, ActCreateCollection,
-		ActDropCollection, ActCreateIndex, ActDropIndex, ActDropDatabase, ActKillCursors)
+	readWriteActions = readActions | Actions(ActInsert, ActUpdate, ActRemove, ActCreateCollection, ActDropCollection, ActCreateIndex, ActDropIndex,
+		ActRenameCollectionSameDB)
+	dbAdminActions = Actions(ActListCollections, ActListIndexes, ActCollStats, ActDBStats, ActCreateCollection,
+		ActDropCollection, ActCreateIndex, ActDropIndex, ActDropDatabase, ActKillCursors, ActValidate, ActRenameCollectionSameDB)
 	userAdminActions = Actions(ActCreateUser, ActDropUser, ActChangePassword, ActChangeCustomData, ActGrantRole,
 		ActRevokeRole, ActViewUser, ActCreateRole, ActDropRole, ActViewRole)
 	monitorActions = Actions(ActServerStatus, ActHostInfo, ActGetCmdLineOpts, ActGetLog, ActInprog, ActGetParameter,
 		ActListDatabases, ActQoSStatus, ActReplSetGetStatus)
 	managerActions = monitorActions | Actions(ActSetQoSConfig, ActSetCpuPools, ActReplSetConfigure,
-		ActUseTierHigh, ActUseTierNormal, ActUseTierLow, ActKillAnySession)
+		ActUseTierHigh, ActUseTierNormal, ActUseTierLow, ActKillAnySession, ActKillop)
 )
 
 // builtinDBRoles exist in every database and apply to it.

@@ -264,14 +264,6 @@ func (h *Handlers) getLog(_ context.Context, req *Request) (bson.D, error) {
 	return bson.D{{Key: "totalLinesWritten", Value: int32(0)}, {Key: "log", Value: bson.A{}}}, nil
 }
 
-func (h *Handlers) currentOp(context.Context, *Request) (bson.D, error) {
-	inprog := bson.A{}
-	if h.opts.CurrentOps != nil {
-		inprog = h.opts.CurrentOps()
-	}
-	return bson.D{{Key: "inprog", Value: inprog}}, nil
-}
-
 func (h *Handlers) listCommands(context.Context, *Request) (bson.D, error) {
 	names := make([]string, 0, len(h.table))
 	for n := range h.table {

@@ -90,8 +90,6 @@ type Options struct {
 	Argv []string
 	// Connections reports current and total connection counts for serverStatus.
 	Connections func() (current, total int64)
-	// CurrentOps lists the operations in flight for currentOp.
-	CurrentOps func() bson.A
 	// Admission gates every non-internal request (the priority channel);
 	// nil admits everything at once (--qos=off).
 	Admission Admitter
@@ -159,7 +157,9 @@ type Handlers struct {
 	// sessions are the logical sessions with transactions.
 	sessions *session.Registry
 	txnStats txnStats
-	stop     chan struct{}
+	// live are the requests in process (currentOp, killOp).
+	live *liveOps
+	stop chan struct{}
 }
 
 // New builds the command table.
@@ -186,6 +186,7 @@ func New(opts Options) *Handlers {
 	h.sessions = session.NewRegistry(time.Now, opts.SessionTimeout, opts.TxnLifetime)
 	h.cursors = newCursorRegistry(opts.CursorTimeout)
 	h.accounts = newAccounts()
+	h.live = newLiveOps()
 	h.table = h.commands()
 	for name, c := range h.table {
 		if c.name == "" {
@@ -255,7 +256,8 @@ func (h *Handlers) commands() map[string]*command {
 		"hostInfo":                {handler: h.hostInfo, help: "the host's OS and hardware", internal: true, access: onCluster(auth.ActHostInfo)},
 		"getCmdLineOpts":          {handler: h.getCmdLineOpts, help: "the command line tierdb was started with", internal: true, access: onCluster(auth.ActGetCmdLineOpts)},
 		"getLog":                  {handler: h.getLog, help: "recent log lines (none are kept)", internal: true, access: onCluster(auth.ActGetLog)},
-		"currentOp":               {handler: h.currentOp, help: "operations in progress", internal: true, access: onCluster(auth.ActInprog)},
+		"currentOp":               {handler: h.currentOp, help: "operations in progress (everyone's needs inprog; $ownOps: the caller's)", internal: true, access: anyUser},
+		"killOp":                  {handler: h.killOp, help: "interrupt an operation by opid (another user's needs killop)", internal: true, access: anyUser},
 		"listCommands":            {handler: h.listCommands, help: "this list", internal: true, access: open},
 		"getFreeMonitoringStatus": {handler: h.freeMonitoring, help: "always disabled", internal: true, access: anyUser},
 		// users and roles
@@ -338,7 +340,12 @@ var otherAccess = map[string]access{
 func (h *Handlers) Dispatch(ctx context.Context, req *Request) bson.D {
 	start := time.Now()
 	ctx, note := h.noteOp(ctx)
+	ctx, op := h.live.begin(ctx, req, h.tableEntry(req))
 	reply, err := h.runRecovered(ctx, req)
+	h.live.end(op)
+	if err != nil && op.killed.Load() {
+		err = interrupted() // killOp canceled it
+	}
 	h.finish(req, time.Since(start), note, err)
 	if err != nil {
 		if req.cmd != nil {
@@ -396,6 +403,7 @@ func (h *Handlers) run(ctx context.Context, req *Request) (bson.D, error) {
 		return nil, err
 	}
 	req.tier = tier
+	setOpTier(ctx, tier)
 	ctx = qos.WithTier(ctx, tier)
 	ctx, cancel, err := withMaxTime(ctx, req.Cmd)
 	if err != nil {
@@ -474,6 +482,14 @@ func (h *Handlers) run(ctx context.Context, req *Request) (bson.D, error) {
 		return h.withWriteConcern(ctx, req, run)
 	}
 	return run(ctx, req)
+}
+
+// tableEntry is the table's entry for the request's command, or nil.
+func (h *Handlers) tableEntry(req *Request) *command {
+	if len(req.Cmd) == 0 {
+		return nil
+	}
+	return h.table[req.Cmd[0].Key]
 }
 
 // fairPrincipal is who a request counts for in the fair share of its tier:

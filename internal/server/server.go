@@ -149,29 +149,6 @@ func (s *Server) Shutdown(ctx context.Context) {
 	}
 }
 
-// CurrentOps lists the requests in flight, for the currentOp command.
-func (s *Server) CurrentOps() bson.A {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := bson.A{}
-	for _, c := range s.conns {
-		op := c.op.Load()
-		if op == nil {
-			continue
-		}
-		out = append(out, bson.D{
-			{Key: "opid", Value: op.id},
-			{Key: "active", Value: true},
-			{Key: "connectionId", Value: c.sess.ID},
-			{Key: "client", Value: c.sess.RemoteAddr},
-			{Key: "ns", Value: op.ns},
-			{Key: "command", Value: bson.D{{Key: op.name, Value: 1}}},
-			{Key: "microsecs_running", Value: time.Since(op.start).Microseconds()},
-		})
-	}
-	return out
-}
-
 // opInfo describes the request a connection is running.
 type opInfo struct {
 	id    int64

@@ -1,0 +1,364 @@
+package commands
+
+import (
+	"context"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"tierdb/internal/auth"
+	"tierdb/internal/bsonx"
+	"tierdb/internal/mongoerr"
+	"tierdb/internal/qos"
+	"tierdb/internal/query"
+)
+
+// liveOps are the requests in process (queued for admission or running),
+// for currentOp and $currentOp, and the way killOp reaches one: each has
+// the cancel function of its context.
+// A sync.Map: every request adds and removes its own key, so requests of
+// different connections never contend on one lock.
+type liveOps struct {
+	ops  sync.Map // int32 → *liveOp
+	next atomic.Int32
+}
+
+// liveOp is one request in process: what currentOp shows of it, taken
+// when it begins (on its connection's goroutine, so nothing is read while
+// the connection changes it). Only tier and killed change later.
+type liveOp struct {
+	id      int32
+	name    string // the command name as sent
+	ns      string
+	cmd     bson.D
+	start   time.Time
+	user    string // sessionUser
+	userDoc bson.D // {user, db}; nil when unauthenticated
+	connID  int64
+	client  string
+	meta    bson.D
+	hasConn bool
+	tier    atomic.Int32
+	killed  atomic.Bool
+	cancel  context.CancelFunc
+}
+
+type liveOpKey struct{}
+
+func newLiveOps() *liveOps { return &liveOps{} }
+
+// begin registers a request (c is its table entry, nil when unknown);
+// the returned context is canceled by kill.
+func (l *liveOps) begin(ctx context.Context, req *Request, c *command) (context.Context, *liveOp) {
+	ctx, cancel := context.WithCancel(ctx)
+	op := &liveOp{start: time.Now(), cancel: cancel, ns: req.DB + ".$cmd", cmd: bson.D{}}
+	if len(req.Cmd) > 0 {
+		op.name = req.Cmd[0].Key
+		op.cmd = req.Cmd
+		if coll, ok := req.Cmd[0].Value.(string); ok && c != nil && c.access.kind == accessCollection && op.name != "getMore" && op.name != "explain" {
+			op.ns = req.DB + "." + coll
+		}
+	}
+	if s := req.Session; s != nil {
+		op.hasConn, op.connID, op.client, op.meta = true, s.ID, s.RemoteAddr, s.Client
+		op.user = sessionUser(s)
+		if s.User != nil {
+			n := s.User.User.Name
+			op.userDoc = bson.D{{Key: "user", Value: n.User}, {Key: "db", Value: n.DB}}
+		}
+	}
+	op.tier.Store(int32(qos.Normal))
+	for {
+		// opids are positive int32s, as MongoDB's; one that is still in use
+		// after the counter wrapped is skipped.
+		op.id = l.next.Add(1) & 0x7fffffff
+		if op.id == 0 {
+			continue
+		}
+		if _, taken := l.ops.LoadOrStore(op.id, op); !taken {
+			break
+		}
+	}
+	return context.WithValue(ctx, liveOpKey{}, op), op
+}
+
+// end forgets the request.
+func (l *liveOps) end(op *liveOp) {
+	l.ops.Delete(op.id)
+	op.cancel()
+}
+
+// setTier records the tier the request runs at, once known.
+func setOpTier(ctx context.Context, t qos.Tier) {
+	if op, _ := ctx.Value(liveOpKey{}).(*liveOp); op != nil {
+		op.tier.Store(int32(t))
+	}
+}
+
+// kill interrupts the operation with opid id: its context is canceled and
+// its error becomes Interrupted. It reports whether the operation exists
+// and may be killed by the caller (owner says whose operations it may
+// kill; nil: anyone's).
+func (l *liveOps) kill(id int32, may func(*liveOp) bool) bool {
+	v, _ := l.ops.Load(id)
+	op, _ := v.(*liveOp)
+	if op == nil || !may(op) {
+		return false
+	}
+	op.killed.Store(true)
+	op.cancel()
+	return true
+}
+
+// snapshot lists the operations in process, oldest first.
+func (l *liveOps) snapshot() []*liveOp {
+	var out []*liveOp
+	l.ops.Range(func(_, v any) bool {
+		out = append(out, v.(*liveOp))
+		return true
+	})
+	sort.Slice(out, func(i, j int) bool { return out[i].id < out[j].id })
+	return out
+}
+
+// interrupted is the error a killed operation answers with.
+func interrupted() error {
+	return mongoerr.New(mongoerr.Interrupted, "operation was interrupted")
+}
+
+// maxOpCommandBytes bounds the command document shown for one operation;
+// a larger one is shown as MongoDB shows a truncated one ($truncated).
+const maxOpCommandBytes = 1024
+
+// sensitiveCommands carry passwords or keys: only their name is shown.
+var sensitiveCommands = map[string]bool{
+	"createUser": true, "updateUser": true, "saslStart": true, "saslContinue": true,
+	"authenticate": true, "hello": true, "isMaster": true, "ismaster": true,
+}
+
+// doc describes the operation as MongoDB's currentOp does, plus the tier.
+func (op *liveOp) doc(now time.Time) bson.D {
+	running := now.Sub(op.start)
+	d := bson.D{
+		{Key: "type", Value: "op"},
+		{Key: "host", Value: hostname()},
+		{Key: "active", Value: true},
+		{Key: "currentOpTime", Value: now.UTC().Format("2006-01-02T15:04:05.000Z07:00")},
+		{Key: "opid", Value: op.id},
+	}
+	if op.hasConn {
+		d = append(d,
+			bson.E{Key: "desc", Value: "conn" + itoa(op.connID)},
+			bson.E{Key: "connectionId", Value: op.connID},
+			bson.E{Key: "client", Value: op.client},
+		)
+		if op.meta != nil {
+			d = append(d, bson.E{Key: "clientMetadata", Value: op.meta})
+		}
+		if op.userDoc != nil {
+			d = append(d, bson.E{Key: "effectiveUsers", Value: bson.A{op.userDoc}})
+		}
+	}
+	d = append(d,
+		bson.E{Key: "secs_running", Value: int64(running.Seconds())},
+		bson.E{Key: "microsecs_running", Value: running.Microseconds()},
+		bson.E{Key: "op", Value: opKind(op.name)},
+		bson.E{Key: "ns", Value: op.ns},
+		bson.E{Key: "command", Value: shownCommand(op.name, op.cmd)},
+		bson.E{Key: "numYields", Value: int32(0)},
+		bson.E{Key: "waitingForLock", Value: false},
+		bson.E{Key: "killPending", Value: op.killed.Load()},
+		bson.E{Key: "tier", Value: qos.Tier(op.tier.Load()).String()},
+	)
+	return d
+}
+
+// opKind is MongoDB's op field: the CRUD kind, else "command".
+func opKind(name string) string {
+	switch name {
+	case "find":
+		return "query"
+	case "insert":
+		return "insert"
+	case "update":
+		return "update"
+	case "delete":
+		return "remove"
+	case "getMore":
+		return "getmore"
+	}
+	return "command"
+}
+
+// shownCommand is the command document as shown: the whole document while
+// small, else its head marked $truncated; never a sensitive command's
+// arguments.
+func shownCommand(name string, doc bson.D) bson.D {
+	if len(doc) == 0 {
+		return bson.D{}
+	}
+	if sensitiveCommands[name] {
+		return bson.D{{Key: name, Value: doc[0].Value}}
+	}
+	cmd := make(bson.D, 0, len(doc))
+	for _, e := range doc {
+		if e.Key != "lsid" && e.Key != "$clusterTime" {
+			cmd = append(cmd, e)
+		}
+	}
+	raw, err := bsonx.AppendDocument(nil, cmd)
+	if err == nil && len(raw) <= maxOpCommandBytes {
+		return cmd
+	}
+	text := ""
+	if b, err := bson.MarshalExtJSON(cmd[:1], false, false); err == nil {
+		text = string(b)
+	}
+	return bson.D{{Key: "$truncated", Value: text}, {Key: "comment", Value: "command larger than 1 KB"}}
+}
+
+func itoa(n int64) string {
+	var b [20]byte
+	i := len(b)
+	neg := n < 0
+	if neg {
+		n = -n
+	}
+	for {
+		i--
+		b[i] = byte('0' + n%10)
+		n /= 10
+		if n == 0 {
+			break
+		}
+	}
+	if neg {
+		i--
+		b[i] = '-'
+	}
+	return string(b[i:])
+}
+
+// currentOps lists the operations the caller may see: everyone's with
+// allUsers (which needs inprog), else the caller's own; matching filter.
+func (h *Handlers) currentOps(req *Request, allUsers bool, filter *query.Filter) (bson.A, error) {
+	if allUsers && !h.mayCluster(req.Session, auth.Actions(auth.ActInprog)) {
+		return nil, mongoerr.New(mongoerr.Unauthorized, "not authorized on admin to execute command { currentOp: 1 }: allUsers needs the inprog privilege")
+	}
+	now := time.Now()
+	out := bson.A{}
+	for _, op := range h.live.snapshot() {
+		if !allUsers && op.user != sessionUser(req.Session) {
+			continue
+		}
+		d := op.doc(now)
+		if filter != nil {
+			ok, err := filter.MatchErr(d)
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				continue
+			}
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// currentOp is the command: {currentOp: 1, $ownOps, $all, <filter>...}.
+// Every field that is not an option is a condition on the operation
+// documents, as in MongoDB.
+func (h *Handlers) currentOp(_ context.Context, req *Request) (bson.D, error) {
+	if req.DB != "admin" {
+		return nil, mongoerr.New(mongoerr.Unauthorized, "currentOp may only be run against the admin database.")
+	}
+	ownOps, err := getBool(req.Cmd, "$ownOps", false)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := getBool(req.Cmd, "$all", false); err != nil {
+		return nil, err
+	}
+	var cond bson.D
+	for _, e := range req.Cmd[1:] {
+		switch {
+		case e.Key == "$ownOps" || e.Key == "$all" || isGenericField(e.Key):
+		default:
+			cond = append(cond, e)
+		}
+	}
+	filter, err := query.ParseFilter(cond)
+	if err != nil {
+		return nil, err
+	}
+	inprog, err := h.currentOps(req, !ownOps, filter)
+	if err != nil {
+		return nil, err
+	}
+	return bson.D{{Key: "inprog", Value: inprog}}, nil
+}
+
+// currentOpStage produces the documents of a leading $currentOp stage.
+// Options: allUsers, idleConnections, idleCursors, idleSessions,
+// localOps, truncateOps, backtrace, as MongoDB's; the idle ones list
+// nothing more here, since tierdb reports requests in process only, so
+// asking for them is refused rather than answered partly.
+func (h *Handlers) currentOpStage(req *Request, arg any) (bson.A, error) {
+	if req.DB != "admin" {
+		return nil, mongoerr.New(mongoerr.InvalidNamespace, "$currentOp must be run against the 'admin' database with {aggregate: 1}")
+	}
+	spec, ok := arg.(bson.D)
+	if !ok {
+		return nil, mongoerr.Newf(mongoerr.FailedToParse, "$currentOp options must be specified in an object, but found: %s", query.TypeName(arg))
+	}
+	allUsers := false
+	for _, e := range spec {
+		b, isBool := e.Value.(bool)
+		if !isBool {
+			return nil, mongoerr.Newf(mongoerr.FailedToParse, "The '%s' parameter of the $currentOp stage must be a boolean value, but found: %s", e.Key, query.TypeName(e.Value))
+		}
+		switch e.Key {
+		case "allUsers":
+			allUsers = b
+		case "localOps", "truncateOps", "backtrace", "idleSessions", "idleCursors":
+			// localOps: there is one server; truncateOps: commands are
+			// always shown truncated past 1 KB; no backtraces; idle
+			// sessions and cursors are not operations in process.
+		case "idleConnections":
+			// Connections without a request in process are not listed.
+		default:
+			return nil, mongoerr.Newf(mongoerr.FailedToParse, "Unrecognized option '%s' in $currentOp stage.", e.Key)
+		}
+	}
+	return h.currentOps(req, allUsers, nil)
+}
+
+// killOp interrupts an operation: {killOp: 1, op: <opid>}. The operation's
+// context is canceled (a PostgreSQL statement it runs is canceled with
+// it) and its client gets Interrupted (11601). Like MongoDB, the answer is
+// the same whether or not the operation exists.
+func (h *Handlers) killOp(_ context.Context, req *Request) (bson.D, error) {
+	if req.DB != "admin" {
+		return nil, mongoerr.New(mongoerr.Unauthorized, "killOp may only be run against the admin database.")
+	}
+	v, ok := lookup(req.Cmd, "op")
+	if !ok {
+		return nil, mongoerr.New(mongoerr.MissingField, "BSON field 'killOp.op' is missing but a required field")
+	}
+	n, isNum := asNumber(v)
+	if !isNum {
+		return nil, typeErr("killOp.op", "int", v)
+	}
+	if n != float64(int64(n)) || n < 0 || n > float64(1<<31-1) {
+		return nil, mongoerr.Newf(mongoerr.BadValue, "invalid opid %v", v)
+	}
+	mayAny := h.mayCluster(req.Session, auth.Actions(auth.ActKillop))
+	h.live.kill(int32(n), func(op *liveOp) bool {
+		return mayAny || op.user == sessionUser(req.Session)
+	})
+	return bson.D{{Key: "info", Value: "attempting to kill op"}}, nil
+}

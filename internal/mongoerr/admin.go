@@ -1,0 +1,19 @@
+package mongoerr
+
+// Codes of the admin commands (currentOp, killOp, argument checks).
+const (
+	// Interrupted: the operation was killed (killOp).
+	Interrupted Code = 11601
+	// ValueNegative is MongoDB's IDL check of a field that must be at
+	// least some bound ("BSON field 'skip' value must be >= 0, actual
+	// value '-1'"; codeName Location51024).
+	ValueNegative Code = 51024
+	// MissingField is MongoDB's IDL parser missing a required field
+	// ("BSON field 'killOp.op' is missing but a required field";
+	// codeName Location40414).
+	MissingField Code = 40414
+)
+
+func init() {
+	names[Interrupted] = "Interrupted"
+}

@@ -1,0 +1,108 @@
+package storage
+
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// CollectionStats are a collection's figures as PostgreSQL knows them.
+// Sizes are bytes.
+type CollectionStats struct {
+	// Count is the exact number of documents; DataSize the sum of their
+	// BSON sizes (what MongoDB calls size).
+	Count, DataSize int64
+	// TableSize is the heap of the collection's table with its TOAST
+	// (pg_table_size): MongoDB's storageSize.
+	TableSize int64
+	// IndexSizes is each index's size by MongoDB index name: the btree
+	// over its key column (the _id index is the primary key), plus the
+	// entries table of a unique index.
+	IndexSizes map[string]int64
+	// TotalSize is pg_total_relation_size of the table plus the entries
+	// tables: everything the collection occupies.
+	TotalSize int64
+}
+
+// TotalIndexSize sums IndexSizes.
+func (st *CollectionStats) TotalIndexSize() int64 {
+	var n int64
+	for _, v := range st.IndexSizes {
+		n += v
+	}
+	return n
+}
+
+// CollectionStats measures c: an exact count and data size (a scan of the
+// table) and the sizes PostgreSQL reports for its relations.
+func (s *Store) CollectionStats(ctx context.Context, c *Collection) (*CollectionStats, error) {
+	st := &CollectionStats{IndexSizes: map[string]int64{}}
+	q := s.readQ(ctx)
+	err := q.QueryRow(ctx, `SELECT count(*), coalesce(sum(octet_length(doc)), 0)::bigint,
+	pg_table_size('`+c.table+`'), pg_total_relation_size('`+c.table+`') FROM `+c.table).
+		Scan(&st.Count, &st.DataSize, &st.TableSize, &st.TotalSize)
+	if err != nil {
+		return nil, s.readError(ctx, c, err)
+	}
+	for i := range c.Indexes {
+		ix := &c.Indexes[i]
+		pgIndex := pgIndexName(c, ix)
+		if ix.Column == "_id" {
+			pgIndex = c.tbl + "_pkey"
+		}
+		var size, entries int64
+		err := q.QueryRow(ctx, `SELECT coalesce(pg_relation_size(to_regclass($1)), 0), coalesce(pg_total_relation_size(to_regclass($2)), 0)`,
+			dataSchema+"."+quoteIdent(pgIndex), dataSchema+"."+quoteIdent(entriesTable(c, ix))).Scan(&size, &entries)
+		if err != nil {
+			return nil, s.readError(ctx, c, err)
+		}
+		if ix.hasEntries() {
+			size += entries
+			st.TotalSize += entries
+		}
+		st.IndexSizes[ix.Name] = size
+	}
+	return st, nil
+}
+
+// RenameCollection gives the collection from a new namespace, in the same
+// database or another: only its catalog entry changes (the table keeps its
+// name, which is not derived from the namespace once made). With
+// dropTarget an existing target is dropped first, in the same transaction;
+// without it an existing target is ErrNamespaceExists. A missing source is
+// ErrNamespaceNotFound.
+func (s *Store) RenameCollection(ctx context.Context, fromDB, from, toDB, to string, dropTarget bool) error {
+	err := s.cat.ddl(ctx, func(tx pgx.Tx) error {
+		src, err := s.cat.load(ctx, tx, fromDB, from)
+		if err != nil {
+			return err
+		}
+		if src == nil {
+			return newErr(ErrNamespaceNotFound, "Source collection %s.%s does not exist", fromDB, from)
+		}
+		target, err := s.cat.load(ctx, tx, toDB, to)
+		if err != nil {
+			return err
+		}
+		if target != nil {
+			if !dropTarget {
+				return newErr(ErrNamespaceExists, "target namespace exists")
+			}
+			if err := dropTables(ctx, tx, target); err != nil {
+				return err
+			}
+		}
+		newUUID := "uuid"
+		if fromDB != toDB {
+			// MongoDB copies a collection to another database: it gets a
+			// new UUID there.
+			newUUID = "gen_random_uuid()"
+		}
+		_, err = tx.Exec(ctx, `UPDATE `+catalogSchema+`.collections SET db = $3, name = $4, uuid = `+newUUID+` WHERE db = $1 AND name = $2`,
+			fromDB, from, toDB, to)
+		return err
+	})
+	s.cat.forget(fromDB + "." + from)
+	s.cat.forget(toDB + "." + to)
+	return err
+}
