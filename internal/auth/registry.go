@@ -49,6 +49,10 @@ type User struct {
 	// SLO is the user's p99.9 latency objective (0: none), which the
 	// gate's SLO controller meets by scaling the weight.
 	SLO time.Duration
+	// ID is MongoDB's userId: a random UUID given at creation, so a user
+	// dropped and created again under the same name is another user.
+	// Users created before tierdb kept one have none.
+	ID []byte
 }
 
 // Mechanisms lists the user's mechanisms, strongest first.
@@ -293,6 +297,14 @@ func (r *Registry) CreateUser(ctx context.Context, u *User) error {
 	if err := r.checkRoles(s, u.Roles); err != nil {
 		return err
 	}
+	if u.ID == nil {
+		u.ID = make([]byte, 16)
+		if _, err := rand.Read(u.ID); err != nil {
+			return err
+		}
+		u.ID[6] = u.ID[6]&0x0f | 0x40 // version 4
+		u.ID[8] = u.ID[8]&0x3f | 0x80 // RFC 4122 variant
+	}
 	if err := r.opts.Store.PutUser(ctx, u.Name.DB, u.Name.User, encodeUser(u), true); err != nil {
 		return err
 	}
@@ -483,6 +495,7 @@ type userDoc struct {
 	DefaultTier string                `bson:"defaultTier"`
 	Weight      float64               `bson:"weight,omitempty"`
 	SLOMicros   int64                 `bson:"sloP999Micros,omitempty"`
+	UserID      *bson.Binary          `bson:"userId,omitempty"`
 }
 
 type resourceDoc struct {
@@ -511,6 +524,9 @@ func encodeUser(u *User) []byte {
 	if d.Roles == nil {
 		d.Roles = []RoleName{}
 	}
+	if len(u.ID) == 16 {
+		d.UserID = &bson.Binary{Subtype: bson.TypeBinaryUUID, Data: u.ID}
+	}
 	for m, c := range u.Credentials {
 		d.Credentials[m.String()] = c
 	}
@@ -529,6 +545,9 @@ func decodeUser(b []byte) (*User, error) {
 	u := &User{Name: UserName{d.User, d.DB}, Credentials: map[Mechanism]Credential{}, Roles: d.Roles, CustomData: d.CustomData, DefaultTier: qos.Normal, Weight: d.Weight, SLO: time.Duration(d.SLOMicros) * time.Microsecond}
 	if t, ok := qos.ParseTier(d.DefaultTier); ok {
 		u.DefaultTier = t
+	}
+	if d.UserID != nil {
+		u.ID = d.UserID.Data
 	}
 	for name, c := range d.Credentials {
 		if m, ok := ParseMechanism(name); ok {

@@ -115,28 +115,6 @@ func (h *Handlers) buildInfo(context.Context, *Request) (bson.D, error) {
 	}, nil
 }
 
-func (h *Handlers) getParameter(_ context.Context, req *Request) (bson.D, error) {
-	params := bson.D{
-		{Key: "featureCompatibilityVersion", Value: bson.D{{Key: "version", Value: "6.0"}}},
-		{Key: "cursorTimeoutMillis", Value: h.opts.CursorTimeout.Milliseconds()},
-		{Key: "maxBSONDepth", Value: int32(100)},
-	}
-	all := req.Cmd[0].Value == "*"
-	if d, ok := req.Cmd[0].Value.(bson.D); ok {
-		all, _ = getBool(d, "allParameters", false)
-	}
-	if all {
-		return params, nil
-	}
-	var out bson.D
-	for _, p := range params {
-		if _, asked := lookup(req.Cmd[1:], p.Key); asked {
-			out = append(out, p)
-		}
-	}
-	return out, nil
-}
-
 func (h *Handlers) connectionStatus(_ context.Context, req *Request) (bson.D, error) {
 	tier := qos.Normal
 	users, roles, privs := bson.A{}, bson.A{}, bson.A{}

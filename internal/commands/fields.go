@@ -72,6 +72,11 @@ var commandFields = map[string]map[string]fieldRule{
 	"dropIndexes":   {"index": implemented},
 	"listIndexes":   {"cursor": harmless},
 	"drop":          {},
+	"dbStats":       {"scale": implemented, "freeStorage": harmless},
+	"collStats":     {"scale": implemented},
+	"validate": {"full": implemented, "repair": implemented, "background": harmless, "metadata": harmless,
+		"checkBSONConformance": harmless, "enforceFastCount": harmless, "scandata": harmless},
+	"renameCollection": {"to": implemented, "dropTarget": implemented, "stayTemp": harmless},
 	"create": {
 		"capped": unimplemented, "size": unimplemented, "max": unimplemented, "timeseries": unimplemented,
 		"clusteredIndex": unimplemented, "viewOn": unimplemented, "pipeline": unimplemented,

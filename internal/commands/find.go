@@ -24,21 +24,17 @@ func (h *Handlers) find(ctx context.Context, req *Request) (bson.D, error) {
 	if proj, err = getDoc(req.Cmd, "projection"); err != nil {
 		return nil, err
 	}
-	skip, err := getInt(req.Cmd, "skip", 0)
+	skip, err := getCount(req.Cmd, "find", "skip", 0)
 	if err != nil {
 		return nil, err
 	}
-	limit, err := getInt(req.Cmd, "limit", 0)
+	limit, err := getCount(req.Cmd, "find", "limit", 0)
 	if err != nil {
 		return nil, err
 	}
 	singleBatch, err := getBool(req.Cmd, "singleBatch", false)
 	if err != nil {
 		return nil, err
-	}
-	if limit < 0 {
-		// The legacy negative limit means "one batch of at most -limit".
-		limit, singleBatch = -limit, true
 	}
 	batchSize, err := getBatchSize(req.Cmd, defaultFirstBatch)
 	if err != nil {
@@ -86,14 +82,12 @@ func (h *Handlers) firstBatch(ctx context.Context, req *Request, ns string, src 
 	return cursorReply(id, ns, rawArray(batch), true), nil
 }
 
-// getBatchSize reads batchSize: def when absent, 0 allowed, negative refused.
+// getBatchSize reads the batchSize of find or aggregate's cursor: def when
+// absent, 0 allowed, negative refused as MongoDB's parser does (51024).
 func getBatchSize(cmd bson.D, def int) (int, error) {
-	n, err := getInt(cmd, "batchSize", int64(def))
+	n, err := getCount(cmd, "cursor", "batchSize", int64(def))
 	if err != nil {
 		return 0, err
-	}
-	if n < 0 {
-		return 0, mongoerr.New(mongoerr.BadValue, "batchSize must be non-negative")
 	}
 	return int(min(n, 1<<30)), nil
 }
@@ -115,9 +109,12 @@ func (h *Handlers) getMore(ctx context.Context, req *Request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	batchSize, err := getBatchSize(req.Cmd, 0)
+	batchSize, err := getInt(req.Cmd, "batchSize", 0)
 	if err != nil {
 		return nil, err
+	}
+	if batchSize < 0 {
+		return nil, mongoerr.Newf(mongoerr.BadValue, "Batch size for getMore must be positive, but received: %d", batchSize)
 	}
 	c := h.cursors.get(id)
 	if c == nil {
@@ -131,7 +128,7 @@ func (h *Handlers) getMore(ctx context.Context, req *Request) (bson.D, error) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	batch, done, err := c.src.next(ctx, batchSize)
+	batch, done, err := c.src.next(ctx, int(min(batchSize, 1<<30)))
 	if err != nil {
 		h.cursors.remove(id)
 		return nil, err
@@ -186,7 +183,7 @@ func (h *Handlers) count(ctx context.Context, req *Request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	skip, err := getInt(req.Cmd, "skip", 0)
+	skip, err := getCount(req.Cmd, "count", "skip", 0)
 	if err != nil {
 		return nil, err
 	}
@@ -195,7 +192,7 @@ func (h *Handlers) count(ctx context.Context, req *Request) (bson.D, error) {
 		return nil, err
 	}
 	if limit < 0 {
-		limit = -limit
+		limit = -limit // count takes a negative limit as its absolute value
 	}
 	rs, err := parseReadSpec(filter, nil, nil, skip, limit)
 	if err != nil {

@@ -274,14 +274,18 @@ func (h *Handlers) commands() map[string]*command {
 		"grantPrivilegesToRole":    {handler: h.grantPrivilegesToRole, help: "add privileges to a role", internal: true, access: onDB(auth.ActGrantRole)},
 		"revokePrivilegesFromRole": {handler: h.revokePrivilegesFromRole, help: "remove privileges from a role", internal: true, access: onDB(auth.ActRevokeRole)},
 		// databases and collections
-		"listDatabases":   {handler: h.listDatabases, help: "databases with their sizes", access: onCluster(auth.ActListDatabases)},
-		"listCollections": {handler: h.listCollections, help: "collections of a database", access: onDB(auth.ActListCollections)},
-		"create":          {handler: h.create, writes: true, help: "create a collection", access: onColl(auth.ActCreateCollection)},
-		"drop":            {handler: h.drop, writes: true, help: "drop a collection", access: onColl(auth.ActDropCollection)},
-		"dropDatabase":    {handler: h.dropDatabase, writes: true, help: "drop a database", access: onDB(auth.ActDropDatabase)},
-		"createIndexes":   {handler: h.createIndexes, writes: true, help: "create indexes", access: onColl(auth.ActCreateIndex)},
-		"listIndexes":     {handler: h.listIndexes, help: "indexes of a collection", access: onColl(auth.ActListIndexes)},
-		"dropIndexes":     {handler: h.dropIndexes, writes: true, help: "drop indexes", access: onColl(auth.ActDropIndex)},
+		"listDatabases":    {handler: h.listDatabases, help: "databases with their sizes", access: onCluster(auth.ActListDatabases)},
+		"listCollections":  {handler: h.listCollections, help: "collections of a database", access: onDB(auth.ActListCollections)},
+		"create":           {handler: h.create, writes: true, help: "create a collection", access: onColl(auth.ActCreateCollection)},
+		"drop":             {handler: h.drop, writes: true, help: "drop a collection", access: onColl(auth.ActDropCollection)},
+		"dropDatabase":     {handler: h.dropDatabase, writes: true, help: "drop a database", access: onDB(auth.ActDropDatabase)},
+		"createIndexes":    {handler: h.createIndexes, writes: true, help: "create indexes", access: onColl(auth.ActCreateIndex)},
+		"listIndexes":      {handler: h.listIndexes, help: "indexes of a collection", access: onColl(auth.ActListIndexes)},
+		"dropIndexes":      {handler: h.dropIndexes, writes: true, help: "drop indexes", access: onColl(auth.ActDropIndex)},
+		"dbStats":          {handler: h.dbStats, help: "a database's counts and sizes (PostgreSQL's)", access: onDB(auth.ActDBStats)},
+		"collStats":        {handler: h.collStats, help: "a collection's counts and sizes (PostgreSQL's)", access: onColl(auth.ActCollStats)},
+		"validate":         {handler: h.validate, help: "check every document and index entry of a collection", access: onColl(auth.ActValidate)},
+		"renameCollection": {handler: h.renameCollection, writes: true, help: "rename a collection, within or across databases (run on admin)", access: anyUser},
 		// CRUD
 		"insert":        {handler: h.insert, writes: true, help: "insert documents", counter: opInsert, access: onColl(auth.ActInsert)},
 		"find":          {handler: h.find, help: "query documents", counter: opQuery, access: onColl(auth.ActFind)},
@@ -509,22 +513,6 @@ func fairPrincipal(s *Session) qos.Principal {
 		host = s.RemoteAddr
 	}
 	return qos.Principal{User: "peer " + host, Weight: 1}
-}
-
-// withMaxTime applies maxTimeMS to the request context.
-func withMaxTime(ctx context.Context, cmd bson.D) (context.Context, context.CancelFunc, error) {
-	ms, err := getInt(cmd, "maxTimeMS", 0)
-	if err != nil {
-		return ctx, func() {}, err
-	}
-	if ms < 0 {
-		return ctx, func() {}, mongoerr.New(mongoerr.BadValue, "maxTimeMS must be non-negative")
-	}
-	if ms == 0 {
-		return ctx, func() {}, nil
-	}
-	c, cancel := context.WithTimeout(ctx, time.Duration(ms)*time.Millisecond)
-	return c, cancel, nil
 }
 
 func validateDBName(db string) error {

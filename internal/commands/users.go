@@ -2,6 +2,7 @@ package commands
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -399,7 +400,10 @@ func (h *Handlers) usersInfo(_ context.Context, req *Request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	showPriv, _ := getBool(req.Cmd, "showPrivileges", false)
+	opts, err := parseUsersInfoOptions(req.Cmd)
+	if err != nil {
+		return nil, err
+	}
 	var users []*auth.Principal
 	var names []auth.UserName
 	all := false
@@ -435,7 +439,7 @@ func (h *Handlers) usersInfo(_ context.Context, req *Request) (bson.D, error) {
 			}
 		}
 	default:
-		if _, ok := query.AsInt(v); !ok {
+		if n, ok := query.AsInt(v); !ok || n != 1 {
 			return nil, mongoerr.New(mongoerr.BadValue, "usersInfo takes 1, a user name, {user, db}, an array of those, or {forAllDBs: true}")
 		}
 		if !h.may(req.Session, req.DB, auth.Actions(auth.ActViewUser)) {
@@ -456,9 +460,69 @@ func (h *Handlers) usersInfo(_ context.Context, req *Request) (bson.D, error) {
 	}
 	out := bson.A{}
 	for _, p := range users {
-		out = append(out, h.userInfoDoc(p, showPriv))
+		d := h.userInfoDoc(p, opts.privileges)
+		if !opts.customData {
+			d = slices.DeleteFunc(d, func(e bson.E) bool { return e.Key == "customData" })
+		}
+		if opts.restrictions {
+			d = append(d, bson.E{Key: "authenticationRestrictions", Value: bson.A{}})
+		}
+		if opts.filter != nil {
+			ok, err := opts.filter.MatchErr(d)
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				continue
+			}
+		}
+		out = append(out, d)
 	}
 	return bson.D{{Key: "users", Value: out}}, nil
+}
+
+// usersInfoOptions are usersInfo's options besides the users asked for.
+type usersInfoOptions struct {
+	privileges, customData, restrictions bool
+	filter                               *query.Filter
+}
+
+// parseUsersInfoOptions reads showPrivileges, showCustomData,
+// showAuthenticationRestrictions and filter (a $match on the answers).
+// showCredentials is refused: tierdb never lets stored keys leave the
+// server.
+func parseUsersInfoOptions(cmd bson.D) (o usersInfoOptions, err error) {
+	for _, e := range cmd[1:] {
+		switch e.Key {
+		case "showPrivileges":
+			o.privileges, err = getBool(cmd, e.Key, false)
+		case "showCustomData":
+			o.customData, err = getBool(cmd, e.Key, true)
+		case "showAuthenticationRestrictions":
+			o.restrictions, err = getBool(cmd, e.Key, false)
+		case "showCredentials":
+			var show bool
+			if show, err = getBool(cmd, e.Key, false); err == nil && show {
+				err = mongoerr.New(mongoerr.NotImplemented, "usersInfo showCredentials is not supported: tierdb never shows stored credentials")
+			}
+		case "filter":
+			var f bson.D
+			if f, err = getDoc(cmd, e.Key); err == nil {
+				o.filter, err = query.ParseFilter(f)
+			}
+		default:
+			if !isGenericField(e.Key) {
+				err = mongoerr.Newf(mongoerr.UnknownField, "BSON field 'usersInfo.%s' is an unknown field.", e.Key)
+			}
+		}
+		if err != nil {
+			return o, err
+		}
+	}
+	if _, given := lookup(cmd[1:], "showCustomData"); !given {
+		o.customData = true
+	}
+	return o, nil
 }
 
 func userNameDoc(d bson.D) (auth.UserName, error) {
@@ -484,8 +548,11 @@ func (h *Handlers) userInfoDoc(p *auth.Principal, showPriv bool) bson.D {
 	for _, m := range u.Mechanisms() {
 		mechs = append(mechs, m.String())
 	}
-	d := bson.D{
-		{Key: "_id", Value: u.Name.String()},
+	d := bson.D{{Key: "_id", Value: u.Name.String()}}
+	if len(u.ID) == 16 {
+		d = append(d, bson.E{Key: "userId", Value: bson.Binary{Subtype: bson.TypeBinaryUUID, Data: u.ID}})
+	}
+	d = append(d, bson.D{
 		{Key: "user", Value: u.Name.User},
 		{Key: "db", Value: u.Name.DB},
 		{Key: "roles", Value: roleNamesArray(u.Roles)},
@@ -494,7 +561,7 @@ func (h *Handlers) userInfoDoc(p *auth.Principal, showPriv bool) bson.D {
 		{Key: "weight", Value: userWeight(u)},
 		{Key: "slo", Value: sloDoc(u.SLO)},
 		{Key: "tiers", Value: tiersArray(p.Grants)},
-	}
+	}...)
 	if len(u.CustomData) > 0 {
 		var cd bson.D
 		if bson.Unmarshal(u.CustomData, &cd) == nil {

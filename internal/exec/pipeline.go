@@ -107,7 +107,7 @@ func Build(stages []bson.D, sink Stage, env *Env) (Stage, error) {
 // unsupportedStages are MongoDB stages tierdb does not run.
 var unsupportedStages = map[string]bool{
 	"$out": true, "$merge": true, "$graphLookup": true, "$geoNear": true,
-	"$collStats": true, "$indexStats": true, "$currentOp": true, "$listSessions": true,
+	"$indexStats": true, "$listSessions": true,
 	"$listLocalSessions": true, "$planCacheStats": true, "$redact": true, "$bucketAuto": true,
 	"$densify": true, "$fill": true, "$setWindowFields": true, "$changeStream": true,
 	"$documents": true, "$search": true, "$searchMeta": true, "$vectorSearch": true,
@@ -204,6 +204,9 @@ func newStage(st bson.D, next Stage, env *Env) (Stage, error) {
 		return newLookup(arg, next, env)
 	case "$unionWith":
 		return newUnionWith(arg, next, env)
+	case "$collStats", "$currentOp":
+		// Sources: the aggregate handler runs them when they come first.
+		return nil, mongoerr.Newf(mongoerr.Location40602, "%s is only valid as the first stage in a pipeline", name)
 	}
 	if unsupportedStages[name] {
 		return nil, mongoerr.Newf(mongoerr.NotImplemented, "pipeline stage %s is not supported by tierdb", name)

@@ -17,3 +17,6 @@ const (
 func init() {
 	names[Interrupted] = "Interrupted"
 }
+
+// Location40602: a source stage ($collStats, $currentOp) after the first.
+const Location40602 Code = 40602

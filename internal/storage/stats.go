@@ -106,3 +106,37 @@ func (s *Store) RenameCollection(ctx context.Context, fromDB, from, toDB, to str
 	s.cat.forget(toDB + "." + to)
 	return err
 }
+
+// DatabaseStats sums the stats of every collection of db.
+type DatabaseStats struct {
+	Collections, Indexes int
+	Objects, DataSize    int64
+	StorageSize          int64
+	IndexSize, TotalSize int64
+}
+
+// DatabaseStats measures every collection of db (none: all zero).
+func (s *Store) DatabaseStats(ctx context.Context, db string) (*DatabaseStats, error) {
+	cols, err := s.ListCollections(ctx, db)
+	if err != nil {
+		return nil, err
+	}
+	out := &DatabaseStats{}
+	for _, c := range cols {
+		st, err := s.CollectionStats(ctx, c)
+		if IsCode(err, ErrNamespaceNotFound) {
+			continue // dropped meanwhile
+		}
+		if err != nil {
+			return nil, err
+		}
+		out.Collections++
+		out.Indexes += len(c.Indexes)
+		out.Objects += st.Count
+		out.DataSize += st.DataSize
+		out.StorageSize += st.TableSize
+		out.IndexSize += st.TotalIndexSize()
+		out.TotalSize += st.TotalSize
+	}
+	return out, nil
+}
