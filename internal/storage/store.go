@@ -7,8 +7,11 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"tierdb/internal/qos"
@@ -137,6 +140,10 @@ func (s *Store) openNode(ctx context.Context, cfg NodeConfig, primary bool) (*No
 
 // newPool opens a pool to a node; tracked pools report their backends to
 // the OS-priority hooks as serving tier t.
+// cancelGrace is how long a canceled statement's backend has to answer
+// the cancel request before its connection is closed.
+const cancelGrace = 5 * time.Second
+
 func (s *Store) newPool(ctx context.Context, cfg NodeConfig, size int, appName string, t qos.Tier, tracked bool) (*pgxpool.Pool, error) {
 	pc, err := pgxpool.ParseConfig(cfg.ConnString)
 	if err != nil {
@@ -145,6 +152,12 @@ func (s *Store) newPool(ctx context.Context, cfg NodeConfig, size int, appName s
 	pc.MaxConns = int32(size)
 	pc.MinConns = 0
 	pc.ConnConfig.RuntimeParams["application_name"] = appName
+	// A request that ends (maxTimeMS, killOp, client gone) cancels its
+	// statement in PostgreSQL: pgx's default only stops waiting for it,
+	// and the backend would run it on, a write included, to completion.
+	pc.ConnConfig.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
+		return &pgconn.CancelRequestContextWatcherHandler{Conn: c, DeadlineDelay: cancelGrace}
+	}
 	if tracked {
 		pc.AfterConnect = func(_ context.Context, c *pgx.Conn) error {
 			s.mu.Lock()
