@@ -179,8 +179,8 @@ func sameColumn(want, got any) bool {
 	switch w := want.(type) {
 	case []byte:
 		g, ok := got.([]byte)
-		if w == nil || got == nil {
-			return w == nil && got == nil
+		if gotNull := got == nil || (ok && g == nil); w == nil || gotNull {
+			return w == nil && gotNull
 		}
 		return ok && bytes.Equal(w, g)
 	case [][]byte:

@@ -1,0 +1,169 @@
+package commands
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"tierdb/internal/mongoerr"
+)
+
+func quietHandlers(t *testing.T) *Handlers {
+	h := New(Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), TestCommands: true})
+	t.Cleanup(h.Close)
+	return h
+}
+
+func replyCode(reply bson.D) int32 {
+	c, _ := lookup(reply, "code")
+	n, _ := c.(int32)
+	return n
+}
+
+// awaitOp waits for an operation of the named command to be in process.
+func awaitOp(t *testing.T, h *Handlers, name string) *liveOp {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, op := range h.live.snapshot() {
+			if op.name == name {
+				return op
+			}
+		}
+		time.Sleep(time.Millisecond)
+	}
+	t.Fatalf("no %s operation in process", name)
+	return nil
+}
+
+// killOp interrupts a request in process: it answers Interrupted, and it
+// is no longer listed.
+func TestKillOpInterruptsARequest(t *testing.T) {
+	h := quietHandlers(t)
+	done := make(chan bson.D)
+	go func() {
+		done <- h.Dispatch(context.Background(), &Request{DB: "admin", Cmd: bson.D{{Key: "sleep", Value: 1}, {Key: "millis", Value: int32(60_000)}}})
+	}()
+	op := awaitOp(t, h, "sleep")
+	cur := h.Dispatch(context.Background(), &Request{DB: "admin", Cmd: bson.D{{Key: "currentOp", Value: 1}, {Key: "opid", Value: op.id}}})
+	inprog, _ := lookup(cur, "inprog")
+	if a, _ := inprog.(bson.A); len(a) != 1 {
+		t.Fatalf("currentOp filtered by opid: %v", cur)
+	}
+	kill := h.Dispatch(context.Background(), &Request{DB: "admin", Cmd: bson.D{{Key: "killOp", Value: 1}, {Key: "op", Value: op.id}}})
+	if ok, _ := lookup(kill, "ok"); ok != 1.0 {
+		t.Fatalf("killOp: %v", kill)
+	}
+	select {
+	case reply := <-done:
+		if replyCode(reply) != int32(mongoerr.Interrupted) {
+			t.Fatalf("killed request answered %v", reply)
+		}
+		if name, _ := lookup(reply, "codeName"); name != "Interrupted" {
+			t.Fatalf("codeName %v", name)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the killed request is still running")
+	}
+	for _, o := range h.live.snapshot() {
+		if o.id == op.id {
+			t.Fatal("a finished request is still listed")
+		}
+	}
+}
+
+// maxTimeMS ends a request with MaxTimeMSExpired, not Interrupted.
+func TestMaxTimeMSExpires(t *testing.T) {
+	h := quietHandlers(t)
+	reply := h.Dispatch(context.Background(), &Request{DB: "admin", Cmd: bson.D{{Key: "sleep", Value: 1}, {Key: "millis", Value: int32(60_000)}, {Key: "maxTimeMS", Value: int32(20)}}})
+	if replyCode(reply) != int32(mongoerr.MaxTimeMSExpired) {
+		t.Fatalf("reply %v", reply)
+	}
+}
+
+func TestParseMaxTimeMS(t *testing.T) {
+	for _, c := range []struct {
+		v    any
+		want time.Duration
+		err  bool
+	}{
+		{int32(0), 0, false}, {int64(5), 5 * time.Millisecond, false}, {7.0, 7 * time.Millisecond, false},
+		{int32(-1), 0, true}, {1.5, 0, true}, {"1", 0, true}, {int64(1) << 31, 0, true}, {true, 0, true},
+		{mustDecimal("3"), 3 * time.Millisecond, false},
+	} {
+		d, err := parseMaxTimeMS(bson.D{{Key: "find", Value: "c"}, {Key: "maxTimeMS", Value: c.v}})
+		if c.err {
+			if me, ok := mongoerr.As(err); !ok || me.Code != mongoerr.BadValue {
+				t.Errorf("maxTimeMS %v: err %v, want BadValue", c.v, err)
+			}
+			continue
+		}
+		if err != nil || d != c.want {
+			t.Errorf("maxTimeMS %v = %v, %v; want %v", c.v, d, err, c.want)
+		}
+	}
+}
+
+func TestGetCount(t *testing.T) {
+	for _, c := range []struct {
+		v    any
+		want int64
+		code mongoerr.Code
+	}{
+		{int32(3), 3, 0}, {int64(0), 0, 0}, {2.9, 2, 0}, {int32(-1), 0, mongoerr.ValueNegative},
+		{-3.5, 0, mongoerr.ValueNegative}, {"2", 0, mongoerr.TypeMismatch}, {nil, 9, 0},
+	} {
+		n, err := getCount(bson.D{{Key: "find", Value: "c"}, {Key: "skip", Value: c.v}}, "find", "skip", 9)
+		if c.code != 0 {
+			if me, ok := mongoerr.As(err); !ok || me.Code != c.code {
+				t.Errorf("skip %v: err %v, want code %d", c.v, err, c.code)
+			}
+			continue
+		}
+		if err != nil || n != c.want {
+			t.Errorf("skip %v = %d, %v; want %d", c.v, n, err, c.want)
+		}
+	}
+}
+
+// A large command is shown truncated, a sensitive one without arguments.
+func TestShownCommand(t *testing.T) {
+	big := bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: bson.A{bson.D{{Key: "s", Value: strings.Repeat("x", 4000)}}}}}
+	if d := shownCommand("insert", big); d[0].Key != "$truncated" {
+		t.Fatalf("big command shown as %v", d)
+	}
+	pw := bson.D{{Key: "createUser", Value: "u"}, {Key: "pwd", Value: "secret"}}
+	if d := shownCommand("createUser", pw); len(d) != 1 {
+		t.Fatalf("createUser shown as %v", d)
+	}
+	small := bson.D{{Key: "find", Value: "c"}, {Key: "filter", Value: bson.D{}}, {Key: "lsid", Value: bson.D{}}}
+	if d := shownCommand("find", small); len(d) != 2 {
+		t.Fatalf("find shown as %v (lsid dropped)", d)
+	}
+}
+
+func TestInterruptedBatch(t *testing.T) {
+	reply := bson.D{{Key: "n", Value: int32(0)}, {Key: "writeErrors", Value: bson.A{
+		bson.D{{Key: "index", Value: int32(0)}, {Key: "code", Value: int32(mongoerr.MaxTimeMSExpired)}, {Key: "errmsg", Value: "operation exceeded time limit"}},
+	}}}
+	if me, ok := mongoerr.As(interruptedBatch(reply)); !ok || me.Code != mongoerr.MaxTimeMSExpired {
+		t.Fatalf("interrupted batch: %v", interruptedBatch(reply))
+	}
+	dup := bson.D{{Key: "writeErrors", Value: bson.A{bson.D{{Key: "code", Value: int32(mongoerr.DuplicateKey)}}}}}
+	if err := interruptedBatch(dup); err != nil {
+		t.Fatalf("a duplicate key stays a write error: %v", err)
+	}
+}
+
+func mustDecimal(s string) bson.Decimal128 {
+	d, err := bson.ParseDecimal128(s)
+	if err != nil {
+		panic(err)
+	}
+	return d
+}
