@@ -322,6 +322,22 @@ def test_kill_op_arguments(client, db):
     assert code_of(lambda: list(client.admin.aggregate([{"$currentOp": {"allUsers": "yes"}}]))) == 9
 
 
+def test_current_op_idle_connections(server, client):
+    idle = server.client()
+    idle.admin.command("ping")  # connected, then idle
+    try:
+        ops = list(client.admin.aggregate([{"$currentOp": {"allUsers": True, "idleConnections": True}}]))
+        idle_ops = [o for o in ops if o["active"] is False]
+        assert idle_ops and all(o["type"] == "idleConnection" for o in idle_ops)
+        assert len({o["connectionId"] for o in ops}) == len(ops), "a connection is listed once"
+        active_only = list(client.admin.aggregate([{"$currentOp": {"allUsers": True}}]))
+        assert all(o["active"] for o in active_only)
+        assert any(o["active"] is False for o in client.admin.command(SON([("currentOp", 1), ("$all", True)]))["inprog"])
+        assert code_of(lambda: list(client.admin.aggregate([{"$currentOp": {"idleCursors": True}}]))) == 238
+    finally:
+        idle.close()
+
+
 def test_max_time_ms_is_honoured(server, db):
     db.locked.insert_one({"_id": 1})
     b = Blocked(server, db, maxTimeMS=300)

@@ -269,6 +269,7 @@ func (f *serveFlags) run() error {
 		TxnLifetime:    f.txnLifetime,
 		Argv:           redactArgv(os.Args),
 		Connections:    srv.Connections,
+		Clients:        srv.Clients,
 		QoS:            manager,
 		TestCommands:   f.testCommands,
 		Auth:           registry,

@@ -124,6 +124,12 @@ func (l *liveOps) snapshot() []*liveOp {
 	return out
 }
 
+// Client is an open connection: its id and the client's address.
+type Client struct {
+	ID         int64
+	RemoteAddr string
+}
+
 // interrupted is the error a killed operation answers with.
 func interrupted() error {
 	return mongoerr.New(mongoerr.Interrupted, "operation was interrupted")
@@ -243,18 +249,40 @@ func itoa(n int64) string {
 }
 
 // currentOps lists the operations the caller may see: everyone's with
-// allUsers (which needs inprog), else the caller's own; matching filter.
-func (h *Handlers) currentOps(req *Request, allUsers bool, filter *query.Filter) (bson.A, error) {
+// allUsers (which needs inprog), else the caller's own; with idle, the
+// connections without a request in process too (active: false; whose
+// they are is not known, so only with allUsers); matching filter.
+func (h *Handlers) currentOps(req *Request, allUsers, idle bool, filter *query.Filter) (bson.A, error) {
 	if allUsers && !h.mayCluster(req.Session, auth.Actions(auth.ActInprog)) {
 		return nil, mongoerr.New(mongoerr.Unauthorized, "not authorized on admin to execute command { currentOp: 1 }: allUsers needs the inprog privilege")
 	}
 	now := time.Now()
-	out := bson.A{}
+	var docs []bson.D
+	busy := map[int64]bool{}
 	for _, op := range h.live.snapshot() {
-		if !allUsers && op.user != sessionUser(req.Session) {
-			continue
+		if op.hasConn {
+			busy[op.connID] = true
 		}
-		d := op.doc(now)
+		if allUsers || op.user == sessionUser(req.Session) {
+			docs = append(docs, op.doc(now))
+		}
+	}
+	if idle && allUsers && h.opts.Clients != nil {
+		clients := h.opts.Clients()
+		sort.Slice(clients, func(i, j int) bool { return clients[i].ID < clients[j].ID })
+		for _, c := range clients {
+			if !busy[c.ID] {
+				docs = append(docs, bson.D{
+					{Key: "type", Value: "idleConnection"}, {Key: "host", Value: hostname()},
+					{Key: "desc", Value: "conn" + itoa(c.ID)}, {Key: "connectionId", Value: c.ID},
+					{Key: "client", Value: c.RemoteAddr}, {Key: "active", Value: false},
+					{Key: "currentOpTime", Value: now.UTC().Format("2006-01-02T15:04:05.000Z07:00")},
+				})
+			}
+		}
+	}
+	out := bson.A{}
+	for _, d := range docs {
 		if filter != nil {
 			ok, err := filter.MatchErr(d)
 			if err != nil {
@@ -280,7 +308,8 @@ func (h *Handlers) currentOp(_ context.Context, req *Request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := getBool(req.Cmd, "$all", false); err != nil {
+	all, err := getBool(req.Cmd, "$all", false)
+	if err != nil {
 		return nil, err
 	}
 	var cond bson.D
@@ -295,7 +324,7 @@ func (h *Handlers) currentOp(_ context.Context, req *Request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	inprog, err := h.currentOps(req, !ownOps, filter)
+	inprog, err := h.currentOps(req, !ownOps, all, filter)
 	if err != nil {
 		return nil, err
 	}
@@ -304,9 +333,9 @@ func (h *Handlers) currentOp(_ context.Context, req *Request) (bson.D, error) {
 
 // currentOpStage produces the documents of a leading $currentOp stage.
 // Options: allUsers, idleConnections, idleCursors, idleSessions,
-// localOps, truncateOps, backtrace, as MongoDB's; the idle ones list
-// nothing more here, since tierdb reports requests in process only, so
-// asking for them is refused rather than answered partly.
+// localOps, truncateOps, backtrace, as MongoDB's. Idle cursors are
+// refused; idle sessions (open transactions between statements, listed
+// by default in MongoDB) are not listed.
 func (h *Handlers) currentOpStage(req *Request, arg any) (bson.A, error) {
 	if req.DB != "admin" {
 		return nil, mongoerr.New(mongoerr.InvalidNamespace, "$currentOp must be run against the 'admin' database with {aggregate: 1}")
@@ -315,7 +344,7 @@ func (h *Handlers) currentOpStage(req *Request, arg any) (bson.A, error) {
 	if !ok {
 		return nil, mongoerr.Newf(mongoerr.FailedToParse, "$currentOp options must be specified in an object, but found: %s", query.TypeName(arg))
 	}
-	allUsers := false
+	allUsers, idle := false, false
 	for _, e := range spec {
 		b, isBool := e.Value.(bool)
 		if !isBool {
@@ -324,17 +353,22 @@ func (h *Handlers) currentOpStage(req *Request, arg any) (bson.A, error) {
 		switch e.Key {
 		case "allUsers":
 			allUsers = b
-		case "localOps", "truncateOps", "backtrace", "idleSessions", "idleCursors":
+		case "localOps", "truncateOps", "backtrace":
 			// localOps: there is one server; truncateOps: commands are
-			// always shown truncated past 1 KB; no backtraces; idle
-			// sessions and cursors are not operations in process.
+			// always shown truncated past 1 KB; no backtraces.
+		case "idleSessions", "idleCursors":
+			if b && e.Key == "idleCursors" {
+				return nil, mongoerr.New(mongoerr.NotImplemented, "$currentOp idleCursors is not supported by tierdb")
+			}
+			// idleSessions (true by default) would list transactions
+			// between statements; tierdb does not list them (see README).
 		case "idleConnections":
-			// Connections without a request in process are not listed.
+			idle = b
 		default:
 			return nil, mongoerr.Newf(mongoerr.FailedToParse, "Unrecognized option '%s' in $currentOp stage.", e.Key)
 		}
 	}
-	return h.currentOps(req, allUsers, nil)
+	return h.currentOps(req, allUsers, idle, nil)
 }
 
 // killOp interrupts an operation: {killOp: 1, op: <opid>}. The operation's

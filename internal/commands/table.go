@@ -90,6 +90,8 @@ type Options struct {
 	Argv []string
 	// Connections reports current and total connection counts for serverStatus.
 	Connections func() (current, total int64)
+	// Clients lists the open connections (currentOp's idle connections).
+	Clients func() []Client
 	// Admission gates every non-internal request (the priority channel);
 	// nil admits everything at once (--qos=off).
 	Admission Admitter

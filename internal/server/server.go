@@ -149,6 +149,17 @@ func (s *Server) Shutdown(ctx context.Context) {
 	}
 }
 
+// Clients lists the open connections, for currentOp's idle connections.
+func (s *Server) Clients() []commands.Client {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]commands.Client, 0, len(s.conns))
+	for id, c := range s.conns {
+		out = append(out, commands.Client{ID: id, RemoteAddr: c.sess.RemoteAddr})
+	}
+	return out
+}
+
 // opInfo describes the request a connection is running.
 type opInfo struct {
 	id    int64
