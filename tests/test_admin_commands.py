@@ -126,6 +126,12 @@ def test_coll_stats_stage_refusals(db):
     assert code_of(lambda: list(db.a.aggregate([{"$collStats": {"latencyStats": {}}}]))) == 238
     assert code_of(lambda: list(db.a.aggregate([{"$match": {}}, {"$collStats": {"count": {}}}]))) == 40602
     assert code_of(lambda: list(db.a.aggregate([{"$collStats": {"bogus": {}}}]))) == 40415
+    assert code_of(lambda: list(db.a.aggregate([{"$collStats": None}]))) == 5447000
+    assert code_of(lambda: list(db.a.aggregate([{"$collStats": {"storageStats": {"scale": -1000}}}]))) == 51024
+    assert code_of(lambda: list(db.a.aggregate([{"$collStats": {"storageStats": {"scale": "big"}}}]))) == 14
+    # an empty spec is the namespace, host and time only
+    assert set(list(db.a.aggregate([{"$collStats": {}}]))[0]) == {"ns", "host", "localTime"}
+    assert list(db.a.aggregate([{"$collStats": {"storageStats": {"scale": 42.42}}}]))[0]["storageStats"]["scaleFactor"] == 42
 
 
 # --- validate -----------------------------------------------------------------

@@ -67,9 +67,10 @@ func (h *Handlers) dbStats(ctx context.Context, req *Request) (bson.D, error) {
 	}, nil
 }
 
-// storageStats is collStats' document (and $collStats' storageStats) for
-// col; nil col (a missing collection) gives zeros, as MongoDB answers.
-func (h *Handlers) storageStats(ctx context.Context, ns string, col *storage.Collection, scale int64) (bson.D, error) {
+// storageStats is $collStats' storageStats document (collStats' reply
+// without its ns) for col; nil col (a missing collection) gives zeros,
+// as MongoDB's collStats answers.
+func (h *Handlers) storageStats(ctx context.Context, col *storage.Collection, scale int64) (bson.D, error) {
 	st := &storage.CollectionStats{IndexSizes: map[string]int64{}}
 	if col != nil {
 		var err error
@@ -90,7 +91,6 @@ func (h *Handlers) storageStats(ctx context.Context, ns string, col *storage.Col
 		}
 	}
 	return bson.D{
-		{Key: "ns", Value: ns},
 		{Key: "size", Value: st.DataSize / scale},
 		{Key: "count", Value: st.Count},
 		{Key: "avgObjSize", Value: avg},
@@ -101,8 +101,8 @@ func (h *Handlers) storageStats(ctx context.Context, ns string, col *storage.Col
 		{Key: "nindexes", Value: int64(nindexes)},
 		{Key: "indexBuilds", Value: bson.A{}},
 		{Key: "totalIndexSize", Value: st.TotalIndexSize() / scale},
-		{Key: "totalSize", Value: st.TotalSize / scale},
 		{Key: "indexSizes", Value: sizes},
+		{Key: "totalSize", Value: st.TotalSize / scale},
 		{Key: "scaleFactor", Value: scale},
 	}, nil
 }
@@ -123,7 +123,11 @@ func (h *Handlers) collStats(ctx context.Context, req *Request) (bson.D, error) 
 	if err != nil {
 		return nil, err
 	}
-	return h.storageStats(ctx, req.DB+"."+name, col, scale)
+	st, err := h.storageStats(ctx, col, scale)
+	if err != nil {
+		return nil, err
+	}
+	return append(bson.D{{Key: "ns", Value: req.DB + "." + name}}, st...), nil
 }
 
 // collStatsStage produces the one document of a leading $collStats stage:
@@ -136,7 +140,7 @@ func (h *Handlers) collStatsStage(ctx context.Context, req *Request, arg any) (b
 	}
 	spec, ok := arg.(bson.D)
 	if !ok {
-		return nil, mongoerr.Newf(mongoerr.FailedToParse, "$collStats must take a nested object but found: %s", query.TypeName(arg))
+		return nil, mongoerr.Newf(mongoerr.Location5447000, "$collStats must take a nested object but found: %s", query.TypeName(arg))
 	}
 	ns := req.DB + "." + name
 	out := bson.D{{Key: "ns", Value: ns}, {Key: "host", Value: hostname()}, {Key: "localTime", Value: bson.NewDateTimeFromTime(time.Now())}}
@@ -163,6 +167,9 @@ func (h *Handlers) collStatsStage(ctx context.Context, req *Request, arg any) (b
 			for _, o := range opts {
 				switch o.Key {
 				case "scale":
+					if _, isNum := asNumber(o.Value); !isNum {
+						return nil, mongoerr.Newf(mongoerr.TypeMismatch, "BSON field '$collStats.storageStats.scale' is the wrong type '%s', expected types '[long, int, decimal, double]'", query.TypeName(o.Value))
+					}
 					s, err := getScale(opts)
 					if err != nil {
 						return nil, err
@@ -177,7 +184,7 @@ func (h *Handlers) collStatsStage(ctx context.Context, req *Request, arg any) (b
 			if err := needCol("storageStats"); err != nil {
 				return nil, err
 			}
-			st, err := h.storageStats(ctx, ns, col, scale)
+			st, err := h.storageStats(ctx, col, scale)
 			if err != nil {
 				return nil, err
 			}

@@ -20,3 +20,6 @@ func init() {
 
 // Location40602: a source stage ($collStats, $currentOp) after the first.
 const Location40602 Code = 40602
+
+// Location5447000: $collStats given something other than a document.
+const Location5447000 Code = 5447000
