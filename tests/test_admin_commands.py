@@ -484,6 +484,11 @@ def test_current_op_of_other_users_needs_inprog(authsrv):
         own = c.admin.command(SON([("currentOp", 1), ("$ownOps", True)]))["inprog"]
         assert own and all(op["effectiveUsers"] == [{"user": "plain", "db": "shop"}] for op in own)
         assert c.admin.command("killOp", op=1)["ok"] == 1, "one's own operations need no killop privilege"
+        assert [o["effectiveUsers"] for o in c.admin.aggregate([{"$currentOp": {}}])] == [[{"user": "plain", "db": "shop"}]]
+        assert code_of(lambda: list(c.admin.aggregate([{"$currentOp": {"allUsers": True}}]))) == 13
+        # $collStats needs collStats (readWrite has it), not find
+        a.shop.items.insert_one({"_id": 1})
+        assert list(c.shop.items.aggregate([{"$collStats": {"count": {}}}]))[0]["count"] >= 1
     finally:
         c.close()
         a.shop.command("dropUser", "plain")

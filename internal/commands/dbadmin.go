@@ -210,6 +210,26 @@ func (h *Handlers) collStatsStage(ctx context.Context, req *Request, arg any) (b
 	return bson.A{out}, nil
 }
 
+// aggregateAccess is what an aggregate needs: find on the collection,
+// except for the source stages: collStats for $collStats, and nothing
+// more than being a user for $currentOp (whose allUsers the stage checks
+// against inprog).
+var aggregateAccess = access{kind: accessCollection, actionsFor: func(cmd bson.D) auth.ActionSet {
+	if p, _ := lookup(cmd, "pipeline"); p != nil {
+		if a, _ := p.(bson.A); len(a) > 0 {
+			if st, _ := a[0].(bson.D); len(st) == 1 {
+				switch st[0].Key {
+				case "$currentOp":
+					return 0
+				case "$collStats":
+					return auth.Actions(auth.ActCollStats)
+				}
+			}
+		}
+	}
+	return auth.Actions(auth.ActFind)
+}}
+
 // aggregateSource runs a pipeline whose first stage produces documents
 // instead of reading the collection ($collStats, $currentOp); handled is
 // false for any other pipeline.

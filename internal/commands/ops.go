@@ -58,7 +58,12 @@ func (l *liveOps) begin(ctx context.Context, req *Request, c *command) (context.
 	if len(req.Cmd) > 0 {
 		op.name = req.Cmd[0].Key
 		op.cmd = req.Cmd
-		if coll, ok := req.Cmd[0].Value.(string); ok && c != nil && c.access.kind == accessCollection && op.name != "getMore" && op.name != "explain" {
+		coll, _ := req.Cmd[0].Value.(string)
+		if op.name == "getMore" {
+			v, _ := lookup(req.Cmd[1:], "collection")
+			coll, _ = v.(string)
+		}
+		if coll != "" && c != nil && c.access.kind == accessCollection && op.name != "explain" {
 			op.ns = req.DB + "." + coll
 		}
 	}

@@ -297,7 +297,7 @@ func (h *Handlers) commands() map[string]*command {
 		"delete":        {handler: h.delete, writes: true, help: "delete documents", counter: opDelete, access: onColl(auth.ActRemove)},
 		"findAndModify": {handler: h.findAndModify, writes: true, help: "update or remove one document and return it", counter: opCommand, access: findAndModifyAccess},
 		"count":         {handler: h.count, help: "count matching documents", counter: opCommand, access: onColl(auth.ActFind)},
-		"aggregate":     {handler: h.aggregate, help: "aggregation pipeline (stages and expressions: see README)", counter: opCommand, access: onColl(auth.ActFind)},
+		"aggregate":     {handler: h.aggregate, help: "aggregation pipeline (stages and expressions: see README)", counter: opCommand, access: aggregateAccess},
 		"distinct":      {handler: h.distinct, help: "distinct values of a field", counter: opCommand, access: onColl(auth.ActFind)},
 		"explain":       {handler: h.explain, help: "the PostgreSQL plan of a find", access: onColl(auth.ActFind)},
 		// transactions (txn.go); a statement's own command runs as usual
