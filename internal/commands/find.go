@@ -24,11 +24,11 @@ func (h *Handlers) find(ctx context.Context, req *Request) (bson.D, error) {
 	if proj, err = getDoc(req.Cmd, "projection"); err != nil {
 		return nil, err
 	}
-	skip, err := getCount(req.Cmd, "find", "skip", 0)
+	skip, err := getCount(req.Cmd, "FindCommandRequest", "skip", 0)
 	if err != nil {
 		return nil, err
 	}
-	limit, err := getCount(req.Cmd, "find", "limit", 0)
+	limit, err := getCount(req.Cmd, "FindCommandRequest", "limit", 0)
 	if err != nil {
 		return nil, err
 	}
