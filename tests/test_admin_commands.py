@@ -344,6 +344,41 @@ def test_current_op_idle_connections(server, client):
         idle.close()
 
 
+def test_current_op_shows_requests_waiting_for_admission(new_server):
+    """With one request allowed in PostgreSQL at a time, a second one waits
+    at the door: currentOp says so, and killOp takes it out of the queue."""
+    t = new_server(extra_args=["--parallelism", "1", "--enable-test-commands"]).start()
+    c = t.client()
+    results = {}
+
+    def sleeper(name, ms):
+        try:
+            results[name] = t.client().admin.command("sleep", millis=ms, comment=name)
+        except OperationFailure as e:
+            results[name] = e
+
+    first = threading.Thread(target=sleeper, args=("first", 60000), daemon=True)
+    first.start()
+    deadline = time.time() + 20
+    while time.time() < deadline and not c.admin.command(SON([("currentOp", 1), ("command.comment", "first")]))["inprog"]:
+        time.sleep(0.05)
+    second = threading.Thread(target=sleeper, args=("second", 10), daemon=True)
+    second.start()
+    ops = {}
+    while time.time() < deadline and len(ops) < 2:
+        ops = {o["command"]["comment"]: o for o in c.admin.command(SON([("currentOp", 1), ("command.sleep", 1)]))["inprog"]}
+        time.sleep(0.05)
+    assert ops["first"]["waitingForAdmission"] is False
+    assert ops["second"]["waitingForAdmission"] is True
+    c.admin.command("killOp", op=ops["second"]["opid"])
+    second.join(20)
+    assert isinstance(results["second"], OperationFailure) and results["second"].code == 11601
+    c.admin.command("killOp", op=ops["first"]["opid"])
+    first.join(20)
+    assert isinstance(results["first"], OperationFailure) and results["first"].code == 11601
+    c.close()
+
+
 def test_max_time_ms_is_honoured(server, db):
     db.locked.insert_one({"_id": 1})
     b = Blocked(server, db, maxTimeMS=300)

@@ -42,6 +42,7 @@ type liveOp struct {
 	meta    bson.D
 	hasConn bool
 	tier    atomic.Int32
+	queued  atomic.Bool // waiting for admission (its tier's turn, its user's share)
 	killed  atomic.Bool
 	cancel  context.CancelFunc
 }
@@ -103,6 +104,13 @@ func setOpTier(ctx context.Context, t qos.Tier) {
 	}
 }
 
+// setOpQueued records whether the request waits for admission.
+func setOpQueued(ctx context.Context, queued bool) {
+	if op, _ := ctx.Value(liveOpKey{}).(*liveOp); op != nil {
+		op.queued.Store(queued)
+	}
+}
+
 // kill interrupts the operation with opid id: its context is canceled and
 // its error becomes Interrupted. It reports whether the operation exists
 // and may be killed by the caller (owner says whose operations it may
@@ -150,7 +158,9 @@ var sensitiveCommands = map[string]bool{
 	"authenticate": true, "hello": true, "isMaster": true, "ismaster": true,
 }
 
-// doc describes the operation as MongoDB's currentOp does, plus the tier.
+// doc describes the operation as MongoDB's currentOp does, plus its tier
+// and whether it still waits for admission (the priority channel, the
+// user's fair share, delivered parallelism).
 func (op *liveOp) doc(now time.Time) bson.D {
 	running := now.Sub(op.start)
 	d := bson.D{
@@ -183,6 +193,7 @@ func (op *liveOp) doc(now time.Time) bson.D {
 		bson.E{Key: "waitingForLock", Value: false},
 		bson.E{Key: "killPending", Value: op.killed.Load()},
 		bson.E{Key: "tier", Value: qos.Tier(op.tier.Load()).String()},
+		bson.E{Key: "waitingForAdmission", Value: op.queued.Load()},
 	)
 	return d
 }

@@ -457,6 +457,7 @@ func (h *Handlers) run(ctx context.Context, req *Request) (bson.D, error) {
 			// Tier first (the priority channel), then the user's share
 			// within the tier and delivered parallelism (the gate).
 			t0 := time.Now()
+			setOpQueued(ctx, true)
 			done, err := h.opts.Admission.Admit(ctx, tier, false)
 			if err == nil {
 				defer done()
@@ -471,6 +472,7 @@ func (h *Handlers) run(ctx context.Context, req *Request) (bson.D, error) {
 				}
 			}
 			acct.waitNanos.Add(int64(time.Since(t0)))
+			setOpQueued(ctx, false)
 			if err != nil {
 				return nil, err
 			}
