@@ -99,3 +99,39 @@ func interruptedBatch(reply bson.D) error {
 	}
 	return nil
 }
+
+// keepTimeLimit gives a new cursor what remains of its command's
+// maxTimeMS, for its getMores.
+func (c *cursor) keepTimeLimit(ctx context.Context, cmd bson.D) {
+	if d, _ := parseMaxTimeMS(cmd); d == 0 {
+		return
+	}
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		return
+	}
+	c.mu.Lock()
+	c.timeLeft = max(time.Until(deadline), time.Nanosecond)
+	c.mu.Unlock()
+}
+
+// timeLimit bounds a getMore by what remains of the cursor's maxTimeMS
+// (the time between getMores does not count, as in MongoDB); spent, called
+// after the batch, charges the time it took. A cursor with no time left
+// answers MaxTimeMSExpired. The caller holds c.mu.
+func (c *cursor) timeLimit(ctx context.Context) (_ context.Context, spent func(), err error) {
+	if c.timeLeft == 0 {
+		return ctx, func() {}, nil
+	}
+	if c.timeLeft < 0 {
+		return ctx, nil, mongoerr.New(mongoerr.MaxTimeMSExpired, "operation exceeded time limit")
+	}
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, c.timeLeft)
+	return ctx, func() {
+		cancel()
+		if c.timeLeft -= time.Since(start); c.timeLeft <= 0 {
+			c.timeLeft = -1
+		}
+	}, nil
+}

@@ -28,6 +28,10 @@ type cursor struct {
 	mu       sync.Mutex // one getMore at a time
 	src      batchSource
 	lastUsed atomic.Int64 // unix nanoseconds
+	// timeLeft is what remains of the maxTimeMS of the command that
+	// opened the cursor (0: no limit), guarded by mu: MongoDB's limit
+	// covers the processing of every getMore (argcheck.go).
+	timeLeft time.Duration
 }
 
 type cursorRegistry struct {

@@ -77,7 +77,9 @@ func (h *Handlers) firstBatch(ctx context.Context, req *Request, ns string, src 
 	}
 	var id int64
 	if !done && !singleBatch {
-		id = h.cursors.add(ns, cursorOwner(req.Session), src).id
+		c := h.cursors.add(ns, cursorOwner(req.Session), src)
+		c.keepTimeLimit(ctx, req.Cmd)
+		id = c.id
 	}
 	return cursorReply(id, ns, rawArray(batch), true), nil
 }
@@ -128,7 +130,13 @@ func (h *Handlers) getMore(ctx context.Context, req *Request) (bson.D, error) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	ctx, spent, err := c.timeLimit(ctx)
+	if err != nil {
+		h.cursors.remove(id)
+		return nil, err
+	}
 	batch, done, err := c.src.next(ctx, int(min(batchSize, 1<<30)))
+	spent()
 	if err != nil {
 		h.cursors.remove(id)
 		return nil, err

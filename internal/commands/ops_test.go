@@ -167,3 +167,52 @@ func mustDecimal(s string) bson.Decimal128 {
 	}
 	return d
 }
+
+// slowSource yields one document per batch, after a pause that honours ctx.
+type slowSource struct{ pause time.Duration }
+
+func (s *slowSource) next(ctx context.Context, _ int) ([]bson.Raw, bool, error) {
+	select {
+	case <-time.After(s.pause):
+		raw, _ := bson.Marshal(bson.D{{Key: "x", Value: 1}})
+		return []bson.Raw{raw}, false, nil
+	case <-ctx.Done():
+		return nil, false, ctx.Err()
+	}
+}
+
+// A cursor's getMores share the maxTimeMS of the command that opened it:
+// the processing time adds up until it expires.
+func TestCursorKeepsItsTimeLimit(t *testing.T) {
+	h := quietHandlers(t)
+	req := &Request{DB: "d", Cmd: bson.D{{Key: "find", Value: "c"}, {Key: "maxTimeMS", Value: int32(400)}}}
+	ctx, cancel, err := withMaxTime(context.Background(), req.Cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cancel()
+	reply, err := h.firstBatch(ctx, req, "d.c", &slowSource{pause: 60 * time.Millisecond}, 1, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur, _ := lookup(reply, "cursor")
+	idv, _ := lookup(cur.(bson.D), "id")
+	id := idv.(int64)
+	codes := []int32{}
+	for i := 0; i < 12; i++ {
+		r := h.Dispatch(context.Background(), &Request{DB: "d", Cmd: bson.D{{Key: "getMore", Value: id}, {Key: "collection", Value: "c"}, {Key: "batchSize", Value: int32(1)}}})
+		codes = append(codes, replyCode(r))
+		if replyCode(r) != 0 {
+			break
+		}
+		time.Sleep(100 * time.Millisecond) // idle time between getMores does not count
+	}
+	last := codes[len(codes)-1]
+	if last != int32(mongoerr.MaxTimeMSExpired) || len(codes) < 2 {
+		t.Fatalf("getMore codes %v: want a few successes, then MaxTimeMSExpired", codes)
+	}
+	r := h.Dispatch(context.Background(), &Request{DB: "d", Cmd: bson.D{{Key: "getMore", Value: id}, {Key: "collection", Value: "c"}}})
+	if replyCode(r) != int32(mongoerr.CursorNotFound) {
+		t.Fatalf("the expired cursor is gone: %v", r)
+	}
+}
