@@ -231,15 +231,50 @@ func shownCommand(name string, doc bson.D) bson.D {
 			cmd = append(cmd, e)
 		}
 	}
-	raw, err := bsonx.AppendDocument(nil, cmd)
-	if err == nil && len(raw) <= maxOpCommandBytes {
-		return cmd
+	if fitsIn(cmd, maxOpCommandBytes) {
+		if raw, err := bsonx.AppendDocument(nil, cmd); err == nil && len(raw) <= maxOpCommandBytes {
+			return cmd
+		}
 	}
 	text := ""
 	if b, err := bson.MarshalExtJSON(cmd[:1], false, false); err == nil {
 		text = string(b)
 	}
 	return bson.D{{Key: "$truncated", Value: text}, {Key: "comment", Value: "command larger than 1 KB"}}
+}
+
+// fitsIn reports whether v's BSON is about budget bytes or less, looking
+// at no more of it than that: a 48 MB insert is not walked to be shown.
+func fitsIn(v any, budget int) bool {
+	return remaining(v, budget) >= 0
+}
+
+func remaining(v any, budget int) int {
+	switch x := v.(type) {
+	case bson.D:
+		budget -= 5
+		for _, e := range x {
+			if budget = remaining(e.Value, budget-len(e.Key)-2); budget < 0 {
+				return budget
+			}
+		}
+		return budget
+	case bson.A:
+		budget -= 5
+		for _, e := range x {
+			if budget = remaining(e, budget-3); budget < 0 {
+				return budget
+			}
+		}
+		return budget
+	case string:
+		return budget - len(x) - 5
+	case bson.Binary:
+		return budget - len(x.Data) - 5
+	case bson.Raw:
+		return budget - len(x)
+	}
+	return budget - 16
 }
 
 func itoa(n int64) string {
