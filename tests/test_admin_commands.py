@@ -524,6 +524,13 @@ def test_current_op_of_other_users_needs_inprog(authsrv):
         # $collStats needs collStats (readWrite has it), not find
         a.shop.items.insert_one({"_id": 1})
         assert list(c.shop.items.aggregate([{"$collStats": {"count": {}}}]))[0]["count"] >= 1
+        # renameCollection within the database needs renameCollectionSameDB (readWrite has it)
+        a.shop.r1.insert_one({"_id": 1})
+        c.admin.command("renameCollection", "shop.r1", to="shop.r2")
+        assert a.shop.r2.count_documents({}) == 1
+        # out of its databases it is refused, and nothing moves
+        assert code_of(lambda: c.admin.command("renameCollection", "shop.r2", to="elsewhere.r2")) == 13
+        assert a.shop.r2.count_documents({}) == 1
     finally:
         c.close()
         a.shop.command("dropUser", "plain")

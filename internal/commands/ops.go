@@ -442,8 +442,10 @@ func (h *Handlers) killOp(_ context.Context, req *Request) (bson.D, error) {
 		return nil, mongoerr.Newf(mongoerr.BadValue, "invalid opid %v", v)
 	}
 	mayAny := h.mayCluster(req.Session, auth.Actions(auth.ActKillop))
-	h.live.kill(int32(n), func(op *liveOp) bool {
+	if h.live.kill(int32(n), func(op *liveOp) bool {
 		return mayAny || op.user == sessionUser(req.Session)
-	})
+	}) {
+		h.log.Info("operation killed", "opid", int32(n), "by", logUser(req.Session))
+	}
 	return bson.D{{Key: "info", Value: "attempting to kill op"}}, nil
 }
