@@ -5,6 +5,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"tierdb/internal/exec"
 	"tierdb/internal/mongoerr"
 )
 
@@ -23,6 +24,8 @@ func (h *Handlers) parameters() []serverParameter {
 		{"authenticationMechanisms", bson.A{"SCRAM-SHA-1", "SCRAM-SHA-256"}, false},
 		{"cursorTimeoutMillis", h.opts.CursorTimeout.Milliseconds(), true},
 		{"featureCompatibilityVersion", bson.D{{Key: "version", Value: "6.0"}}, false},
+		// The memory limit of sorts and blocking stages (never spilled).
+		{"internalQueryMaxBlockingSortMemoryUsageBytes", int64(exec.MaxMemoryBytes), false},
 		{"localLogicalSessionTimeoutMinutes", h.sessionTimeoutMinutes(), true},
 		{"maxBSONDepth", int32(100), false},
 		{"transactionLifetimeLimitSeconds", int64(h.opts.TxnLifetime.Seconds()), true},
