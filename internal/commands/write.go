@@ -239,6 +239,10 @@ func (h *Handlers) update(ctx context.Context, req *Request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
+	env, err := newUpdateEnv(req.Cmd)
+	if err != nil {
+		return nil, err
+	}
 	var n, nModified int64
 	var errs []indexedError
 	upserted := bson.A{}
@@ -247,7 +251,7 @@ func (h *Handlers) update(ctx context.Context, req *Request) (bson.D, error) {
 		if !ok {
 			errs = append(errs, indexedError{i, mongoerr.New(mongoerr.TypeMismatch, "update statements must be objects")})
 		} else {
-			res, err := h.updateStatement(ctx, req.DB, name, stmt)
+			res, err := h.updateStatement(ctx, req.DB, name, stmt, env)
 			if err != nil {
 				errs = append(errs, indexedError{i, err})
 			} else {
@@ -275,7 +279,7 @@ type updateResult struct {
 	upsertedID        any
 }
 
-func (h *Handlers) updateStatement(ctx context.Context, db, name string, stmt bson.D) (updateResult, error) {
+func (h *Handlers) updateStatement(ctx context.Context, db, name string, stmt bson.D, env *updateEnv) (updateResult, error) {
 	var res updateResult
 	q, err := getDoc(stmt, "q")
 	if err != nil {
@@ -303,7 +307,15 @@ func (h *Handlers) updateStatement(ctx context.Context, db, name string, stmt bs
 	if err != nil {
 		return res, err
 	}
-	upd, err := update.Parse(u)
+	if err := env.filterWithVars(rs, q); err != nil {
+		return res, err
+	}
+	constants, err := getDoc(stmt, "c")
+	if err != nil {
+		return res, err
+	}
+	arrayFilters, hasFilters := lookup(stmt, "arrayFilters")
+	upd, err := env.parseUpdateArg(u, arrayFilters, hasFilters, constants, "update.updates.arrayFilters")
 	if err != nil {
 		return res, err
 	}
@@ -322,7 +334,7 @@ func (h *Handlers) updateStatement(ctx context.Context, db, name string, stmt bs
 			return res, err
 		}
 	}
-	apply := func(d bson.D) (bson.D, bool, error) { return upd.Apply(d, false) }
+	apply := func(d bson.D) (bson.D, bool, error) { return applyMatched(upd, rs.filter, d) }
 	// Two rounds at most: a duplicate key on the upsert's insert may mean a
 	// concurrent upsert inserted the match first (then the second round
 	// updates it), or a genuine clash with a unique index (then it is the

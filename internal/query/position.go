@@ -2,6 +2,7 @@ package query
 
 import (
 	"strconv"
+	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
@@ -148,4 +149,30 @@ func (p elemMatchValuePred) matchIndex(v any, missing bool) int {
 		}
 	}
 	return -1
+}
+
+// ConstrainsField reports whether some condition of the filter, at any
+// depth of $and, $or and $nor, is on a path whose first component is
+// field: MongoDB's requirement for a positional projection "field....$".
+func (f *Filter) ConstrainsField(field string) bool {
+	return constrains(f.raw, field)
+}
+
+func constrains(filter bson.D, field string) bool {
+	for _, e := range filter {
+		switch e.Key {
+		case "$and", "$or", "$nor":
+			a, _ := asArray(normalize(e.Value))
+			for _, c := range a {
+				if d, ok := asDoc(normalize(c)); ok && constrains(d, field) {
+					return true
+				}
+			}
+			continue
+		}
+		if first, _, _ := strings.Cut(e.Key, "."); first == field {
+			return true
+		}
+	}
+	return false
 }

@@ -432,7 +432,7 @@ func TestConcurrentUse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := ParseProjection(d("l", d("$slice", int32(1)), "s", 0))
+	p, err := ParseProjection(d("l", d("$slice", int32(1)), "s", 0), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -444,7 +444,11 @@ func TestConcurrentUse(t *testing.T) {
 			if err != nil {
 				t.Error(err)
 			}
-			done <- p.Apply(out)
+			projected, err := p.Apply(out)
+			if err != nil {
+				t.Error(err)
+			}
+			done <- projected
 		}()
 	}
 	for range 4 {
