@@ -193,11 +193,11 @@ func TestPositionalProjection(t *testing.T) {
 	}
 	doc := d("_id", 1, "a", a(1, 5, 9), "b", d("c", a(d("x", 1, "y", 2), d("x", 3, "y", 4))), "z", 7)
 	cases := []struct {
-		name   string
-		query  bson.D
-		spec   bson.D
-		want   bson.D
-		code   mongoerr.Code
+		name  string
+		query bson.D
+		spec  bson.D
+		want  bson.D
+		code  mongoerr.Code
 	}{
 		{name: "array of scalars", query: d("a", d("$gt", 4)), spec: d("a.$", 1), want: d("_id", 1, "a", a(5))},
 		{name: "with other fields", query: d("a", 9), spec: d("z", 1, "a.$", 1), want: d("_id", 1, "a", a(9), "z", 7)},
