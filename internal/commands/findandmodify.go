@@ -60,11 +60,8 @@ func (h *Handlers) findAndModify(ctx context.Context, req *Request) (bson.D, err
 			return nil, err
 		}
 	}
-	rs, err := parseReadSpec(q, sortDoc, nil, 0, 1)
+	rs, err := env.readSpec(q, sortDoc, 1)
 	if err != nil {
-		return nil, err
-	}
-	if err := env.filterWithVars(rs, q); err != nil {
 		return nil, err
 	}
 	var proj *update.Projection

@@ -90,18 +90,21 @@ func (env *updateEnv) parseUpdateArg(u any, arrayFilters any, hasFilters bool, c
 	return update.ParseWithOptions(u, update.Options{ArrayFilters: filters})
 }
 
-// filterWithVars re-parses q with the command's let variables in scope of
-// its $expr, when there are any.
-func (env *updateEnv) filterWithVars(rs *readSpec, q bson.D) error {
+// readSpec parses the query of an update or findAndModify, with the
+// command's let variables in scope of its $expr.
+func (env *updateEnv) readSpec(q, sortDoc bson.D, limit int64) (*readSpec, error) {
 	if len(env.vars) == 0 {
-		return nil
+		return parseReadSpec(q, sortDoc, nil, 0, limit)
 	}
-	f, err := query.ParseFilterVars(q, env.vars)
+	rs, err := parseReadSpec(nil, sortDoc, nil, 0, limit)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	rs.filter = f
-	return nil
+	if rs.filter, err = query.ParseFilterVars(q, env.vars); err != nil {
+		return nil, err
+	}
+	rs.empty, rs.exact = len(q) == 0, isIDEquality(q)
+	return rs, nil
 }
 
 // applyMatched applies upd to a document the query matched, with the array

@@ -303,11 +303,8 @@ func (h *Handlers) updateStatement(ctx context.Context, db, name string, stmt bs
 	if err := checkCollation(stmt); err != nil {
 		return res, err
 	}
-	rs, err := parseReadSpec(q, nil, nil, 0, 0)
+	rs, err := env.readSpec(q, nil, 0)
 	if err != nil {
-		return res, err
-	}
-	if err := env.filterWithVars(rs, q); err != nil {
 		return res, err
 	}
 	constants, err := getDoc(stmt, "c")
