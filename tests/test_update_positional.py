@@ -259,3 +259,16 @@ def raw_client(server):
 
     yield call
     sock.close()
+
+
+def test_delete_and_find_and_modify_let_and_option_errors(db):
+    db.dl.insert_many([{"_id": i, "v": i} for i in range(5)])
+    r = db.dl.delete_many({"$expr": {"$gte": ["$v", "$$cut"]}}, let={"cut": 3})
+    assert r.deleted_count == 2 and db.dl.count_documents({}) == 3
+    with pytest.raises(OperationFailure) as e:
+        db.command("findAndModify", "dl", query={}, remove=True, arrayFilters=[{"i": 0}])
+    assert e.value.code == 9 and "Cannot specify arrayFilters and remove=true" in str(e.value)
+    with pytest.raises(OperationFailure) as e:
+        db.command("findAndModify", "dl", query={}, update=[{"$set": {"a": 1}}], arrayFilters=[{"i": 0}])
+    assert e.value.code == 9
+    assert db.dl.count_documents({"a": {"$exists": True}}) == 0

@@ -61,7 +61,7 @@ var commandFields = map[string]map[string]fieldRule{
 		"bypassDocumentValidation": harmless,
 	},
 	"update": {"updates": implemented, "ordered": implemented, "bypassDocumentValidation": harmless, "let": implemented},
-	"delete": {"deletes": implemented, "ordered": implemented, "let": unimplemented},
+	"delete": {"deletes": implemented, "ordered": implemented, "let": implemented},
 	"findAndModify": {
 		"query": implemented, "sort": implemented, "fields": implemented, "remove": implemented,
 		"update": implemented, "new": implemented, "upsert": implemented,

@@ -50,6 +50,9 @@ func (h *Handlers) findAndModify(ctx context.Context, req *Request) (bson.D, err
 	if remove && hasFilters {
 		return nil, mongoerr.New(mongoerr.FailedToParse, "Cannot specify arrayFilters and remove=true")
 	}
+	if _, isPipeline := u.(bson.A); isPipeline && hasFilters {
+		return nil, mongoerr.New(mongoerr.FailedToParse, "Cannot specify arrayFilters and a pipeline update")
+	}
 	env, err := newUpdateEnv(req.Cmd)
 	if err != nil {
 		return nil, err

@@ -11,7 +11,7 @@ import (
 	"tierdb/internal/update"
 )
 
-// updateEnv is what every statement of one update or findAndModify command
+// updateEnv is what every statement of one update, delete or findAndModify command
 // shares: the command's let variables and $$NOW, fixed for the command.
 type updateEnv struct {
 	vars map[string]any

@@ -439,6 +439,10 @@ func (h *Handlers) delete(ctx context.Context, req *Request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
+	env, err := newUpdateEnv(req.Cmd)
+	if err != nil {
+		return nil, err
+	}
 	var n int64
 	var errs []indexedError
 	col, err := h.store.Collection(ctx, req.DB, name)
@@ -451,7 +455,7 @@ func (h *Handlers) delete(ctx context.Context, req *Request) (bson.D, error) {
 		if !ok {
 			err = mongoerr.New(mongoerr.TypeMismatch, "delete statements must be objects")
 		} else {
-			deleted, err = h.deleteStatement(ctx, col, stmt)
+			deleted, err = h.deleteStatement(ctx, col, stmt, env)
 		}
 		n += deleted
 		if err != nil {
@@ -464,7 +468,7 @@ func (h *Handlers) delete(ctx context.Context, req *Request) (bson.D, error) {
 	return writeReply(n, errs), nil
 }
 
-func (h *Handlers) deleteStatement(ctx context.Context, col *storage.Collection, stmt bson.D) (int64, error) {
+func (h *Handlers) deleteStatement(ctx context.Context, col *storage.Collection, stmt bson.D, env *updateEnv) (int64, error) {
 	q, err := getDoc(stmt, "q")
 	if err != nil {
 		return 0, err
@@ -485,7 +489,7 @@ func (h *Handlers) deleteStatement(ctx context.Context, col *storage.Collection,
 	if limit != 0 && limit != 1 {
 		return 0, mongoerr.Newf(mongoerr.FailedToParse, "The limit field in delete objects must be 0 or 1. Got %d", limit)
 	}
-	rs, err := parseReadSpec(q, nil, nil, 0, 0)
+	rs, err := env.readSpec(q, nil, 0)
 	if err != nil || col == nil {
 		return 0, err
 	}
