@@ -73,9 +73,8 @@ func (h *Handlers) findAndModify(ctx context.Context, req *Request) (bson.D, err
 			return nil, err
 		}
 	}
-	// The positional projection reads the array position the query matched
-	// in the document returned: before an update, the stored one; after
-	// it, the new one (MongoDB matches the query against it again).
+	// A positional projection reads the array position the query matches
+	// in the document returned (with new: true, the updated one).
 	project := func(d bson.D) (any, error) {
 		if d == nil {
 			return nil, nil
