@@ -138,3 +138,22 @@ def test_elem_match_and_slice_projections(db):
         with pytest.raises(OperationFailure) as e:
             db.schools.find_one({}, {"students": spec})
         assert e.value.code == code
+
+
+def test_elem_match_projection_comes_after_other_fields(db):
+    # The manual (4.4+): the $elemMatch field is returned after the other included fields.
+    db.players.insert_one({"_id": 1, "name": "player1", "games": [{"game": "abc", "score": 8}, {"game": "xyz", "score": 5}],
+                           "joined": "2020-01-01", "lastLogin": "2020-05-01"})
+    doc = db.players.find_one({}, {"games": {"$elemMatch": {"score": {"$gt": 5}}}, "joined": 1, "lastLogin": 1})
+    assert list(doc) == ["_id", "joined", "lastLogin", "games"]
+    assert doc["games"] == [{"game": "abc", "score": 8}]
+
+
+def test_slice_of_an_embedded_array(db):
+    # The manual: in an inclusion projection the other fields of the embedded document are not returned.
+    db.inventory.insert_one({"_id": 1, "item": "socks", "qty": 100,
+                             "details": {"colors": ["blue", "red"], "sizes": ["S", "M", "L"]}})
+    assert db.inventory.find_one({}, {"qty": 1, "details.colors": {"$slice": 1}}) == \
+        {"_id": 1, "qty": 100, "details": {"colors": ["blue"]}}
+    assert db.inventory.find_one({}, {"details.colors": {"$slice": 1}}) == \
+        {"_id": 1, "item": "socks", "qty": 100, "details": {"colors": ["blue"], "sizes": ["S", "M", "L"]}}

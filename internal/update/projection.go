@@ -21,6 +21,10 @@ type Projection struct {
 	// matched array position from.
 	positional []string
 	filter     *query.Filter
+	// elemMatch are the top-level fields projected with $elemMatch, in
+	// the projection's order: MongoDB returns them after the other
+	// fields (since 4.4), whatever their place in the document.
+	elemMatch []string
 }
 
 type projAction int
@@ -103,7 +107,10 @@ func ParseProjection(spec bson.D, filter *query.Filter) (*Projection, error) {
 				if err := parseProjectionOperator(n, path, parts, v, p.positional != nil); err != nil {
 					return err
 				}
-				hasElemMatch = hasElemMatch || n.action == actElemMatch
+				if n.action == actElemMatch {
+					hasElemMatch = true
+					p.elemMatch = append(p.elemMatch, path)
+				}
 			default:
 				return mongoerr.Newf(mongoerr.NotImplemented,
 					"projection values of type %s (expressions and literals) are not supported: %s", query.TypeName(v), path)
@@ -267,6 +274,13 @@ func (p *Projection) Apply(doc bson.D) (bson.D, error) {
 		return p.root.excludeDoc(doc), nil
 	}
 	out := p.root.includeDoc(doc, true)
+	for _, name := range p.elemMatch {
+		if j := fieldIndex(doc, name); j >= 0 {
+			if v, ok := p.root.children[name].applyElemMatch(doc[j].Value); ok {
+				out = append(out, bson.E{Key: name, Value: v})
+			}
+		}
+	}
 	if p.positional == nil {
 		return out, nil
 	}
@@ -284,6 +298,9 @@ func (t *projNode) includeDoc(d bson.D, top bool) bson.D {
 				out = append(out, bson.E{Key: e.Key, Value: deepCopy(e.Value)})
 			}
 			continue
+		}
+		if top && child.action == actElemMatch {
+			continue // appended by Apply, after the other fields
 		}
 		if v, ok := child.include(e.Value); ok {
 			out = append(out, bson.E{Key: e.Key, Value: v})

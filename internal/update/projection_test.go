@@ -156,6 +156,10 @@ func TestProjectionElemMatch(t *testing.T) {
 			want: d("_id", 1, "o", "keep")},
 		{name: "not an array drops the field", spec: d("o", d("$elemMatch", d("s", 1))),
 			want: d("_id", 1)},
+		// MongoDB 4.4+: the $elemMatch field comes after the other
+		// included fields, in the projection's order.
+		{name: "after the other fields", spec: d("n", d("$elemMatch", d("$gt", 3)), "o", 1, "g", d("$elemMatch", d("k", "z"))),
+			want: d("_id", 1, "o", "keep", "n", a(5), "g", a(d("s", 95, "k", "z")))},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
