@@ -245,7 +245,7 @@ class Blocked:
         self.session.start_transaction()
         coll = self.holder[db.name].locked
         coll.update_one({"_id": 1}, {"$set": {"by": "txn"}}, session=self.session)
-        self.other = server.client()
+        self.other = server.client(appname="blocked-app")
         self.error = None
         self.done = threading.Event()
         self.name = db.name
@@ -290,6 +290,7 @@ def test_current_op_shows_a_running_operation_with_its_tier(server, client, db):
         assert op["tier"] == "low"
         assert op["secs_running"] >= 0 and op["microsecs_running"] > 0
         assert op["client"].startswith("127.0.0.1:")
+        assert op["appName"] == "blocked-app" and op["clientMetadata"]["driver"]["name"].startswith("PyMongo")
         # the filter is a query over the operation documents
         assert client.admin.command(SON([("currentOp", 1), ("tier", "high"), ("command.update", "locked")]))["inprog"] == []
         assert [o["opid"] for o in client.admin.command(SON([("currentOp", 1), ("tier", "low"), ("command.update", "locked")]))["inprog"]] == [op["opid"]]

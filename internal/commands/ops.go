@@ -177,6 +177,13 @@ func (op *liveOp) doc(now time.Time) bson.D {
 			bson.E{Key: "client", Value: op.client},
 		)
 		if op.meta != nil {
+			if app, _ := lookup(op.meta, "application"); app != nil {
+				if ad, ok := app.(bson.D); ok {
+					if name, ok := lookup(ad, "name"); ok {
+						d = append(d, bson.E{Key: "appName", Value: name})
+					}
+				}
+			}
 			d = append(d, bson.E{Key: "clientMetadata", Value: op.meta})
 		}
 		if op.userDoc != nil {
