@@ -319,6 +319,47 @@ def test_kill_op_interrupts_the_operation(server, client, db):
     assert db.locked.find_one()["_id"] == 1 and "by" not in db.locked.find_one(), "the killed update did not happen"
 
 
+def test_kill_op_inside_a_transaction_aborts_it(server, client, db):
+    db.locked.insert_one({"_id": 1})
+    holder, other = server.client(), server.client()
+    s1, s2 = holder.start_session(), other.start_session()
+    try:
+        s1.start_transaction()
+        holder[db.name].locked.update_one({"_id": 1}, {"$set": {"by": "first"}}, session=s1)
+        s2.start_transaction()
+        other[db.name].log.insert_one({"_id": "written in the killed transaction"}, session=s2)
+        errors = []
+
+        def blocked():
+            try:
+                other[db.name].locked.update_one({"_id": 1}, {"$set": {"by": "second"}}, session=s2)
+            except OperationFailure as e:
+                errors.append(e)
+
+        th = threading.Thread(target=blocked, daemon=True)
+        th.start()
+        ops = []
+        deadline = time.time() + 20
+        while not ops and time.time() < deadline:
+            ops = client.admin.command(SON([("currentOp", 1), ("command.update", "locked"), ("ns", f"{db.name}.locked")]))["inprog"]
+            time.sleep(0.05)
+        assert ops, "the blocked statement never showed"
+        client.admin.command("killOp", op=ops[0]["opid"])
+        th.join(20)
+        assert errors and errors[0].code == 11601
+        with pytest.raises(OperationFailure) as e:
+            s2.commit_transaction()
+        assert e.value.code == 251, "the killed statement's transaction is aborted"
+        assert db.log.count_documents({}) == 0
+        s1.abort_transaction()
+        assert db.locked.find_one() == {"_id": 1}
+    finally:
+        s1.end_session()
+        s2.end_session()
+        holder.close()
+        other.close()
+
+
 def test_kill_op_arguments(client, db):
     assert client.admin.command("killOp", op=2**31 - 2)["ok"] == 1, "an unknown opid is not an error"
     assert code_of(lambda: db.command("killOp", op=1)) == 13
