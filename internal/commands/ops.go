@@ -9,11 +9,9 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
-	"tierdb/internal/auth"
 	"tierdb/internal/bsonx"
 	"tierdb/internal/mongoerr"
 	"tierdb/internal/qos"
-	"tierdb/internal/query"
 )
 
 // liveOps are the requests in process (queued for admission or running),
@@ -28,7 +26,7 @@ type liveOps struct {
 
 // liveOp is one request in process: what currentOp shows of it, taken
 // when it begins (on its connection's goroutine, so nothing is read while
-// the connection changes it). Only tier and killed change later.
+// the connection changes it). Only tier, queued and killed change later.
 type liveOp struct {
 	id      int32
 	name    string // the command name as sent
@@ -97,7 +95,7 @@ func (l *liveOps) end(op *liveOp) {
 	op.cancel()
 }
 
-// setTier records the tier the request runs at, once known.
+// setOpTier records the tier the request runs at, once known.
 func setOpTier(ctx context.Context, t qos.Tier) {
 	if op, _ := ctx.Value(liveOpKey{}).(*liveOp); op != nil {
 		op.tier.Store(int32(t))
@@ -113,8 +111,7 @@ func setOpQueued(ctx context.Context, queued bool) {
 
 // kill interrupts the operation with opid id: its context is canceled and
 // its error becomes Interrupted. It reports whether the operation exists
-// and may be killed by the caller (owner says whose operations it may
-// kill; nil: anyone's).
+// and may says the caller may kill it.
 func (l *liveOps) kill(id int32, may func(*liveOp) bool) bool {
 	v, _ := l.ops.Load(id)
 	op, _ := v.(*liveOp)
@@ -304,155 +301,4 @@ func itoa(n int64) string {
 		b[i] = '-'
 	}
 	return string(b[i:])
-}
-
-// currentOps lists the operations the caller may see: everyone's with
-// allUsers (which needs inprog), else the caller's own; with idle, the
-// connections without a request in process too (active: false; whose
-// they are is not known, so only with allUsers); matching filter.
-func (h *Handlers) currentOps(req *Request, allUsers, idle bool, filter *query.Filter) (bson.A, error) {
-	if allUsers && !h.mayCluster(req.Session, auth.Actions(auth.ActInprog)) {
-		return nil, mongoerr.New(mongoerr.Unauthorized, "not authorized on admin to execute command { currentOp: 1 }: allUsers needs the inprog privilege")
-	}
-	now := time.Now()
-	var docs []bson.D
-	busy := map[int64]bool{}
-	for _, op := range h.live.snapshot() {
-		if op.hasConn {
-			busy[op.connID] = true
-		}
-		if allUsers || op.user == sessionUser(req.Session) {
-			docs = append(docs, op.doc(now))
-		}
-	}
-	if idle && allUsers && h.opts.Clients != nil {
-		clients := h.opts.Clients()
-		sort.Slice(clients, func(i, j int) bool { return clients[i].ID < clients[j].ID })
-		for _, c := range clients {
-			if !busy[c.ID] {
-				docs = append(docs, bson.D{
-					{Key: "type", Value: "idleConnection"}, {Key: "host", Value: hostname()},
-					{Key: "desc", Value: "conn" + itoa(c.ID)}, {Key: "connectionId", Value: c.ID},
-					{Key: "client", Value: c.RemoteAddr}, {Key: "active", Value: false},
-					{Key: "currentOpTime", Value: now.UTC().Format("2006-01-02T15:04:05.000Z07:00")},
-				})
-			}
-		}
-	}
-	out := bson.A{}
-	for _, d := range docs {
-		if filter != nil {
-			ok, err := filter.MatchErr(d)
-			if err != nil {
-				return nil, err
-			}
-			if !ok {
-				continue
-			}
-		}
-		out = append(out, d)
-	}
-	return out, nil
-}
-
-// currentOp is the command: {currentOp: 1, $ownOps, $all, <filter>...}.
-// Every field that is not an option is a condition on the operation
-// documents, as in MongoDB.
-func (h *Handlers) currentOp(_ context.Context, req *Request) (bson.D, error) {
-	if req.DB != "admin" {
-		return nil, mongoerr.New(mongoerr.Unauthorized, "currentOp may only be run against the admin database.")
-	}
-	ownOps, err := getBool(req.Cmd, "$ownOps", false)
-	if err != nil {
-		return nil, err
-	}
-	all, err := getBool(req.Cmd, "$all", false)
-	if err != nil {
-		return nil, err
-	}
-	var cond bson.D
-	for _, e := range req.Cmd[1:] {
-		switch {
-		case e.Key == "$ownOps" || e.Key == "$all" || isGenericField(e.Key):
-		default:
-			cond = append(cond, e)
-		}
-	}
-	filter, err := query.ParseFilter(cond)
-	if err != nil {
-		return nil, err
-	}
-	inprog, err := h.currentOps(req, !ownOps, all, filter)
-	if err != nil {
-		return nil, err
-	}
-	return bson.D{{Key: "inprog", Value: inprog}}, nil
-}
-
-// currentOpStage produces the documents of a leading $currentOp stage.
-// Options: allUsers, idleConnections, idleCursors, idleSessions,
-// localOps, truncateOps, backtrace, as MongoDB's. Idle cursors are
-// refused; idle sessions (open transactions between statements, listed
-// by default in MongoDB) are not listed.
-func (h *Handlers) currentOpStage(req *Request, arg any) (bson.A, error) {
-	if req.DB != "admin" {
-		return nil, mongoerr.New(mongoerr.InvalidNamespace, "$currentOp must be run against the 'admin' database with {aggregate: 1}")
-	}
-	spec, ok := arg.(bson.D)
-	if !ok {
-		return nil, mongoerr.Newf(mongoerr.FailedToParse, "$currentOp options must be specified in an object, but found: %s", query.TypeName(arg))
-	}
-	allUsers, idle := false, false
-	for _, e := range spec {
-		b, isBool := e.Value.(bool)
-		if !isBool {
-			return nil, mongoerr.Newf(mongoerr.FailedToParse, "The '%s' parameter of the $currentOp stage must be a boolean value, but found: %s", e.Key, query.TypeName(e.Value))
-		}
-		switch e.Key {
-		case "allUsers":
-			allUsers = b
-		case "localOps", "truncateOps", "backtrace":
-			// localOps: there is one server; truncateOps: commands are
-			// always shown truncated past 1 KB; no backtraces.
-		case "idleSessions", "idleCursors":
-			if b && e.Key == "idleCursors" {
-				return nil, mongoerr.New(mongoerr.NotImplemented, "$currentOp idleCursors is not supported by tierdb")
-			}
-			// idleSessions (true by default) would list transactions
-			// between statements; tierdb does not list them (see README).
-		case "idleConnections":
-			idle = b
-		default:
-			return nil, mongoerr.Newf(mongoerr.FailedToParse, "Unrecognized option '%s' in $currentOp stage.", e.Key)
-		}
-	}
-	return h.currentOps(req, allUsers, idle, nil)
-}
-
-// killOp interrupts an operation: {killOp: 1, op: <opid>}. The operation's
-// context is canceled (a PostgreSQL statement it runs is canceled with
-// it) and its client gets Interrupted (11601). Like MongoDB, the answer is
-// the same whether or not the operation exists.
-func (h *Handlers) killOp(_ context.Context, req *Request) (bson.D, error) {
-	if req.DB != "admin" {
-		return nil, mongoerr.New(mongoerr.Unauthorized, "killOp may only be run against the admin database.")
-	}
-	v, ok := lookup(req.Cmd, "op")
-	if !ok {
-		return nil, mongoerr.New(mongoerr.MissingField, "BSON field 'killOp.op' is missing but a required field")
-	}
-	n, isNum := asNumber(v)
-	if !isNum {
-		return nil, typeErr("killOp.op", "int", v)
-	}
-	if n != float64(int64(n)) || n < 0 || n > float64(1<<31-1) {
-		return nil, mongoerr.Newf(mongoerr.BadValue, "invalid opid %v", v)
-	}
-	mayAny := h.mayCluster(req.Session, auth.Actions(auth.ActKillop))
-	if h.live.kill(int32(n), func(op *liveOp) bool {
-		return mayAny || op.user == sessionUser(req.Session)
-	}) {
-		h.log.Info("operation killed", "opid", int32(n), "by", logUser(req.Session))
-	}
-	return bson.D{{Key: "info", Value: "attempting to kill op"}}, nil
 }
