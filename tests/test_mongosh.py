@@ -79,6 +79,11 @@ def test_current_op(mongosh, server, dbname):
     filtered = out_json(sh(mongosh, server, dbname,
                            "print(EJSON.stringify(db.currentOp({tier: 'high'}).inprog.length))"))
     assert filtered == 0
+    idle = out_json(sh(mongosh, server, dbname,
+                       "print(EJSON.stringify(db.currentOp(true).inprog.some(op => op.active === false)))"))
+    assert idle is True, "db.currentOp(true) lists idle connections too"
+    killed = out_json(sh(mongosh, server, dbname, "print(EJSON.stringify(db.killOp(2147483000)))"))
+    assert killed == {"info": "attempting to kill op", "ok": 1}
 
 
 def test_aggregation_with_lookup(mongosh, server, client, dbname):
