@@ -188,6 +188,19 @@ def test_validate_finds_corruption(server, db):
     assert any("x_1" in e for e in r["errors"])
 
 
+def test_validate_finds_a_lost_unique_index_entry(server, db):
+    db.u.insert_many([{"_id": i, "e": f"u{i}"} for i in range(10)])
+    db.u.create_index("e", unique=True)
+    assert db.command("validate", "u")["valid"] is True
+    tbl = psql(server, f"SELECT tbl FROM tierdb.collections WHERE db = '{db.name}' AND name = 'u'")
+    col = psql(server, f"SELECT indexes->0->>'column' FROM tierdb.collections WHERE db = '{db.name}' AND name = 'u'")
+    entries = f"{tbl}_u{col[1:]}"
+    psql(server, f"""DELETE FROM tierdb_data."{entries}" WHERE k = (SELECT k FROM tierdb_data."{entries}" ORDER BY k LIMIT 1)""")
+    r = db.command("validate", "u")
+    assert r["valid"] is False and r["nInvalidDocuments"] == 0
+    assert any("e_1" in e for e in r["errors"]), r["errors"]
+
+
 # --- renameCollection ---------------------------------------------------------
 
 def test_rename_within_a_database(db):
