@@ -216,3 +216,36 @@ func TestCursorKeepsItsTimeLimit(t *testing.T) {
 		t.Fatalf("the expired cursor is gone: %v", r)
 	}
 }
+
+// currentOp reads the requests in process while they begin, change tier
+// and end (run under -race).
+func TestCurrentOpWhileRequestsComeAndGo(t *testing.T) {
+	h := quietHandlers(t)
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	for g := 0; g < 4; g++ {
+		go func(g int) {
+			defer func() { done <- struct{}{} }()
+			s := &Session{ID: int64(g + 1), RemoteAddr: "127.0.0.1:1"}
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				h.Dispatch(context.Background(), &Request{DB: "admin", Session: s,
+					Cmd: bson.D{{Key: "sleep", Value: 1}, {Key: "millis", Value: int32(1)}, {Key: "comment", Value: "x"}}})
+			}
+		}(g)
+	}
+	for i := 0; i < 200; i++ {
+		r := h.Dispatch(context.Background(), &Request{DB: "admin", Cmd: bson.D{{Key: "currentOp", Value: 1}, {Key: "command.comment", Value: "x"}}})
+		if ok, _ := lookup(r, "ok"); ok != 1.0 {
+			t.Fatalf("currentOp: %v", r)
+		}
+	}
+	close(stop)
+	for g := 0; g < 4; g++ {
+		<-done
+	}
+}
