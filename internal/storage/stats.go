@@ -2,6 +2,8 @@ package storage
 
 import (
 	"context"
+	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -17,10 +19,11 @@ type CollectionStats struct {
 	TableSize int64
 	// IndexSizes is each index's size by MongoDB index name: the btree
 	// over its key column (the _id index is the primary key), plus the
-	// entries table of a unique index.
+	// entries table of a unique index, every fork of each.
 	IndexSizes map[string]int64
-	// TotalSize is pg_total_relation_size of the table plus the entries
-	// tables: everything the collection occupies.
+	// TotalSize is TableSize plus the indexes' sizes: everything the
+	// collection occupies (what pg_total_relation_size says of the table,
+	// plus the entries tables).
 	TotalSize int64
 }
 
@@ -34,33 +37,44 @@ func (st *CollectionStats) TotalIndexSize() int64 {
 }
 
 // CollectionStats measures c: an exact count and data size (a scan of the
-// table) and the sizes PostgreSQL reports for its relations.
+// table) and the sizes PostgreSQL reports for its relations, all in one
+// statement so that the parts add up to the total.
 func (s *Store) CollectionStats(ctx context.Context, c *Collection) (*CollectionStats, error) {
 	st := &CollectionStats{IndexSizes: map[string]int64{}}
-	q := s.readQ(ctx)
-	err := q.QueryRow(ctx, `SELECT count(*), coalesce(sum(octet_length(doc)), 0)::bigint,
-	pg_table_size('`+c.table+`'), pg_total_relation_size('`+c.table+`') FROM `+c.table).
-		Scan(&st.Count, &st.DataSize, &st.TableSize, &st.TotalSize)
+	// Each index's relations: its btree (the primary key for _id) and,
+	// for a unique index, its entries table; every fork of each.
+	btrees := make([]string, len(c.Indexes))
+	entries := make([]string, len(c.Indexes))
+	var args []any
+	size := func(rel string) string {
+		args = append(args, dataSchema+"."+quoteIdent(rel))
+		return fmt.Sprintf("coalesce(pg_total_relation_size(to_regclass($%d)), 0)", len(args))
+	}
+	for i := range c.Indexes {
+		ix := &c.Indexes[i]
+		if ix.Column == "_id" {
+			btrees[i] = size(c.tbl + "_pkey")
+		} else {
+			btrees[i] = size(pgIndexName(c, ix))
+		}
+		entries[i] = "0"
+		if ix.hasEntries() {
+			entries[i] = size(entriesTable(c, ix))
+		}
+	}
+	var btree, entry []int64
+	err := s.readQ(ctx).QueryRow(ctx, `SELECT count(*), coalesce(sum(octet_length(doc)), 0)::bigint,
+	pg_table_size('`+c.table+`'), pg_total_relation_size('`+c.table+`'),
+	ARRAY[`+strings.Join(btrees, ", ")+`]::bigint[], ARRAY[`+strings.Join(entries, ", ")+`]::bigint[] FROM `+c.table, args...).
+		Scan(&st.Count, &st.DataSize, &st.TableSize, &st.TotalSize, &btree, &entry)
 	if err != nil {
 		return nil, s.readError(ctx, c, err)
 	}
 	for i := range c.Indexes {
-		ix := &c.Indexes[i]
-		pgIndex := pgIndexName(c, ix)
-		if ix.Column == "_id" {
-			pgIndex = c.tbl + "_pkey"
-		}
-		var size, entries int64
-		err := q.QueryRow(ctx, `SELECT coalesce(pg_relation_size(to_regclass($1)), 0), coalesce(pg_total_relation_size(to_regclass($2)), 0)`,
-			dataSchema+"."+quoteIdent(pgIndex), dataSchema+"."+quoteIdent(entriesTable(c, ix))).Scan(&size, &entries)
-		if err != nil {
-			return nil, s.readError(ctx, c, err)
-		}
-		if ix.hasEntries() {
-			size += entries
-			st.TotalSize += entries
-		}
-		st.IndexSizes[ix.Name] = size
+		st.IndexSizes[c.Indexes[i].Name] = btree[i] + entry[i]
+		// The btrees are part of the table's total size; the entries
+		// tables are relations of their own.
+		st.TotalSize += entry[i]
 	}
 	return st, nil
 }
