@@ -536,8 +536,8 @@ def test_users_info_forms(authsrv):
         assert "credentials" not in u
         by_doc = a.admin.command("usersInfo", {"user": "ann", "db": "shop"})["users"]
         assert by_doc[0]["userId"] == u["userId"]
-        both = shop.command("usersInfo", ["ann", {"user": "bob", "db": "shop"}])["users"]
-        assert sorted(x["user"] for x in both) == ["ann", "bob"]
+        both = shop.command("usersInfo", [{"user": "bob", "db": "shop"}, "ann", "ann"])["users"]
+        assert [x["user"] for x in both] == ["ann", "bob"], "in user name order, each once"
         assert sorted(x["user"] for x in shop.command("usersInfo", 1)["users"]) == ["ann", "bob"]
         every = a.admin.command("usersInfo", {"forAllDBs": True})["users"]
         assert {"ann", "bob", "admin"} <= {x["user"] for x in every}
@@ -552,6 +552,9 @@ def test_users_info_forms(authsrv):
         assert code_of(lambda: shop.command("usersInfo", "ann", showCredentials=True)) == 238
         assert code_of(lambda: shop.command("usersInfo", "ann", bogus=1)) == 40415
         assert code_of(lambda: shop.command("usersInfo", 2)) == 2
+        for bad in [None, True, [], {"foo": "bar"}, {"user": 123, "db": "shop"}, {"user": "ann", "db": 1},
+                    [{"user": "missing_db"}], [{"db": "shop"}], [5]]:
+            assert code_of(lambda: shop.command("usersInfo", bad)) == 2, bad
         # a user dropped and created again is another user
         shop.command("dropUser", "bob")
         shop.command("createUser", "bob", pwd="pw-bob2", roles=["read"])

@@ -3,6 +3,7 @@ package commands
 import (
 	"context"
 	"slices"
+	"sort"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -424,6 +425,9 @@ func (h *Handlers) usersInfo(_ context.Context, req *Request) (bson.D, error) {
 	case string:
 		names = append(names, auth.UserName{User: v, DB: req.DB})
 	case bson.A:
+		if len(v) == 0 {
+			return nil, mongoerr.New(mongoerr.BadValue, "usersInfo needs at least one user name")
+		}
 		for _, e := range v {
 			switch x := e.(type) {
 			case string:
@@ -435,12 +439,12 @@ func (h *Handlers) usersInfo(_ context.Context, req *Request) (bson.D, error) {
 				}
 				names = append(names, n)
 			default:
-				return nil, mongoerr.New(mongoerr.BadValue, "usersInfo takes user names or {user, db} documents")
+				return nil, mongoerr.New(mongoerr.BadValue, "UserName must be either a string or an object")
 			}
 		}
 	default:
 		if n, ok := query.AsInt(v); !ok || n != 1 {
-			return nil, mongoerr.New(mongoerr.BadValue, "usersInfo takes 1, a user name, {user, db}, an array of those, or {forAllDBs: true}")
+			return nil, mongoerr.New(mongoerr.BadValue, "UserName must be either a string or an object (or usersInfo: 1)")
 		}
 		if !h.may(req.Session, req.DB, auth.Actions(auth.ActViewUser)) {
 			return nil, mongoerr.Newf(mongoerr.Unauthorized, "not authorized on %s to view users", req.DB)
@@ -448,16 +452,23 @@ func (h *Handlers) usersInfo(_ context.Context, req *Request) (bson.D, error) {
 		users, all = reg.Users(req.DB), true
 	}
 	if !all {
+		seen := map[auth.UserName]bool{}
 		for _, n := range names {
 			self := req.Session != nil && req.Session.User != nil && req.Session.User.User.Name == n
 			if !self && !h.may(req.Session, n.DB, auth.Actions(auth.ActViewUser)) {
 				return nil, mongoerr.Newf(mongoerr.Unauthorized, "not authorized on %s to view user %s", n.DB, n.User)
 			}
-			if p := reg.Lookup(n); p != nil {
+			if p := reg.Lookup(n); p != nil && !seen[n] {
+				seen[n] = true
 				users = append(users, p)
 			}
 		}
 	}
+	// MongoDB answers in user name order, then database.
+	sort.Slice(users, func(i, j int) bool {
+		a, b := users[i].User.Name, users[j].User.Name
+		return a.User < b.User || (a.User == b.User && a.DB < b.DB)
+	})
 	out := bson.A{}
 	for _, p := range users {
 		d := h.userInfoDoc(p, opts.privileges)
@@ -526,18 +537,30 @@ func parseUsersInfoOptions(cmd bson.D) (o usersInfoOptions, err error) {
 }
 
 func userNameDoc(d bson.D) (auth.UserName, error) {
-	user, err := getString(d, "user", "")
-	if err != nil {
-		return auth.UserName{}, err
+	var n auth.UserName
+	for _, e := range d {
+		var dst *string
+		switch e.Key {
+		case "user":
+			dst = &n.User
+		case "db":
+			dst = &n.DB
+		default:
+			return n, mongoerr.Newf(mongoerr.BadValue, "UserName contains an unknown field named: '%s'", e.Key)
+		}
+		str, ok := e.Value.(string)
+		if !ok {
+			return n, mongoerr.Newf(mongoerr.BadValue, "UserName must contain a string field named: %s. But, has type %s", e.Key, query.TypeName(e.Value))
+		}
+		*dst = str
 	}
-	db, err := getString(d, "db", "")
-	if err != nil {
-		return auth.UserName{}, err
+	switch {
+	case n.User == "":
+		return n, mongoerr.New(mongoerr.BadValue, "UserName must contain a field named: user")
+	case n.DB == "":
+		return n, mongoerr.New(mongoerr.BadValue, "UserName must contain a field named: db")
 	}
-	if user == "" || db == "" {
-		return auth.UserName{}, mongoerr.New(mongoerr.BadValue, "a user is named by {user, db}")
-	}
-	return auth.UserName{User: user, DB: db}, nil
+	return n, nil
 }
 
 // userInfoDoc never includes credentials: not even the derived keys leave
