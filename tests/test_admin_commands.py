@@ -376,8 +376,13 @@ def test_kill_op_inside_a_transaction_aborts_it(server, client, db):
 def test_kill_op_arguments(client, db):
     assert client.admin.command("killOp", op=2**31 - 2)["ok"] == 1, "an unknown opid is not an error"
     assert code_of(lambda: db.command("killOp", op=1)) == 13
-    assert code_of(lambda: client.admin.command("killOp")) == 40414
+    assert code_of(lambda: client.admin.command("killOp")) == 4
     assert code_of(lambda: client.admin.command("killOp", op="x")) == 14
+    assert code_of(lambda: client.admin.command("killOp", op=bson.int64.Int64(2**63 - 1))) == 26823
+    assert code_of(lambda: client.admin.command("killOp", op=1.1)) == 2
+    assert code_of(lambda: client.admin.command("killOp", op=1.7976931348623157e308)) == 2
+    for opid in [123456.0, 123456, bson.int64.Int64(123456), -5]:
+        assert client.admin.command("killOp", op=opid) == {"info": "attempting to kill op", "ok": 1.0}
     assert code_of(lambda: db.command("currentOp")) == 13
     assert code_of(lambda: list(db.c.aggregate([{"$match": {}}, {"$currentOp": {}}]))) == 40602
     assert code_of(lambda: list(client.admin.aggregate([{"$currentOp": {"allUsers": "yes"}}]))) == 9

@@ -2,6 +2,7 @@ package commands
 
 import (
 	"context"
+	"math"
 	"sort"
 	"time"
 
@@ -148,20 +149,30 @@ func (h *Handlers) killOp(_ context.Context, req *Request) (bson.D, error) {
 	}
 	v, ok := lookup(req.Cmd, "op")
 	if !ok {
-		return nil, mongoerr.New(mongoerr.MissingField, "BSON field 'killOp.op' is missing but a required field")
+		return nil, mongoerr.New(mongoerr.NoSuchKey, `Missing expected field "op"`)
 	}
-	n, isNum := asNumber(v)
-	if !isNum {
-		return nil, typeErr("killOp.op", "int", v)
+	var id int64
+	if l, isLong := v.(int64); isLong {
+		id = l
+	} else {
+		f, isNum := asNumber(v)
+		if !isNum {
+			return nil, mongoerr.Newf(mongoerr.TypeMismatch, `Expected field "op" to have numeric type, but found %s`, query.TypeName(v))
+		}
+		if f != math.Trunc(f) || math.IsInf(f, 0) || math.Abs(f) >= 1<<63 {
+			return nil, mongoerr.Newf(mongoerr.BadValue, `Expected field "op" to have a value exactly representable as a 64-bit integer, but found op: %v`, v)
+		}
+		id = int64(f)
 	}
-	if n != float64(int64(n)) || n < 0 || n > float64(1<<31-1) {
-		return nil, mongoerr.Newf(mongoerr.BadValue, "invalid opid %v", v)
+	if id < math.MinInt32 || id > math.MaxInt32 {
+		return nil, mongoerr.Newf(mongoerr.Location26823, "invalid op : %d. Op ID cannot be represented with 32 bits", id)
 	}
+	n := int32(id)
 	mayAny := h.mayCluster(req.Session, auth.Actions(auth.ActKillop))
-	if h.live.kill(int32(n), func(op *liveOp) bool {
+	if h.live.kill(n, func(op *liveOp) bool {
 		return mayAny || op.user == sessionUser(req.Session)
 	}) {
-		h.log.Info("operation killed", "opid", int32(n), "by", logUser(req.Session))
+		h.log.Info("operation killed", "opid", n, "by", logUser(req.Session))
 	}
 	return bson.D{{Key: "info", Value: "attempting to kill op"}}, nil
 }

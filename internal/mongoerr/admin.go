@@ -23,3 +23,6 @@ const Location40602 Code = 40602
 
 // Location5447000: $collStats given something other than a document.
 const Location5447000 Code = 5447000
+
+// Location26823: a killOp opid that does not fit 32 bits.
+const Location26823 Code = 26823
