@@ -58,11 +58,16 @@ func (l *liveOps) begin(ctx context.Context, req *Request, c *command) (context.
 		op.name = req.Cmd[0].Key
 		op.cmd = req.Cmd
 		coll, _ := req.Cmd[0].Value.(string)
-		if op.name == "getMore" {
+		switch op.name {
+		case "getMore":
 			v, _ := lookup(req.Cmd[1:], "collection")
 			coll, _ = v.(string)
+		case "explain":
+			if inner, ok := req.Cmd[0].Value.(bson.D); ok && len(inner) > 0 {
+				coll, _ = inner[0].Value.(string)
+			}
 		}
-		if coll != "" && c != nil && c.access.kind == accessCollection && op.name != "explain" {
+		if coll != "" && c != nil && c.access.kind == accessCollection {
 			op.ns = req.DB + "." + coll
 		}
 	}
@@ -187,6 +192,9 @@ func (op *liveOp) doc(now time.Time) bson.D {
 			d = append(d, bson.E{Key: "effectiveUsers", Value: bson.A{op.userDoc}})
 		}
 	}
+	if lsid, ok := lookup(op.cmd, "lsid"); ok {
+		d = append(d, bson.E{Key: "lsid", Value: lsid})
+	}
 	d = append(d,
 		bson.E{Key: "secs_running", Value: int64(running.Seconds())},
 		bson.E{Key: "microsecs_running", Value: running.Microseconds()},
@@ -219,9 +227,9 @@ func opKind(name string) string {
 	return "command"
 }
 
-// shownCommand is the command document as shown: the whole document while
-// small, else its head marked $truncated; never a sensitive command's
-// arguments.
+// shownCommand is the command document as shown: the whole document
+// (lsid and $db included, as MongoDB shows them) while small, else its
+// head marked $truncated; never a sensitive command's arguments.
 func shownCommand(name string, doc bson.D) bson.D {
 	if len(doc) == 0 {
 		return bson.D{}
@@ -229,12 +237,7 @@ func shownCommand(name string, doc bson.D) bson.D {
 	if sensitiveCommands[name] {
 		return bson.D{{Key: name, Value: doc[0].Value}}
 	}
-	cmd := make(bson.D, 0, len(doc))
-	for _, e := range doc {
-		if e.Key != "lsid" && e.Key != "$clusterTime" {
-			cmd = append(cmd, e)
-		}
-	}
+	cmd := doc
 	if fitsIn(cmd, maxOpCommandBytes) {
 		if raw, err := bsonx.AppendDocument(nil, cmd); err == nil && len(raw) <= maxOpCommandBytes {
 			return cmd

@@ -142,8 +142,8 @@ func TestShownCommand(t *testing.T) {
 		t.Fatalf("createUser shown as %v", d)
 	}
 	small := bson.D{{Key: "find", Value: "c"}, {Key: "filter", Value: bson.D{}}, {Key: "lsid", Value: bson.D{}}}
-	if d := shownCommand("find", small); len(d) != 2 {
-		t.Fatalf("find shown as %v (lsid dropped)", d)
+	if d := shownCommand("find", small); len(d) != 3 {
+		t.Fatalf("find shown as %v", d)
 	}
 }
 
@@ -247,5 +247,28 @@ func TestCurrentOpWhileRequestsComeAndGo(t *testing.T) {
 	close(stop)
 	for g := 0; g < 4; g++ {
 		<-done
+	}
+}
+
+// An operation's namespace is the collection the command works on, as
+// MongoDB shows it.
+func TestOpNamespace(t *testing.T) {
+	h := quietHandlers(t)
+	for _, c := range []struct {
+		cmd  bson.D
+		want string
+	}{
+		{bson.D{{Key: "find", Value: "c"}}, "d.c"},
+		{bson.D{{Key: "getMore", Value: int64(5)}, {Key: "collection", Value: "g"}}, "d.g"},
+		{bson.D{{Key: "explain", Value: bson.D{{Key: "find", Value: "e"}}}}, "d.e"},
+		{bson.D{{Key: "ping", Value: 1}}, "d.$cmd"},
+		{bson.D{{Key: "aggregate", Value: int32(1)}}, "d.$cmd"},
+	} {
+		req := &Request{DB: "d", Cmd: c.cmd}
+		_, op := h.live.begin(context.Background(), req, h.tableEntry(req))
+		h.live.end(op)
+		if op.ns != c.want {
+			t.Errorf("%v: ns %q, want %q", c.cmd, op.ns, c.want)
+		}
 	}
 }
