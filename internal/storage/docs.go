@@ -45,6 +45,7 @@ func (s *Store) Insert(ctx context.Context, c *Collection, docs []Doc, ordered b
 	// fails on a unique index do we go document by document to find out which
 	// ones conflict and honour ordered semantics exactly.
 	err = s.insertBatch(ctx, c, docs)
+	defer s.noteAppend(c)
 	if err == nil {
 		for _, d := range docs {
 			s.versions.put(cacheKey(c, IDKey(d.ID)), d.Raw)
@@ -265,6 +266,9 @@ func pgIndexName(c *Collection, ix *Index) string {
 type Row struct {
 	Key []byte
 	Doc []byte
+	// Seq is a capped collection's insertion number, set by natural-order
+	// scans and Tail (see capped.go).
+	Seq int64
 }
 
 // ScanParams select rows by a prefilter in _id order (keyset pagination).
@@ -279,18 +283,41 @@ type ScanParams struct {
 	// Limit bounds the number of rows; 0 means no bound.
 	Limit int
 	// ForUpdate is not used by readers.
+
+	// Natural scans a capped collection in insertion order (seq) rather
+	// than _id order, continuing after AfterSeq; ignored for other
+	// collections.
+	Natural  bool
+	AfterSeq int64
 }
+
+func (p *ScanParams) natural(c *Collection) bool { return p.Natural && c.Capped != nil }
 
 func (p *ScanParams) sql(c *Collection) (string, []any) {
 	var b strings.Builder
-	b.WriteString("SELECT _id, doc FROM ")
+	order := "_id"
+	if p.natural(c) {
+		order = "seq"
+		b.WriteString("SELECT _id, doc, seq FROM ")
+	} else {
+		b.WriteString("SELECT _id, doc FROM ")
+	}
 	b.WriteString(c.table)
 	args := append([]any(nil), p.Args...)
 	conds := []string{}
 	if p.Where != "" && p.Where != "TRUE" {
 		conds = append(conds, "("+p.Where+")")
 	}
-	if p.After != nil {
+	if p.natural(c) {
+		if p.AfterSeq > 0 {
+			args = append(args, p.AfterSeq)
+			op := ">"
+			if p.Desc {
+				op = "<"
+			}
+			conds = append(conds, fmt.Sprintf("seq %s $%d", op, len(args)))
+		}
+	} else if p.After != nil {
 		args = append(args, p.After)
 		op := ">"
 		if p.Desc {
@@ -302,7 +329,7 @@ func (p *ScanParams) sql(c *Collection) (string, []any) {
 		b.WriteString(" WHERE ")
 		b.WriteString(strings.Join(conds, " AND "))
 	}
-	b.WriteString(" ORDER BY _id")
+	b.WriteString(" ORDER BY " + order)
 	if p.Desc {
 		b.WriteString(" DESC")
 	}
@@ -319,8 +346,12 @@ func (s *Store) Scan(ctx context.Context, c *Collection, p ScanParams) ([]Row, e
 	if err != nil {
 		return nil, s.readError(ctx, c, err)
 	}
+	natural := p.natural(c)
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Row, error) {
 		var row Row
+		if natural {
+			return row, r.Scan(&row.Key, &row.Doc, &row.Seq)
+		}
 		err := r.Scan(&row.Key, &row.Doc)
 		return row, err
 	})

@@ -74,6 +74,7 @@ type Store struct {
 	versions *versionCache
 
 	asyncCommits atomic.Int64 // see AsyncCommits
+	appends      appendSignals // see capped.go
 }
 
 // Open connects the per-tier pools of every node and makes sure the catalog

@@ -1,0 +1,15 @@
+package mongoerr
+
+// Codes of capped collections, tailable cursors and change streams, kept
+// apart so the main table stays easy to merge.
+const (
+	CappedPositionLost      Code = 136
+	ChangeStreamFatalError  Code = 280
+	ChangeStreamHistoryLost Code = 286
+)
+
+func init() {
+	names[CappedPositionLost] = "CappedPositionLost"
+	names[ChangeStreamFatalError] = "ChangeStreamFatalError"
+	names[ChangeStreamHistoryLost] = "ChangeStreamHistoryLost"
+}
