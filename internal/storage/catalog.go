@@ -28,10 +28,10 @@ type Collection struct {
 	UUID     string
 	Indexes  []Index // the _id index first
 	// Capped is set for a capped collection (see capped.go).
-	Capped *Capped
-	tbl      string  // PostgreSQL table name
-	table    string  // quoted, schema-qualified
-	keyCols  []query.KeyColumn
+	Capped  *Capped
+	tbl     string // PostgreSQL table name
+	table   string // quoted, schema-qualified
+	keyCols []query.KeyColumn
 	// Statements that depend only on the columns, built once.
 	insertOneSQL, replaceSQL string
 }

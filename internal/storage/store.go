@@ -73,7 +73,7 @@ type Store struct {
 	cat      *catalog
 	versions *versionCache
 
-	asyncCommits atomic.Int64 // see AsyncCommits
+	asyncCommits atomic.Int64  // see AsyncCommits
 	appends      appendSignals // see capped.go
 }
 
