@@ -155,7 +155,11 @@ func (h *Handlers) getMore(ctx context.Context, req *Request) (bson.D, error) {
 	} else {
 		c.lastUsed.Store(nowNanos())
 	}
-	return cursorReply(id, c.ns, rawArray(batch), false), nil
+	reply := cursorReply(id, c.ns, rawArray(batch), false)
+	if src, ok := c.src.(*streamSource); ok {
+		addResumeToken(reply, src)
+	}
+	return reply, nil
 }
 
 // killCursors kills the caller's cursors on the named collection; others'

@@ -160,6 +160,8 @@ type Handlers struct {
 	sessions *session.Registry
 	txnStats txnStats
 	stop     chan struct{}
+	// changes is the change streams' hub, started by the first one.
+	changes changeHub
 }
 
 // New builds the command table.

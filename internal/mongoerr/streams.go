@@ -6,6 +6,8 @@ const (
 	CappedPositionLost      Code = 136
 	ChangeStreamFatalError  Code = 280
 	ChangeStreamHistoryLost Code = 286
+	// Location40573: $changeStream where MongoDB has no oplog (standalone).
+	Location40573 Code = 40573
 )
 
 func init() {

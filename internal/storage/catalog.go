@@ -237,6 +237,9 @@ func (s *Store) createCollection(ctx context.Context, db, name string, capped *C
 		if _, err := tx.Exec(ctx, `CREATE TABLE `+dataSchema+`.`+quoteIdent(tbl)+` (_id bytea PRIMARY KEY, doc bytea NOT NULL)`); err != nil {
 			return err
 		}
+		if _, err := tx.Exec(ctx, replicaIdentitySQL(dataSchema+`.`+quoteIdent(tbl))); err != nil {
+			return err
+		}
 		if _, err = tx.Exec(ctx, `INSERT INTO `+catalogSchema+`.collections (db, name, tbl) VALUES ($1, $2, $3)`, db, name, tbl); err != nil || capped == nil {
 			return err
 		}
