@@ -52,6 +52,7 @@ type Hub struct {
 	bytes    int
 	base     uint64   // the slot's position
 	scanned  Position // every change up to here is in buf or was trimmed
+	trimmed  Position // the last change dropped from buf
 	streams  map[*Stream]struct{}
 	lastOpen time.Time // when a stream was last open
 }
@@ -92,6 +93,12 @@ func (h *Hub) Open(ctx context.Context, scope Scope, start *Position) (*Stream, 
 	defer h.mu.Unlock()
 	if pos.LSN < h.base {
 		return nil, mongoerr.New(mongoerr.ChangeStreamHistoryLost, "Resume of change stream was not possible, as the resume point may no longer be in the oplog (tierdb's replication slot has moved past it)")
+	}
+	if pos.Less(h.trimmed) {
+		// The slot still has this history but the buffer let it go:
+		// read it again from the slot.
+		h.buf, h.bytes = nil, 0
+		h.scanned, h.trimmed = pos, pos
 	}
 	s := &Stream{hub: h, scope: scope, pos: pos}
 	h.streams[s] = struct{}{}
@@ -253,6 +260,7 @@ func (h *Hub) trim(ctx context.Context) error {
 		if h.scanned.Less(Position{LSN: cur, Index: hwm}) {
 			h.scanned = Position{LSN: cur, Index: hwm}
 		}
+		h.trimmed = h.scanned
 		target = cur
 	} else {
 		min := Position{LSN: ^uint64(0), Index: hwm}
@@ -264,6 +272,7 @@ func (h *Hub) trim(ctx context.Context) error {
 		i := 0
 		for i < len(h.buf) && !min.Less(h.buf[i].Pos) {
 			h.bytes -= h.buf[i].size()
+			h.trimmed = h.buf[i].Pos
 			i++
 		}
 		h.buf = append([]Change(nil), h.buf[i:]...)
