@@ -42,6 +42,19 @@ def test_events_for_each_operation(db):
     assert ins["_id"]["_data"] < upd["_id"]["_data"] < dele["_id"]["_data"]
 
 
+def test_replace_events(db):
+    db.c.insert_many([{"_id": 1, "a": 1}, {"_id": 2, "a": 1}])
+    with db.c.watch(max_await_time_ms=200) as s:
+        db.c.replace_one({"_id": 1}, {"b": 2})
+        db.c.find_one_and_replace({"_id": 2}, {"c": 3})
+        db.c.update_one({"_id": 1}, {"$set": {"b": 3}})
+        r1, r2, u = next_events(s, 3)
+    assert (r1["operationType"], r1["fullDocument"], r1["documentKey"]) == ("replace", {"_id": 1, "b": 2}, {"_id": 1})
+    assert "updateDescription" not in r1
+    assert (r2["operationType"], r2["fullDocument"]) == ("replace", {"_id": 2, "c": 3})
+    assert u["operationType"] == "update"
+
+
 def test_full_document_update_lookup(db):
     db.c.insert_one({"_id": 1, "n": 0})
     with db.c.watch(full_document="updateLookup", max_await_time_ms=200) as s:

@@ -446,3 +446,33 @@ func TestHubRereadsHistoryItTrimmed(t *testing.T) {
 		t.Errorf("the first stream got %v again", ids(t, g))
 	}
 }
+
+func TestDecoderReplacementMessages(t *testing.T) {
+	v1 := raw(t, bson.D{{Key: "_id", Value: int32(7)}, {Key: "a", Value: int32(1)}})
+	v2 := raw(t, bson.D{{Key: "_id", Value: int32(7)}, {Key: "b", Value: int32(2)}})
+	chs := decodeAll(t,
+		rel(1, DataSchema, "c1_shop_orders", "_id", "doc"),
+		&pglogrepl.BeginMessage{FinalLSN: 0x100},
+		&pglogrepl.LogicalDecodingMessage{Transactional: true, Prefix: ReplaceMessagePrefix, Content: []byte("k7")},
+		&pglogrepl.UpdateMessage{RelationID: 1, OldTupleType: 'O', OldTuple: tuple([]byte("k8"), v1), NewTuple: tuple([]byte("k8"), v2)},
+		&pglogrepl.UpdateMessage{RelationID: 1, OldTupleType: 'O', OldTuple: tuple([]byte("k7"), v1), NewTuple: tuple([]byte("k7"), v2)},
+		&pglogrepl.UpdateMessage{RelationID: 1, OldTupleType: 'O', OldTuple: tuple([]byte("k7"), v2), NewTuple: tuple([]byte("k7"), v1)},
+		&pglogrepl.CommitMessage{},
+	)
+	if len(chs) != 3 || chs[0].Kind != Update || chs[1].Kind != Replace || chs[2].Kind != Update {
+		t.Fatalf("kinds: %+v", chs)
+	}
+	ev, err := chs[1].Event(Options{FullDocument: "default"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := lookupField(ev, "operationType"); v != "replace" {
+		t.Errorf("operationType %v", v)
+	}
+	if _, ok := lookupField(ev, "updateDescription"); ok {
+		t.Error("a replace event has no updateDescription")
+	}
+	if v, _ := lookupField(ev, "fullDocument"); !sameValue(v, bson.D{{Key: "_id", Value: int32(7)}, {Key: "b", Value: int32(2)}}) {
+		t.Errorf("fullDocument %v", v)
+	}
+}

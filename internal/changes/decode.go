@@ -31,7 +31,14 @@ type Decoder struct {
 	commitTime time.Time
 	txn        []Change
 	done       []Change
+	// replacing are the _id keys of documents whose next update in the
+	// transaction is a replacement (storage's logical messages).
+	replacing map[string]bool
 }
+
+// ReplaceMessagePrefix is the prefix of storage's logical messages that
+// mark a replacement (see storage.Replacing).
+const ReplaceMessagePrefix = "tierdb.replace"
 
 type relation struct {
 	catalog bool
@@ -72,7 +79,15 @@ func (d *Decoder) Apply(m pglogrepl.Message) error {
 		d.inTxn = true
 		d.pos = Position{LSN: uint64(m.FinalLSN)}
 		d.txn = d.txn[:0]
+		d.replacing = nil
 		d.begin(m)
+	case *pglogrepl.LogicalDecodingMessage:
+		if m.Prefix == ReplaceMessagePrefix {
+			if d.replacing == nil {
+				d.replacing = map[string]bool{}
+			}
+			d.replacing[string(m.Content)] = true
+		}
 	case *pglogrepl.CommitMessage:
 		d.done = append(d.done, d.txn...)
 		d.txn = nil
@@ -131,6 +146,16 @@ func (d *Decoder) row(relID uint32, op byte, oldType uint8, old, new *pglogrepl.
 		c.Kind = Insert
 	case 'U':
 		c.Kind = Update
+		if len(d.replacing) > 0 {
+			key, err := column(r, new, "_id")
+			if err != nil {
+				return err
+			}
+			if d.replacing[string(key)] {
+				c.Kind = Replace
+				delete(d.replacing, string(key))
+			}
+		}
 	default:
 		c.Kind = Delete
 		if oldDoc == nil {

@@ -16,11 +16,12 @@ const (
 	Insert Kind = iota
 	Update
 	Delete
-	Drop   // a collection was dropped
-	Rename // a collection was renamed (To)
+	Drop    // a collection was dropped
+	Rename  // a collection was renamed (To)
+	Replace // a whole document was replaced
 )
 
-var kindNames = [...]string{Insert: "insert", Update: "update", Delete: "delete", Drop: "drop", Rename: "rename"}
+var kindNames = [...]string{Insert: "insert", Update: "update", Delete: "delete", Drop: "drop", Rename: "rename", Replace: "replace"}
 
 func (k Kind) String() string { return kindNames[k] }
 
@@ -84,7 +85,7 @@ func (c *Change) Event(o Options) (bson.D, error) {
 	}
 	id, _ := query.Lookup(key, "_id")
 	switch c.Kind {
-	case Insert:
+	case Insert, Replace:
 		ev = append(ev, bson.E{Key: "fullDocument", Value: newDoc})
 	case Update:
 		switch o.FullDocument {
@@ -113,7 +114,7 @@ func (c *Change) Event(o Options) (bson.D, error) {
 		}
 	}
 	if o.BeforeChange == "whenAvailable" || o.BeforeChange == "required" {
-		if c.Kind == Update || c.Kind == Delete {
+		if c.Kind == Update || c.Kind == Replace || c.Kind == Delete {
 			var before any
 			if oldDoc != nil {
 				before = oldDoc

@@ -51,6 +51,9 @@ func (h *Handlers) findAndModify(ctx context.Context, req *Request) (bson.D, err
 		if upd, err = update.Parse(u); err != nil {
 			return nil, err
 		}
+		if upd.IsReplacement() {
+			ctx = storage.Replacing(ctx) // a "replace" change event
+		}
 	}
 	rs, err := parseReadSpec(q, sortDoc, nil, 0, 1)
 	if err != nil {

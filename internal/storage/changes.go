@@ -6,6 +6,7 @@ import (
 
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"tierdb/internal/changes"
 	"tierdb/internal/qos"
@@ -95,6 +96,7 @@ WHERE c.oid = '`+catalogSchema+`.collections'::regclass AND c.relreplident <> 'f
 			return nil, fromPG(ctx, err)
 		}
 	}
+	s.changesOn.Store(true)
 	return &ChangeSlot{s: s}, nil
 }
 
@@ -119,7 +121,7 @@ func (c *ChangeSlot) low(ctx context.Context) (context.Context, querier) {
 func (c *ChangeSlot) Peek(ctx context.Context, n int, fn func(data []byte) bool) error {
 	ctx, q := c.low(ctx)
 	rows, err := q.Query(ctx, `SELECT data FROM pg_logical_slot_peek_binary_changes($1, NULL, $2,
-		'proto_version', '1', 'publication_names', $3, 'binary', 'true')`, changesSlot, n, changesPublication)
+		'proto_version', '1', 'publication_names', $3, 'binary', 'true', 'messages', 'true')`, changesSlot, n, changesPublication)
 	if err != nil {
 		return fromPG(ctx, err)
 	}
@@ -178,4 +180,63 @@ func (c *ChangeSlot) Resolve(ctx context.Context, tbl string) (changes.Namespace
 		return ns, false, fromPG(ctx, err)
 	}
 	return ns, true, nil
+}
+
+type replacingKey struct{}
+
+// Replacing marks the document writes under ctx as replacements of whole
+// documents (replaceOne, findOneAndReplace), for change streams.
+func Replacing(ctx context.Context) context.Context {
+	return context.WithValue(ctx, replacingKey{}, true)
+}
+
+// ChangeStreamsOn reports whether change streams are enabled on the
+// cluster, as last seen (EnableChangeStreams, ChangeStreamsEnabled).
+func (s *Store) ChangeStreamsOn() bool { return s.changesOn.Load() }
+
+// ChangeStreamsEnabled looks whether change streams have been enabled on
+// the cluster (by any tierdb): their slot exists.
+func (s *Store) ChangeStreamsEnabled(ctx context.Context) (bool, error) {
+	ctx = qos.WithTier(ctx, qos.Low)
+	var on bool
+	err := s.pool(ctx).QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_replication_slots WHERE slot_name = $1)`, changesSlot).Scan(&on)
+	if err != nil {
+		return false, fromPG(ctx, err)
+	}
+	s.changesOn.Store(on)
+	return on, nil
+}
+
+// writeReplacement is write for a replacement while change streams are
+// on: a transactional logical message naming the document's key goes
+// first, in the same transaction, since WAL rows alone cannot tell a
+// replacement (MongoDB's "replace" event) from an update.
+func (s *Store) writeReplacement(ctx context.Context, key []byte, sql string, args ...any) (pgconn.CommandTag, error) {
+	const msg = `SELECT pg_logical_emit_message(true, '` + changes.ReplaceMessagePrefix + `', $1::bytea)`
+	if t := txnFrom(ctx); t != nil {
+		if _, err := t.exec(ctx, msg, key); err != nil {
+			return pgconn.CommandTag{}, err
+		}
+		return t.exec(ctx, sql, args...)
+	}
+	b := &pgx.Batch{}
+	async, _ := ctx.Value(asyncCommitKey{}).(bool)
+	if async {
+		b.Queue(`SELECT set_config('synchronous_commit', 'off', true)`)
+	}
+	b.Queue(msg, key)
+	b.Queue(sql, args...)
+	br := s.pool(ctx).SendBatch(ctx, b)
+	var tag pgconn.CommandTag
+	var err error
+	for i := 0; i < b.Len() && err == nil; i++ {
+		tag, err = br.Exec()
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil && async {
+		s.asyncCommits.Add(1)
+	}
+	return tag, err
 }

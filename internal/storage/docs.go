@@ -378,7 +378,13 @@ func (s *Store) Replace(ctx context.Context, c *Collection, key, old []byte, new
 	args := make([]any, 0, len(vals)+1)
 	args = append(args, key, old)
 	args = append(args, vals[1:]...) // the _id never changes
-	tag, err := s.write(ctx, c.replaceSQL, args...)
+	var tag pgconn.CommandTag
+	var err error
+	if replacing, _ := ctx.Value(replacingKey{}).(bool); replacing && s.changesOn.Load() {
+		tag, err = s.writeReplacement(ctx, key, c.replaceSQL, args...)
+	} else {
+		tag, err = s.write(ctx, c.replaceSQL, args...)
+	}
 	if err != nil {
 		err = fromPGDup(ctx, err)
 		if IsCode(err, ErrDuplicateKey) {

@@ -75,6 +75,7 @@ type Store struct {
 
 	asyncCommits atomic.Int64  // see AsyncCommits
 	appends      appendSignals // see capped.go
+	changesOn    atomic.Bool   // see changes.go
 }
 
 // Open connects the per-tier pools of every node and makes sure the catalog
