@@ -168,3 +168,14 @@ def test_capped_survives_restart(new_server):
         c.close()
     finally:
         t.stop()
+
+
+def test_writes_in_transactions_are_refused(db, client):
+    db.create_collection("c", capped=True, size=100000)
+    db.c.insert_one({"_id": 0})
+    with client.start_session() as s:
+        with pytest.raises(OperationFailure) as e:
+            with s.start_transaction():
+                db.c.insert_one({"_id": 1}, session=s)
+        assert e.value.code == 263
+    assert [d["_id"] for d in db.c.find()] == [0]

@@ -2,6 +2,7 @@ package changes
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -26,6 +27,10 @@ type Slot interface {
 	// Resolve names the collection of a data table.
 	Resolve(ctx context.Context, tbl string) (Namespace, bool, error)
 }
+
+// ErrSlotLost: the slot is gone (a failover promoted a standby, which has
+// no copy of it, or someone dropped it). Every stream's history is lost.
+var ErrSlotLost = errors.New("changes: the replication slot of change streams is gone")
 
 // Bounds of what the Hub holds, and its timing.
 const (
@@ -114,6 +119,9 @@ func (s *Stream) Close() {
 	h.lastOpen = time.Now()
 	h.mu.Unlock()
 }
+
+// Hub is the stream's hub.
+func (s *Stream) Hub() *Hub { return s.hub }
 
 // Position is where the stream is: after every change it has been given
 // or passed over.
@@ -293,6 +301,19 @@ func (h *Hub) trim(ctx context.Context) error {
 	h.base = max(h.base, target)
 	h.mu.Unlock()
 	return nil
+}
+
+// Maintain trims the buffer and moves the slot (see trim) without reading
+// changes; for when no stream has asked for a while.
+func (h *Hub) Maintain(ctx context.Context) error {
+	h.pollMu.Lock()
+	defer h.pollMu.Unlock()
+	done, err := h.admit(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
+	return h.trim(ctx)
 }
 
 // PollEvery is how long a waiting stream sleeps between reads.

@@ -77,6 +77,16 @@ func (h *Handlers) changeHub(ctx context.Context) (*changes.Hub, error) {
 	return hub, nil
 }
 
+// dropHub forgets the hub whose slot is gone, so the next stream enables
+// change streams again (a new slot, on the current primary).
+func (h *Handlers) dropHub(s *changes.Stream) {
+	h.changes.mu.Lock()
+	defer h.changes.mu.Unlock()
+	if h.changes.hub != nil && s.Hub() == h.changes.hub {
+		h.changes.hub = nil
+	}
+}
+
 // streamSpec is a parsed change stream request.
 type streamSpec struct {
 	scope  changes.Scope
@@ -318,6 +328,10 @@ func (s *streamSource) fill(ctx context.Context, n int) ([]bson.Raw, error) {
 		// Reading the slot is low-tier work: the request gives its own
 		// admission back meanwhile.
 		ierr := idle(ctx, func() { chs, err = s.stream.Next(ctx, max(n, 0)) })
+		if errors.Is(err, changes.ErrSlotLost) {
+			s.h.dropHub(s.stream)
+			return nil, mongoerr.New(mongoerr.ChangeStreamHistoryLost, "the change stream's history is lost: its replication slot is gone (after a failover, or dropped); open a new stream")
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -410,4 +424,42 @@ func sameID(raw bson.Raw, want any) bool {
 		return false
 	}
 	return string(bson.Raw(w).Lookup("_id").Value) == string(got.Value)
+}
+
+// maintainChanges keeps the change streams' slot moving while no stream
+// reads it: at start, and then every half minute, it opens the hub if
+// change streams were enabled on the cluster (so replacements are marked
+// and the slot is trimmed even before the first stream of this process),
+// then lets the hub trim.
+func (h *Handlers) maintainChanges() {
+	if h.store == nil {
+		return
+	}
+	wait := time.NewTimer(2 * time.Second)
+	defer wait.Stop()
+	for {
+		select {
+		case <-h.stop:
+			return
+		case <-wait.C:
+		}
+		ctx, cancel := context.WithTimeout(qos.WithTier(context.Background(), qos.Low), 30*time.Second)
+		h.changes.mu.Lock()
+		hub := h.changes.hub
+		h.changes.mu.Unlock()
+		var err error
+		if hub == nil {
+			var on bool
+			if on, err = h.store.ChangeStreamsEnabled(ctx); on && err == nil {
+				_, err = h.changeHub(ctx)
+			}
+		} else {
+			err = hub.Maintain(ctx)
+		}
+		if err != nil {
+			h.log.Debug("change streams maintenance", "err", err)
+		}
+		cancel()
+		wait.Reset(30 * time.Second)
+	}
 }

@@ -196,6 +196,7 @@ func New(opts Options) *Handlers {
 	}
 	h.instr, h.slow = newInstruments(), status.NewSlowLog(100)
 	go h.reapSessions()
+	go h.maintainChanges() // changestream.go
 	return h
 }
 

@@ -224,3 +224,13 @@ func (s *Store) noteAppend(c *Collection) {
 		delete(a.m, c.tbl)
 	}
 }
+
+// cappedInTxn refuses writes to a capped collection inside a transaction,
+// as MongoDB does (its writes are serialised by the collection's state
+// row, which a transaction would hold until it ends).
+func cappedInTxn(ctx context.Context, c *Collection) error {
+	if t := txnFrom(ctx); c.Capped != nil && t != nil && t.snapshot {
+		return newErr(ErrNotInTxn, "Collection '%s' is a capped collection. Writes in transactions are not allowed on capped collections.", c.Namespace())
+	}
+	return nil
+}

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/jackc/pglogrepl"
@@ -123,26 +124,37 @@ func (c *ChangeSlot) Peek(ctx context.Context, n int, fn func(data []byte) bool)
 	rows, err := q.Query(ctx, `SELECT data FROM pg_logical_slot_peek_binary_changes($1, NULL, $2,
 		'proto_version', '1', 'publication_names', $3, 'binary', 'true', 'messages', 'true')`, changesSlot, n, changesPublication)
 	if err != nil {
-		return fromPG(ctx, err)
+		return slotError(ctx, err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var data []byte
 		if err := rows.Scan(&data); err != nil {
-			return fromPG(ctx, err)
+			return slotError(ctx, err)
 		}
 		if !fn(data) {
 			return nil
 		}
 	}
-	return fromPG(ctx, rows.Err())
+	return slotError(ctx, rows.Err())
+}
+
+// slotError is fromPG, with a missing slot (undefined_object) or one
+// invalidated past max_slot_wal_keep_size (object_not_in_prerequisite_state)
+// reported as changes.ErrSlotLost.
+func slotError(ctx context.Context, err error) error {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && (pe.Code == "42704" || pe.Code == "55000") {
+		return fmt.Errorf("%w: %s", changes.ErrSlotLost, pe.Message)
+	}
+	return fromPG(ctx, err)
 }
 
 // Advance implements changes.Slot.
 func (c *ChangeSlot) Advance(ctx context.Context, lsn uint64) error {
 	ctx, q := c.low(ctx)
 	_, err := q.Exec(ctx, `SELECT pg_replication_slot_advance($1, $2::pg_lsn)`, changesSlot, pglogrepl.LSN(lsn).String())
-	return fromPG(ctx, err)
+	return slotError(ctx, err)
 }
 
 // Confirmed implements changes.Slot.

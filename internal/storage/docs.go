@@ -41,6 +41,9 @@ func (s *Store) Insert(ctx context.Context, c *Collection, docs []Doc, ordered b
 	if len(docs) == 0 {
 		return 0, nil, nil
 	}
+	if err := cappedInTxn(ctx, c); err != nil {
+		return 0, nil, err
+	}
 	// Fast path: the whole batch in one statement, atomically. Only when it
 	// fails on a unique index do we go document by document to find out which
 	// ones conflict and honour ordered semantics exactly.
@@ -374,6 +377,9 @@ func (s *Store) Explain(ctx context.Context, c *Collection, p ScanParams) (strin
 // another's changes without holding a transaction open across a round trip).
 // ok is false when the row changed or vanished since it was read.
 func (s *Store) Replace(ctx context.Context, c *Collection, key, old []byte, newDoc Doc) (bool, error) {
+	if err := cappedInTxn(ctx, c); err != nil {
+		return false, err
+	}
 	vals := c.rowValues(newDoc.ID, newDoc.D, newDoc.Raw)
 	args := make([]any, 0, len(vals)+1)
 	args = append(args, key, old)
@@ -404,6 +410,9 @@ func (s *Store) Replace(ctx context.Context, c *Collection, key, old []byte, new
 // Delete removes the given rows if they still hold the bytes they were read
 // with, and returns how many were removed.
 func (s *Store) Delete(ctx context.Context, c *Collection, rows []Row) (int64, error) {
+	if err := cappedInTxn(ctx, c); err != nil {
+		return 0, err
+	}
 	keys := make([][]byte, len(rows))
 	docs := make([][]byte, len(rows))
 	for i, r := range rows {
