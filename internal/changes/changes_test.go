@@ -476,3 +476,15 @@ func TestDecoderReplacementMessages(t *testing.T) {
 		t.Errorf("fullDocument %v", v)
 	}
 }
+
+func TestHubReportsASlotMovedByAnotherProcess(t *testing.T) {
+	ctx := context.Background()
+	slot := &fakeSlot{confirmed: 1, current: 1}
+	hub, _ := NewHub(ctx, slot, admitAll)
+	s, _ := hub.Open(ctx, Scope{DB: "d"}, nil) // at LSN 1
+	slot.txn(t, 10, 1)
+	slot.confirmed = 20 // another tierdb advanced the shared slot
+	if _, err := s.Next(ctx, 0); !isCode(err, mongoerr.ChangeStreamHistoryLost) {
+		t.Fatalf("Next after the slot moved: %v, want ChangeStreamHistoryLost", err)
+	}
+}

@@ -32,6 +32,10 @@ type Slot interface {
 // no copy of it, or someone dropped it). Every stream's history is lost.
 var ErrSlotLost = errors.New("changes: the replication slot of change streams is gone")
 
+// ErrSlotBusy: another process is reading the slot (another tierdb on the
+// same PostgreSQL); try again later.
+var ErrSlotBusy = errors.New("changes: the replication slot of change streams is in use")
+
 // Bounds of what the Hub holds, and its timing.
 const (
 	MaxBufferedChanges = 10000
@@ -78,6 +82,8 @@ type Stream struct {
 	pos   Position
 	// ended: the stream was invalidated; nothing more comes.
 	ended bool
+	// lost: the slot moved past the stream (guarded by the hub's mu).
+	lost bool
 }
 
 // Open registers a stream starting after pos, or, when start is nil, at
@@ -137,20 +143,23 @@ func (s *Stream) Next(ctx context.Context, n int) ([]Change, error) {
 	if s.ended {
 		return nil, nil
 	}
-	out := s.take(n)
-	if len(out) > 0 {
-		return out, nil
+	out, err := s.take(n)
+	if len(out) > 0 || err != nil {
+		return out, err
 	}
 	if err := s.hub.poll(ctx); err != nil {
 		return nil, err
 	}
-	return s.take(n), nil
+	return s.take(n)
 }
 
-func (s *Stream) take(n int) []Change {
+func (s *Stream) take(n int) ([]Change, error) {
 	h := s.hub
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if s.lost {
+		return nil, mongoerr.New(mongoerr.ChangeStreamHistoryLost, "the change stream's history is lost: another tierdb moved the shared replication slot past it")
+	}
 	h.lastOpen = time.Now()
 	var out []Change
 	for i := range h.buf {
@@ -159,21 +168,21 @@ func (s *Stream) take(n int) []Change {
 			continue
 		}
 		if n > 0 && len(out) >= n {
-			return out
+			return out, nil
 		}
 		s.pos = c.Pos
 		if s.scope.Matches(c) {
 			out = append(out, *c)
 			if s.scope.Invalidates(c) {
 				s.ended = true
-				return out
+				return out, nil
 			}
 		}
 	}
 	if s.pos.Less(h.scanned) {
 		s.pos = h.scanned
 	}
-	return out
+	return out, nil
 }
 
 // poll reads new changes from the slot into the buffer (at most every
@@ -191,9 +200,23 @@ func (h *Hub) poll(ctx context.Context) error {
 	}
 	defer done()
 	if err := h.trim(ctx); err != nil {
+		return busyIsNil(err)
+	}
+	conf, err := h.slot.Confirmed(ctx)
+	if err != nil {
 		return err
 	}
 	h.mu.Lock()
+	if conf > h.base {
+		// Another tierdb on the same PostgreSQL moved the shared slot
+		// past streams of ours: their history is gone.
+		h.base = conf
+		for s := range h.streams {
+			if s.pos.LSN < conf {
+				s.lost = true
+			}
+		}
+	}
 	scanned, room := h.scanned, MaxBufferedChanges-len(h.buf)
 	roomBytes := MaxBufferedBytes - h.bytes
 	want := len(h.buf) + 1000
@@ -231,7 +254,7 @@ func (h *Hub) poll(ctx context.Context) error {
 		err = decodeErr
 	}
 	if err != nil {
-		return err
+		return busyIsNil(err)
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -241,6 +264,13 @@ func (h *Hub) poll(ctx context.Context) error {
 		h.scanned = fresh[len(fresh)-1].Pos
 	}
 	return nil
+}
+
+func busyIsNil(err error) error {
+	if errors.Is(err, ErrSlotBusy) {
+		return nil
+	}
+	return err
 }
 
 // trim drops the changes every open stream has passed and moves the slot

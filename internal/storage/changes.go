@@ -147,6 +147,9 @@ func slotError(ctx context.Context, err error) error {
 	if errors.As(err, &pe) && (pe.Code == "42704" || pe.Code == "55000") {
 		return fmt.Errorf("%w: %s", changes.ErrSlotLost, pe.Message)
 	}
+	if errors.As(err, &pe) && pe.Code == "55006" { // object_in_use
+		return fmt.Errorf("%w: %s", changes.ErrSlotBusy, pe.Message)
+	}
 	return fromPG(ctx, err)
 }
 
