@@ -453,8 +453,12 @@ func (h *Handlers) maintainChanges() {
 			if on, err = h.store.ChangeStreamsEnabled(ctx); on && err == nil {
 				_, err = h.changeHub(ctx)
 			}
-		} else {
-			err = hub.Maintain(ctx)
+		} else if err = hub.Maintain(ctx); errors.Is(err, changes.ErrSlotLost) {
+			h.changes.mu.Lock()
+			if h.changes.hub == hub {
+				h.changes.hub = nil // recreated on the next pass
+			}
+			h.changes.mu.Unlock()
 		}
 		if err != nil {
 			h.log.Debug("change streams maintenance", "err", err)
