@@ -3,6 +3,7 @@ package changes
 import (
 	"context"
 	"errors"
+	"runtime"
 	"sync"
 	"time"
 
@@ -229,7 +230,11 @@ func (h *Hub) poll(ctx context.Context) error {
 	var fresh []Change
 	freshBytes := 0
 	var decodeErr error
+	msgs := 0
 	err = h.slot.Peek(ctx, want, func(data []byte) bool {
+		if msgs++; msgs%256 == 0 {
+			runtime.Gosched() // decoding is background work: let requests run
+		}
 		m, err := pglogrepl.Parse(data)
 		if err != nil {
 			decodeErr = err

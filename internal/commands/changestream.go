@@ -23,6 +23,9 @@ import (
 // for new events up to its maxTimeMS (1 s by default) without holding its
 // admission, and the hub reads PostgreSQL at the low tier.
 
+// maxStreamBatch bounds the changes one getMore of a change stream takes.
+const maxStreamBatch = 500
+
 // changeStreamStages may follow $changeStream, as in MongoDB.
 var changeStreamStages = map[string]bool{
 	"$match": true, "$project": true, "$addFields": true, "$set": true, "$unset": true,
@@ -327,7 +330,13 @@ func (s *streamSource) fill(ctx context.Context, n int) ([]bson.Raw, error) {
 		var err error
 		// Reading the slot is low-tier work: the request gives its own
 		// admission back meanwhile.
-		ierr := idle(ctx, func() { chs, err = s.stream.Next(ctx, max(n, 0)) })
+		// At most maxStreamBatch changes at a time, so what a stream
+		// holds stays bounded whatever its batch size.
+		limit := maxStreamBatch
+		if n > 0 {
+			limit = min(n, limit)
+		}
+		ierr := idle(ctx, func() { chs, err = s.stream.Next(ctx, limit) })
 		if errors.Is(err, changes.ErrSlotLost) {
 			s.h.dropHub(s.stream)
 			return nil, mongoerr.New(mongoerr.ChangeStreamHistoryLost, "the change stream's history is lost: its replication slot is gone (after a failover, or dropped); open a new stream")
