@@ -85,6 +85,20 @@ def test_drop_and_rename_invalidate_collection_streams(db):
         assert not s.alive
 
 
+def test_drop_database_invalidates_database_streams(db, client):
+    db.a.insert_one({"_id": 0})
+    db.b.insert_one({"_id": 0})
+    with db.watch(max_await_time_ms=200) as s, client.watch(max_await_time_ms=200) as cs:
+        client.drop_database(db.name)
+        evs = next_events(s, 4)
+        assert sorted((e["operationType"], e["ns"].get("coll")) for e in evs[:2]) == [("drop", "a"), ("drop", "b")]
+        assert evs[2]["operationType"] == "dropDatabase" and evs[2]["ns"] == {"db": db.name}
+        assert evs[3]["operationType"] == "invalidate"
+        assert not s.alive
+        evs = [e for e in next_events(cs, 3) if e["ns"]["db"] == db.name]
+        assert [e["operationType"] for e in evs] == ["drop", "drop", "dropDatabase"]
+
+
 def test_rename_event(db, client):
     db.d.insert_one({"_id": 0})
     with db.d.watch(max_await_time_ms=200) as s:

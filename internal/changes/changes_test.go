@@ -186,6 +186,7 @@ func TestScope(t *testing.T) {
 	drop := &Change{Kind: Drop, DB: "a", Coll: "b"}
 	renTo := &Change{Kind: Rename, DB: "a", Coll: "x", ToDB: "a", ToColl: "b"}
 	admin := &Change{Kind: Insert, DB: "admin", Coll: "b"}
+	dropDB := &Change{Kind: DropDatabase, DB: "a"}
 	coll, db, all := Scope{DB: "a", Coll: "b"}, Scope{DB: "a"}, Scope{Cluster: true}
 	for _, tc := range []struct {
 		s          Scope
@@ -196,6 +197,7 @@ func TestScope(t *testing.T) {
 		{coll, &Change{Kind: Insert, DB: "a", Coll: "c"}, false, false},
 		{db, ins, true, false}, {db, drop, true, false}, {db, admin, false, false},
 		{all, ins, true, false}, {all, admin, false, false}, {all, drop, true, false},
+		{coll, dropDB, false, false}, {db, dropDB, true, true}, {all, dropDB, true, false},
 	} {
 		if got := tc.s.Matches(tc.c); got != tc.match {
 			t.Errorf("%+v matches %+v = %v", tc.s, tc.c, got)

@@ -40,6 +40,10 @@ type Decoder struct {
 // mark a replacement (see storage.Replacing).
 const ReplaceMessagePrefix = "tierdb.replace"
 
+// DropDatabaseMessagePrefix is the prefix of storage's logical message that
+// ends a dropDatabase's transaction; its content is the database's name.
+const DropDatabaseMessagePrefix = "tierdb.dropDatabase"
+
 type relation struct {
 	catalog bool
 	tbl     string
@@ -82,6 +86,9 @@ func (d *Decoder) Apply(m pglogrepl.Message) error {
 		d.replacing = nil
 		d.begin(m)
 	case *pglogrepl.LogicalDecodingMessage:
+		if m.Prefix == DropDatabaseMessagePrefix && d.inTxn {
+			d.emit(Change{Kind: DropDatabase, DB: string(m.Content)})
+		}
 		if m.Prefix == ReplaceMessagePrefix {
 			if d.replacing == nil {
 				d.replacing = map[string]bool{}

@@ -19,9 +19,11 @@ const (
 	Drop    // a collection was dropped
 	Rename  // a collection was renamed (To)
 	Replace // a whole document was replaced
+	// DropDatabase follows the drops of a database's collections.
+	DropDatabase
 )
 
-var kindNames = [...]string{Insert: "insert", Update: "update", Delete: "delete", Drop: "drop", Rename: "rename", Replace: "replace"}
+var kindNames = [...]string{Insert: "insert", Update: "update", Delete: "delete", Drop: "drop", Rename: "rename", Replace: "replace", DropDatabase: "dropDatabase"}
 
 func (k Kind) String() string { return kindNames[k] }
 
@@ -59,6 +61,9 @@ func (c *Change) Event(o Options) (bson.D, error) {
 		{Key: "operationType", Value: c.Kind.String()},
 		{Key: "clusterTime", Value: clusterTime(c)},
 		{Key: "wallTime", Value: bson.NewDateTimeFromTime(c.Time)},
+	}
+	if c.Kind == DropDatabase {
+		return append(ev, bson.E{Key: "ns", Value: bson.D{{Key: "db", Value: c.DB}}}), nil
 	}
 	if c.Kind == Drop || c.Kind == Rename {
 		ev = append(ev, bson.E{Key: "ns", Value: bson.D{{Key: "db", Value: c.DB}, {Key: "coll", Value: c.Coll}}})
@@ -206,15 +211,21 @@ func (s Scope) Matches(c *Change) bool {
 	case s.Coll == "":
 		return c.DB == s.DB
 	}
-	return c.DB == s.DB && c.Coll == s.Coll ||
+	return c.Kind != DropDatabase && c.DB == s.DB && c.Coll == s.Coll ||
 		c.Kind == Rename && c.ToDB == s.DB && c.ToColl == s.Coll
 }
 
 // Invalidates reports whether the change ends the stream (after it is
 // reported): a collection stream ends when its collection is dropped or
-// renamed (either way).
+// renamed (either way), a database stream when its database is dropped.
 func (s Scope) Invalidates(c *Change) bool {
-	return !s.Cluster && s.Coll != "" && (c.Kind == Drop || c.Kind == Rename) && s.Matches(c)
+	switch {
+	case s.Cluster:
+		return false
+	case s.Coll == "":
+		return c.Kind == DropDatabase && c.DB == s.DB
+	}
+	return (c.Kind == Drop || c.Kind == Rename) && s.Matches(c)
 }
 
 // InvalidateEvent is the event that ends a stream after the change at p.

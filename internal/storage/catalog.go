@@ -285,7 +285,12 @@ func (s *Store) DropDatabase(ctx context.Context, db string) error {
 				return err
 			}
 		}
-		return nil
+		if len(names) > 0 && s.changesOn.Load() {
+			// Change streams report the database's drop after its
+			// collections' (see changes.go).
+			_, err = tx.Exec(ctx, dropDatabaseMessageSQL, db)
+		}
+		return err
 	})
 	s.cat.forgetDB(db)
 	return err

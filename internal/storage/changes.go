@@ -255,3 +255,7 @@ func (s *Store) writeReplacement(ctx context.Context, key []byte, sql string, ar
 	}
 	return tag, err
 }
+
+// dropDatabaseMessageSQL marks a dropDatabase in its transaction, after the
+// drops of its collections, for change streams.
+const dropDatabaseMessageSQL = `SELECT pg_logical_emit_message(true, '` + changes.DropDatabaseMessagePrefix + `', convert_to($1, 'UTF8'))`
