@@ -26,6 +26,10 @@ import (
 // maxStreamBatch bounds the changes one getMore of a change stream takes.
 const maxStreamBatch = 500
 
+// firstBatchPoll bounds how long a change stream's first batch waits to
+// read the slot.
+const firstBatchPoll = time.Second
+
 // changeStreamStages may follow $changeStream, as in MongoDB.
 var changeStreamStages = map[string]bool{
 	"$match": true, "$project": true, "$addFields": true, "$set": true, "$unset": true,
@@ -297,8 +301,14 @@ func (s *streamSource) resumeToken() bson.D {
 
 func (s *streamSource) next(ctx context.Context, n int) ([]bson.Raw, bool, error) {
 	until, waits := ctx.Value(awaitKey{}).(time.Time)
+	pollBy := until
+	if !waits {
+		// A first batch returns what is there: it waits for the slot
+		// (low-tier admission) for a moment at most.
+		pollBy = time.Now().Add(firstBatchPoll)
+	}
 	for {
-		out, err := s.fill(ctx, n)
+		out, err := s.fill(ctx, n, pollBy)
 		if err != nil || len(out) > 0 || s.ended || !waits {
 			return out, s.ended && len(s.pending) == 0, err
 		}
@@ -324,7 +334,7 @@ func (s *streamSource) next(ctx context.Context, n int) ([]bson.Raw, bool, error
 
 // fill makes events from the stream's next changes and returns up to n
 // (n <= 0: as many as fit a reply).
-func (s *streamSource) fill(ctx context.Context, n int) ([]bson.Raw, error) {
+func (s *streamSource) fill(ctx context.Context, n int, pollBy time.Time) ([]bson.Raw, error) {
 	if len(s.pending) == 0 && !s.ended {
 		var chs []changes.Change
 		var err error
@@ -336,7 +346,17 @@ func (s *streamSource) fill(ctx context.Context, n int) ([]bson.Raw, error) {
 		if n > 0 {
 			limit = min(n, limit)
 		}
-		ierr := idle(ctx, func() { chs, err = s.stream.Next(ctx, limit) })
+		ierr := idle(ctx, func() {
+			// Reading waits for low-tier admission, which high-tier
+			// work may hold back past the await time: then the batch is
+			// empty, not an error.
+			pctx, cancel := context.WithDeadline(ctx, pollBy)
+			defer cancel()
+			chs, err = s.stream.Next(pctx, limit)
+			if err != nil && pctx.Err() != nil && ctx.Err() == nil {
+				chs, err = nil, nil
+			}
+		})
 		if errors.Is(err, changes.ErrSlotLost) {
 			s.h.dropHub(s.stream)
 			return nil, mongoerr.New(mongoerr.ChangeStreamHistoryLost, "the change stream's history is lost: its replication slot is gone (after a failover, or dropped); open a new stream")
