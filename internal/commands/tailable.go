@@ -224,7 +224,7 @@ func (t *tailSource) match(doc []byte) (bson.Raw, bool, error) {
 	if t.spec.proj == nil {
 		return doc, true, nil
 	}
-	b, err := bsonx.Marshal(t.spec.proj.Apply(d))
+	b, err := projectRaw(t.spec.proj, d)
 	return b, err == nil, err
 }
 
