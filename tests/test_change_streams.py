@@ -83,6 +83,14 @@ def test_drop_and_rename_invalidate_collection_streams(db):
         assert drop["operationType"] == "drop" and drop["ns"] == {"db": db.name, "coll": "c"}
         assert inv["operationType"] == "invalidate"
         assert not s.alive
+    # resumeAfter cannot pass an invalidate; startAfter starts a new stream after it.
+    with pytest.raises(OperationFailure) as e:
+        db.c.watch(resume_after=inv["_id"])
+    assert e.value.code == 260
+    with db.c.watch(start_after=inv["_id"], max_await_time_ms=200) as s:
+        db.c.insert_one({"_id": "new"})
+        (ev,) = next_events(s, 1)
+        assert ev["operationType"] == "insert" and ev["documentKey"] == {"_id": "new"}
 
 
 def test_drop_database_invalidates_database_streams(db, client):

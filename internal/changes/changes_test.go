@@ -163,8 +163,8 @@ func TestTokens(t *testing.T) {
 	ps := []Position{{0, 0}, {1, 0}, {1, 1}, {1, hwm}, {0x1_0000_0000, 0}}
 	for i, p := range ps {
 		tok := p.Token()
-		back, err := ParseToken(tok)
-		if err != nil || back != p {
+		back, inv, err := ParseToken(tok)
+		if err != nil || back != p || inv {
 			t.Fatalf("token %v of %v read back as %v, %v", tok, p, back, err)
 		}
 		if i > 0 {
@@ -174,8 +174,15 @@ func TestTokens(t *testing.T) {
 			}
 		}
 	}
-	for _, bad := range []any{"x", bson.D{{Key: "_data", Value: "82ABCDEF"}}, bson.D{{Key: "_data", Value: int32(1)}}, bson.D{{Key: "other", Value: "T1"}}} {
-		if _, err := ParseToken(bad); err == nil {
+	inv := invalidateToken(Position{1, 1})
+	if p, isInv, err := ParseToken(inv); err != nil || !isInv || p != (Position{1, 1}) {
+		t.Errorf("invalidate token read as %v, %v, %v", p, isInv, err)
+	}
+	if s := inv[0].Value.(string); !(Position{1, 1}.Token()[0].Value.(string) < s && s < Position{1, 2}.Token()[0].Value.(string)) {
+		t.Error("an invalidate token does not sort between its cause and the next change")
+	}
+	for _, bad := range []any{"x", bson.D{{Key: "_data", Value: "T1" + "0000000000000001" + "00000001" + "X"}}, bson.D{{Key: "_data", Value: "82ABCDEF"}}, bson.D{{Key: "_data", Value: int32(1)}}, bson.D{{Key: "other", Value: "T1"}}} {
+		if _, _, err := ParseToken(bad); err == nil {
 			t.Errorf("ParseToken(%v) accepted", bad)
 		}
 	}
@@ -241,9 +248,8 @@ func TestEventShapes(t *testing.T) {
 		t.Errorf("operationType %v", v)
 	}
 	inv := InvalidateEvent(&Change{Pos: Position{5, 1}, Kind: Drop})
-	tok, _ := ParseToken(inv[0].Value)
-	if !(Position{5, 1}).Less(tok) {
-		t.Error("invalidate token not after its drop")
+	if tok, isInv, _ := ParseToken(inv[0].Value); tok != (Position{5, 1}) || !isInv {
+		t.Error("invalidate token does not name its drop")
 	}
 }
 

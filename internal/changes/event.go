@@ -228,12 +228,10 @@ func (s Scope) Invalidates(c *Change) bool {
 	return (c.Kind == Drop || c.Kind == Rename) && s.Matches(c)
 }
 
-// InvalidateEvent is the event that ends a stream after the change at p.
+// InvalidateEvent is the event that ends a stream after the change c.
 func InvalidateEvent(c *Change) bson.D {
-	p := c.Pos
-	p.Index++ // after the change that caused it
 	return bson.D{
-		{Key: "_id", Value: p.Token()},
+		{Key: "_id", Value: invalidateToken(c.Pos)},
 		{Key: "operationType", Value: "invalidate"},
 		{Key: "clusterTime", Value: clusterTime(c)},
 		{Key: "wallTime", Value: bson.NewDateTimeFromTime(c.Time)},

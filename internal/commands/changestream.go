@@ -162,11 +162,14 @@ func parseChangeStream(req *Request) (*streamSpec, error) {
 	if resumeAfter != nil && startAfter != nil {
 		return nil, mongoerr.New(mongoerr.BadValue, "Only one type of resume option is allowed, but multiple were found.")
 	}
-	for _, tok := range []any{resumeAfter, startAfter} {
+	for i, tok := range []any{resumeAfter, startAfter} {
 		if tok != nil {
-			p, err := changes.ParseToken(tok)
+			p, invalidate, err := changes.ParseToken(tok)
 			if err != nil {
 				return nil, err
+			}
+			if invalidate && i == 0 {
+				return nil, mongoerr.New(mongoerr.InvalidResumeToken, "Attempting to resume a change stream using 'resumeAfter' is not allowed from an invalidate notification; use 'startAfter'")
 			}
 			sp.start = &p
 		}

@@ -6,6 +6,7 @@ const (
 	CappedPositionLost      Code = 136
 	ChangeStreamFatalError  Code = 280
 	ChangeStreamHistoryLost Code = 286
+	InvalidResumeToken      Code = 260
 	// Location40573: $changeStream where MongoDB has no oplog (standalone).
 	Location40573 Code = 40573
 )
@@ -14,4 +15,5 @@ func init() {
 	names[CappedPositionLost] = "CappedPositionLost"
 	names[ChangeStreamFatalError] = "ChangeStreamFatalError"
 	names[ChangeStreamHistoryLost] = "ChangeStreamHistoryLost"
+	names[InvalidResumeToken] = "InvalidResumeToken"
 }
