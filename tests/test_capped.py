@@ -179,3 +179,29 @@ def test_writes_in_transactions_are_refused(db, client):
                 db.c.insert_one({"_id": 1}, session=s)
         assert e.value.code == 263
     assert [d["_id"] for d in db.c.find()] == [0]
+
+
+def test_awaiting_get_more_holds_no_admission(server, db):
+    """A high-tier getMore waiting for data is not 'in process': lower tiers
+    are not held at the door by an idle tailable cursor."""
+    db.create_collection("c", capped=True, size=100000)
+    db.c.insert_one({"_id": 0})
+    high = server.client(maxPoolSize=1)
+    high.admin.command("setClientPriority", "high")
+    hdb = high[db.name]
+    cid = hdb.command("find", "c", tailable=True, awaitData=True)["cursor"]["id"]
+
+    def tiers():
+        with server.client() as c:
+            return c.admin.command("qosStatus")["tiers"]["high"]
+
+    before = tiers()["admitted"]
+    t = threading.Thread(target=lambda: hdb.command("getMore", cid, collection="c", maxTimeMS=4000))
+    t.start()
+    seen_idle = False
+    while t.is_alive() and not seen_idle:
+        st = tiers()
+        seen_idle = st["admitted"] > before and st["inProcess"] == 0 and t.is_alive()
+    t.join()
+    high.close()
+    assert seen_idle
