@@ -130,7 +130,6 @@ func (h *Handlers) statusUsers(accounts []*userAccount, gate qos.GateStats, qosO
 	return out
 }
 
-
 func (h *Handlers) statusReplicas(s *status.Snapshot, now time.Time) {
 	r := h.opts.Replication
 	if r == nil || r.Monitor == nil {
