@@ -188,6 +188,16 @@ def test_group_is_not_permitted(db):
     assert e.value.code == 20
 
 
+def test_not_in_a_transaction(db, client):
+    db.c.insert_one({"_id": 0})
+    with client.start_session() as s:
+        with pytest.raises(OperationFailure) as e:
+            with s.start_transaction():
+                db.c.find_one({}, session=s)
+                db.command("aggregate", "c", pipeline=[{"$changeStream": {}}], cursor={}, session=s)
+        assert e.value.code == 263
+
+
 def test_history_lost(db):
     with pytest.raises(OperationFailure) as e:
         db.command("aggregate", "c", pipeline=[{"$changeStream": {"resumeAfter": {"_data": "T1" + "0" * 16 + "0" * 8}}}], cursor={})

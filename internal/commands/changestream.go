@@ -222,6 +222,9 @@ func (h *Handlers) mayWatch(s *Session, sc changes.Scope) bool {
 }
 
 func (h *Handlers) changeStream(ctx context.Context, req *Request) (bson.D, error) {
+	if storage.InTransaction(ctx) {
+		return nil, mongoerr.New(mongoerr.OperationNotSupportedInTxn, "Operation not permitted in transaction :: caused by :: $changeStream is not allowed in a transaction")
+	}
 	if explain, _ := getBool(req.Cmd, "explain", false); explain {
 		return nil, mongoerr.New(mongoerr.NotImplemented, "tierdb does not explain change streams")
 	}

@@ -259,3 +259,9 @@ func (s *Store) writeReplacement(ctx context.Context, key []byte, sql string, ar
 // dropDatabaseMessageSQL marks a dropDatabase in its transaction, after the
 // drops of its collections, for change streams.
 const dropDatabaseMessageSQL = `SELECT pg_logical_emit_message(true, '` + changes.DropDatabaseMessagePrefix + `', convert_to($1, 'UTF8'))`
+
+// InTransaction reports whether ctx runs in a multi-document transaction.
+func InTransaction(ctx context.Context) bool {
+	t := txnFrom(ctx)
+	return t != nil && t.snapshot
+}
