@@ -246,6 +246,9 @@ func (g *Gate) releaseLocked(t Tier, u *fairUser, slot uint32, gen uint64, laten
 // waits for anticipated users, its free slots stay free (lower tiers
 // included) until they come or roundTimer ends the wait.
 func (g *Gate) dispatchLocked() {
+	if g.tiers[Normal].waiting == 0 && g.tiers[Low].waiting == 0 {
+		return
+	}
 	now := g.clock.Now()
 	for t := Normal; t < NumTiers; t++ {
 		tr := &g.tiers[t]
