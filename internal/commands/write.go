@@ -319,6 +319,9 @@ func (h *Handlers) updateStatement(ctx context.Context, db, name string, stmt bs
 	if multi && upd.IsReplacement() {
 		return res, mongoerr.New(mongoerr.FailedToParse, "multi update is not supported for replacement-style update")
 	}
+	if upd.IsReplacement() {
+		ctx = storage.Replacing(ctx) // a "replace" change event
+	}
 	col, err := h.store.Collection(ctx, db, name)
 	if storage.IsCode(err, storage.ErrNamespaceNotFound) && !upsert {
 		return res, nil
