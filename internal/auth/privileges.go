@@ -55,6 +55,8 @@ const (
 	ActUseTierLow
 	// killAnySession: end other users' sessions (killAllSessions).
 	ActKillAnySession
+	// changeStream: open change streams (with find).
+	ActChangeStream
 	// killop: interrupt other users' operations (killOp); validate and
 	// renameCollectionSameDB as in MongoDB.
 	ActKillop
@@ -70,7 +72,7 @@ var actionNames = [numActions]string{
 	"setQoSConfig", "setCpuPools", "replSetConfigure", "replSetGetStatus", "createUser", "dropUser",
 	"changePassword", "changeCustomData", "grantRole", "revokeRole", "viewUser", "createRole", "dropRole",
 	"viewRole", "useTierHigh", "useTierNormal", "useTierLow", "killAnySession",
-	"killop", "validate", "renameCollectionSameDB",
+	"changeStream", "killop", "validate", "renameCollectionSameDB",
 }
 
 func (a Action) String() string {

@@ -17,8 +17,11 @@ import (
 // $match is pushed down to storage as a prefilter; the rest runs in
 // process, documents streaming through the stages.
 func (h *Handlers) aggregate(ctx context.Context, req *Request) (bson.D, error) {
+	if isChangeStream(req.Cmd) {
+		return h.changeStream(ctx, req) // changestream.go
+	}
 	if reply, handled, err := h.aggregateSource(ctx, req); handled {
-		return reply, err // $collStats, $currentOp (dbadmin.go)
+		return reply, err // $collStats, $currentOp (sources.go)
 	}
 	explain, err := getBool(req.Cmd, "explain", false)
 	if err != nil {

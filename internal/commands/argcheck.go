@@ -71,6 +71,11 @@ func parseMaxTimeMS(cmd bson.D) (time.Duration, error) {
 // request (waiting for admission or running in PostgreSQL) is canceled and
 // answers MaxTimeMSExpired (50).
 func withMaxTime(ctx context.Context, cmd bson.D) (context.Context, context.CancelFunc, error) {
+	if len(cmd) > 0 && cmd[0].Key == "getMore" {
+		// getMore's maxTimeMS is an await time for tailable cursors:
+		// getMore reads it itself (getMoreContext, tailable.go).
+		return ctx, func() {}, nil
+	}
 	d, err := parseMaxTimeMS(cmd)
 	if err != nil || d == 0 {
 		return ctx, func() {}, err
@@ -105,6 +110,9 @@ func interruptedBatch(reply bson.D) error {
 func (c *cursor) keepTimeLimit(ctx context.Context, cmd bson.D) {
 	if d, _ := parseMaxTimeMS(cmd); d == 0 {
 		return
+	}
+	if a, ok := c.src.(interface{ awaitData() bool }); ok && a.awaitData() {
+		return // an awaitData cursor waits by design; getMore's maxTimeMS bounds each wait
 	}
 	deadline, ok := ctx.Deadline()
 	if !ok {

@@ -44,6 +44,11 @@ func (h *Handlers) find(ctx context.Context, req *Request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
+	tail, err := parseTailOptions(req.Cmd, sortDoc, skip, limit)
+	if err != nil {
+		return nil, err
+	}
+	rs.naturalDesc = isNaturalDesc(sortDoc)
 	ns := req.DB + "." + name
 	ctx, done, err := h.routeRead(ctx, req)
 	if err != nil {
@@ -56,6 +61,9 @@ func (h *Handlers) find(ctx context.Context, req *Request) (bson.D, error) {
 	}
 	if err != nil {
 		return nil, err
+	}
+	if tail.tailable {
+		return h.findTailable(ctx, req, ns, col, rs, tail, batchSize, singleBatch)
 	}
 	src, err := h.newSource(ctx, col, rs)
 	if err != nil {
@@ -135,6 +143,12 @@ func (h *Handlers) getMore(ctx context.Context, req *Request) (bson.D, error) {
 		h.cursors.remove(id)
 		return nil, err
 	}
+	ctx, cancel, err := getMoreContext(ctx, req.Cmd, c.src)
+	if err != nil {
+		spent()
+		return nil, err
+	}
+	defer cancel()
 	batch, done, err := c.src.next(ctx, int(min(batchSize, 1<<30)))
 	spent()
 	if err != nil {
@@ -147,7 +161,11 @@ func (h *Handlers) getMore(ctx context.Context, req *Request) (bson.D, error) {
 	} else {
 		c.lastUsed.Store(nowNanos())
 	}
-	return cursorReply(id, c.ns, rawArray(batch), false), nil
+	reply := cursorReply(id, c.ns, rawArray(batch), false)
+	if src, ok := c.src.(*streamSource); ok {
+		addResumeToken(reply, src)
+	}
+	return reply, nil
 }
 
 // killCursors kills the caller's cursors on the named collection; others'

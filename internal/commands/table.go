@@ -159,9 +159,11 @@ type Handlers struct {
 	// sessions are the logical sessions with transactions.
 	sessions *session.Registry
 	txnStats txnStats
+	stop     chan struct{}
+	// changes is the change streams' hub, started by the first one.
+	changes changeHub
 	// live are the requests in process (currentOp, killOp).
 	live *liveOps
-	stop chan struct{}
 }
 
 // New builds the command table.
@@ -197,6 +199,7 @@ func New(opts Options) *Handlers {
 	}
 	h.instr, h.slow = newInstruments(), status.NewSlowLog(100)
 	go h.reapSessions()
+	go h.maintainChanges() // changestream.go
 	return h
 }
 
@@ -456,26 +459,12 @@ func (h *Handlers) run(ctx context.Context, req *Request) (bson.D, error) {
 		default:
 			// Tier first (the priority channel), then the user's share
 			// within the tier and delivered parallelism (the gate).
-			t0 := time.Now()
-			setOpQueued(ctx, true)
-			done, err := h.opts.Admission.Admit(ctx, tier, false)
-			if err == nil {
-				defer done()
-				t1 := time.Now()
-				h.instr.qosWait[tier].Observe(t1.Sub(t0).Seconds())
-				if h.opts.Fair != nil {
-					var fdone func()
-					if fdone, err = h.opts.Fair.Admit(ctx, tier, fairPrincipal(req.Session)); err == nil {
-						defer fdone()
-						h.instr.fairWait[tier].Observe(time.Since(t1).Seconds())
-					}
-				}
-			}
-			acct.waitNanos.Add(int64(time.Since(t0)))
-			setOpQueued(ctx, false)
-			if err != nil {
+			hold := &admissionHold{h: h, tier: tier, p: fairPrincipal(req.Session), acct: acct}
+			if err := hold.admit(ctx); err != nil {
 				return nil, err
 			}
+			defer hold.release()
+			ctx = context.WithValue(ctx, admissionHoldKey{}, hold)
 		}
 	}
 	run := cmd.handler
