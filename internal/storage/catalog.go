@@ -9,7 +9,9 @@ import (
 	"sync"
 
 	"github.com/jackc/pgx/v5"
+	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"tierdb/internal/bsonx"
 	"tierdb/internal/query"
 )
 
@@ -45,14 +47,60 @@ type Index struct {
 	Name   string     `json:"name"`
 	Keys   []IndexKey `json:"keys"`
 	Unique bool       `json:"unique,omitempty"`
+	// Sparse leaves out documents missing every indexed field.
+	Sparse bool `json:"sparse,omitempty"`
+	// Partial is the partialFilterExpression as BSON: only documents it
+	// matches are in the index.
+	Partial []byte `json:"partial,omitempty"`
+	// Hidden indexes are maintained (and enforce uniqueness) but never
+	// chosen for a query.
+	Hidden bool `json:"hidden,omitempty"`
+	// ExpireAfterSeconds makes a TTL index; nil for others.
+	ExpireAfterSeconds *int64 `json:"expireAfterSeconds,omitempty"`
 	// Column is the key column; "_id" for the _id index.
 	Column string `json:"column"`
+
+	// partial is Partial parsed (set by newCollection).
+	partial *query.Filter
 }
 
 // IndexKey is one field of an index key pattern.
 type IndexKey struct {
 	Field string `json:"field"`
 	Desc  bool   `json:"desc,omitempty"`
+	// Hashed: {field: "hashed"}, the key is a hash of the value.
+	Hashed bool `json:"hashed,omitempty"`
+}
+
+// hashedField is the position of the hashed field in the key, or -1.
+func (ix *Index) hashedField() int {
+	for i, k := range ix.Keys {
+		if k.Hashed {
+			return i
+		}
+	}
+	return -1
+}
+
+// PartialFilter is the parsed partialFilterExpression, or nil.
+func (ix *Index) PartialFilter() *query.Filter { return ix.partial }
+
+// Signature is what makes two indexes the same index for MongoDB: key
+// pattern, uniqueness, sparseness and partial filter. Two indexes may share
+// a key pattern when their signatures differ.
+func (ix *Index) sameSignature(o *Index) bool {
+	return ix.SameKeys(o) && ix.Unique == o.Unique && ix.Sparse == o.Sparse && string(ix.Partial) == string(o.Partial)
+}
+
+// sameOptions compares the options outside the signature.
+func (ix *Index) sameOptions(o *Index) bool {
+	ttl := func(p *int64) int64 {
+		if p == nil {
+			return -1
+		}
+		return *p
+	}
+	return ix.Hidden == o.Hidden && ttl(ix.ExpireAfterSeconds) == ttl(o.ExpireAfterSeconds)
 }
 
 // SameKeys reports whether two indexes have the same key pattern.
@@ -157,12 +205,22 @@ func (c *catalog) load(ctx context.Context, q rowQuerier, db, name string) (*Col
 func newCollection(db, name, uuid, tbl string, secondary []Index) *Collection {
 	col := &Collection{DB: db, Name: name, UUID: uuid, tbl: tbl, table: dataSchema + "." + quoteIdent(tbl)}
 	col.Indexes = append([]Index{idIndex}, secondary...)
-	for _, ix := range col.Indexes {
-		kc := query.KeyColumn{Column: quoteIdent(ix.Column), Nullable: ix.Column != "_id"}
-		for _, k := range ix.Keys {
-			kc.Fields = append(kc.Fields, k.Field)
+	for i := range col.Indexes {
+		ix := &col.Indexes[i]
+		if len(ix.Partial) > 0 {
+			if d, err := bsonx.Decode(ix.Partial); err == nil {
+				ix.partial, _ = query.ParseFilter(d)
+			}
+			if ix.partial == nil {
+				// Cannot happen for a filter createIndexes accepted; never
+				// guess which documents are in the index.
+				ix.partial, _ = query.ParseFilter(bson.D{{Key: "$expr", Value: false}})
+			}
 		}
-		col.keyCols = append(col.keyCols, kc)
+		if ix.Hidden {
+			continue // maintained, never planned
+		}
+		col.keyCols = append(col.keyCols, ix.keyColumn())
 	}
 	cols := col.columns()
 	col.insertOneSQL, _ = insertSQL(col.table, cols, [][]any{make([]any, len(cols))})
@@ -172,6 +230,16 @@ func newCollection(db, name, uuid, tbl string, secondary []Index) *Collection {
 	}
 	col.replaceSQL = `UPDATE ` + col.table + ` SET ` + strings.Join(sets, ", ") + ` WHERE _id = $1 AND doc = $2`
 	return col
+}
+
+// keyColumn describes ix's key column for pushdown.
+func (ix *Index) keyColumn() query.KeyColumn {
+	kc := query.KeyColumn{Column: quoteIdent(ix.Column), Nullable: ix.Column != "_id", Sparse: ix.Sparse, Partial: ix.partial}
+	for i, k := range ix.Keys {
+		kc.Fields = append(kc.Fields, k.Field)
+		kc.Hashed = kc.Hashed || (i == 0 && k.Hashed)
+	}
+	return kc
 }
 
 // Collection returns the collection, or ErrNamespaceNotFound.

@@ -51,7 +51,7 @@ func (s *Store) Insert(ctx context.Context, c *Collection, docs []Doc, ordered b
 		}
 		return len(docs), nil, nil
 	}
-	if !IsCode(err, ErrDuplicateKey) {
+	if !IsCode(err, ErrDuplicateKey) && !IsCode(err, ErrCannotIndex) {
 		return 0, nil, err
 	}
 	for i := range docs {
@@ -60,8 +60,11 @@ func (s *Store) Insert(ctx context.Context, c *Collection, docs []Doc, ordered b
 		case err == nil:
 			inserted++
 			s.versions.put(cacheKey(c, IDKey(docs[i].ID)), docs[i].Raw)
-		case IsCode(err, ErrDuplicateKey):
-			werrs = append(werrs, WriteError{Index: i, Err: c.dupError(err, docs[i].D)})
+		case IsCode(err, ErrDuplicateKey) || IsCode(err, ErrCannotIndex):
+			if IsCode(err, ErrDuplicateKey) {
+				err = c.dupError(err, docs[i].D)
+			}
+			werrs = append(werrs, WriteError{Index: i, Err: err})
 			if ordered {
 				return inserted, werrs, nil
 			}
@@ -76,7 +79,10 @@ func (s *Store) insertBatch(ctx context.Context, c *Collection, docs []Doc) erro
 	cols := c.columns()
 	rows := make([][]any, len(docs))
 	for i, d := range docs {
-		rows[i] = c.rowValues(d.ID, d.D, d.Raw)
+		var err error
+		if rows[i], err = c.rowValues(d.ID, d.D, d.Raw); err != nil {
+			return err
+		}
 	}
 	var sql string
 	var args []any
@@ -343,7 +349,10 @@ func (s *Store) Explain(ctx context.Context, c *Collection, p ScanParams) (strin
 // another's changes without holding a transaction open across a round trip).
 // ok is false when the row changed or vanished since it was read.
 func (s *Store) Replace(ctx context.Context, c *Collection, key, old []byte, newDoc Doc) (bool, error) {
-	vals := c.rowValues(newDoc.ID, newDoc.D, newDoc.Raw)
+	vals, err := c.rowValues(newDoc.ID, newDoc.D, newDoc.Raw)
+	if err != nil {
+		return false, err
+	}
 	args := make([]any, 0, len(vals)+1)
 	args = append(args, key, old)
 	args = append(args, vals[1:]...) // the _id never changes

@@ -36,6 +36,9 @@ const (
 	// serialization failure or a deadlock); retrying it from the start may
 	// succeed.
 	ErrWriteConflict
+	// ErrCannotIndex: a document holds a value an index cannot hold (an
+	// array in a hashed field).
+	ErrCannotIndex
 )
 
 // Error is a storage failure. Msg is safe to show a client; Cause is for logs.
