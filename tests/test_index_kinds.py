@@ -1,0 +1,407 @@
+"""Index kinds and createIndexes specifications, checked against MongoDB's
+documented semantics: specification errors and codes, listIndexes options,
+partial, sparse, hidden, hashed and TTL indexes, collMod."""
+import datetime
+import time
+
+import pytest
+from bson import Int64
+from pymongo import ASCENDING, HASHED
+from pymongo.errors import BulkWriteError, DuplicateKeyError, OperationFailure, WriteError
+
+
+def code_of(ei):
+    return ei.value.code, ei.value.details.get("codeName")
+
+
+def create(db, coll, *specs):
+    return db.command("createIndexes", coll, indexes=list(specs))
+
+
+def infos(coll):
+    return {ix["name"]: ix for ix in coll.list_indexes()}
+
+
+def plan(db, coll, flt):
+    p = db.command("explain", {"find": coll, "filter": flt})["queryPlanner"]["winningPlan"]["plan"]
+    assert isinstance(p, str) and p
+    return p
+
+
+def uses_index(p):
+    return any(s in p for s in ("Index Scan", "Index Only Scan", "Bitmap Index Scan")) and "Seq Scan" not in p
+
+
+# --- createIndexes specifications ------------------------------------------------
+
+def test_name_is_required(db):
+    with pytest.raises(OperationFailure) as ei:
+        create(db, "c", {"key": {"a": 1}})
+    assert code_of(ei) == (9, "FailedToParse")
+    assert "'name' field is a required property" in str(ei.value)
+
+
+def test_key_is_required(db):
+    with pytest.raises(OperationFailure) as ei:
+        create(db, "c", {"name": "a_1"})
+    assert code_of(ei) == (9, "FailedToParse")
+
+
+@pytest.mark.parametrize("value", [0, True, {"x": 1}, None, [1]])
+def test_bad_key_values(db, value):
+    with pytest.raises(OperationFailure) as ei:
+        create(db, "c", {"key": {"a": value}, "name": "ix"})
+    assert code_of(ei) == (67, "CannotCreateIndex")
+
+
+def test_unknown_index_plugin(db):
+    with pytest.raises(OperationFailure) as ei:
+        create(db, "c", {"key": {"a": "nosuchkind"}, "name": "ix"})
+    assert code_of(ei) == (67, "CannotCreateIndex")
+    assert "Unknown index plugin" in str(ei.value)
+
+
+def test_unknown_option(db):
+    with pytest.raises(OperationFailure) as ei:
+        create(db, "c", {"key": {"a": 1}, "name": "ix", "bogus": 1})
+    assert code_of(ei) == (197, "InvalidIndexSpecificationOption")
+
+
+def test_unsupported_kinds_are_refused(db):
+    for key in ({"a": "2dsphere"}, {"$**": 1}):
+        with pytest.raises(OperationFailure) as ei:
+            create(db, "c", {"key": key, "name": "ix"})
+        assert ei.value.code == 238
+    assert list(infos(db.c)) in ([], ["_id_"])
+
+
+def test_same_keys_under_another_name(db):
+    create(db, "c", {"key": {"a": 1}, "name": "first"})
+    with pytest.raises(OperationFailure) as ei:
+        create(db, "c", {"key": {"a": 1}, "name": "second"})
+    assert code_of(ei) == (85, "IndexOptionsConflict")
+    # Two specs of one request clash the same way.
+    with pytest.raises(OperationFailure) as ei:
+        create(db, "d", {"key": {"a": 1}, "name": "x"}, {"key": {"a": 1}, "name": "y"})
+    assert code_of(ei) == (85, "IndexOptionsConflict")
+
+
+def test_same_name_other_keys(db):
+    create(db, "c", {"key": {"a": 1}, "name": "ix"})
+    with pytest.raises(OperationFailure) as ei:
+        create(db, "c", {"key": {"b": 1}, "name": "ix"})
+    assert code_of(ei) == (86, "IndexKeySpecsConflict")
+
+
+def test_same_name_same_keys_other_options(db):
+    create(db, "c", {"key": {"a": 1}, "name": "ix", "expireAfterSeconds": 100})
+    with pytest.raises(OperationFailure) as ei:
+        create(db, "c", {"key": {"a": 1}, "name": "ix", "expireAfterSeconds": 200})
+    assert code_of(ei) == (85, "IndexOptionsConflict")
+    # Unique is part of the signature: same name, other signature.
+    with pytest.raises(OperationFailure) as ei:
+        create(db, "c", {"key": {"a": 1}, "name": "ix", "unique": True, "expireAfterSeconds": 100})
+    assert code_of(ei) == (86, "IndexKeySpecsConflict")
+    # The very same specification again is a no-op.
+    r = create(db, "c", {"key": {"a": 1}, "name": "ix", "expireAfterSeconds": 100})
+    assert r["numIndexesBefore"] == r["numIndexesAfter"] == 2
+
+
+def test_same_keys_other_signature_coexist(db):
+    """MongoDB identifies an index by keys, unique, sparse and partial filter."""
+    create(db, "c", {"key": {"a": 1}, "name": "plain"})
+    create(db, "c", {"key": {"a": 1}, "name": "part", "partialFilterExpression": {"b": {"$gt": 5}}})
+    create(db, "c", {"key": {"a": 1}, "name": "sp", "sparse": True})
+    assert set(infos(db.c)) == {"_id_", "plain", "part", "sp"}
+    with pytest.raises(OperationFailure) as ei:
+        db.command("dropIndexes", "c", index={"a": 1})
+    assert code_of(ei) == (181, "AmbiguousIndexKeyPattern")
+    db.c.drop_index("part")
+    assert set(infos(db.c)) == {"_id_", "plain", "sp"}
+
+
+def test_list_indexes_shows_every_option(db):
+    create(db, "c",
+           {"key": {"a": 1}, "name": "a_part", "unique": True, "partialFilterExpression": {"a": {"$exists": True}, "n": {"$gte": 3}}},
+           {"key": {"b": -1}, "name": "b_sparse", "sparse": True, "hidden": True},
+           {"key": {"t": 1}, "name": "t_ttl", "expireAfterSeconds": 3600},
+           {"key": {"h": "hashed"}, "name": "h_hashed"})
+    ix = infos(db.c)
+    assert ix["a_part"]["unique"] is True
+    assert ix["a_part"]["partialFilterExpression"] == {"a": {"$exists": True}, "n": {"$gte": 3}}
+    assert ix["b_sparse"]["key"] == {"b": -1}
+    assert ix["b_sparse"]["sparse"] is True and ix["b_sparse"]["hidden"] is True
+    assert ix["t_ttl"]["expireAfterSeconds"] == 3600
+    assert ix["h_hashed"]["key"] == {"h": "hashed"}
+    assert "unique" not in ix["t_ttl"] and "sparse" not in ix["t_ttl"] and "hidden" not in ix["t_ttl"]
+
+
+@pytest.mark.parametrize("spec", [
+    {"sparse": True, "partialFilterExpression": {"a": 1}},               # cannot mix
+    {"partialFilterExpression": {"a": {"$ne": 1}}},                      # operator not allowed
+    {"partialFilterExpression": {"a": {"$exists": False}}},              # only $exists: true
+    {"partialFilterExpression": {"$nor": [{"a": 1}]}},
+    {"expireAfterSeconds": -1},
+    {"expireAfterSeconds": "soon"},
+])
+def test_bad_options(db, spec):
+    with pytest.raises(OperationFailure) as ei:
+        create(db, "c", {"key": {"a": 1}, "name": "ix", **spec})
+    assert ei.value.code == 67
+
+
+def test_compound_ttl_refused(db):
+    with pytest.raises(OperationFailure) as ei:
+        create(db, "c", {"key": {"a": 1, "b": 1}, "name": "ix", "expireAfterSeconds": 10})
+    assert ei.value.code == 67
+
+
+# --- partial indexes ---------------------------------------------------------------
+
+def test_partial_unique_only_among_matching(db):
+    """Uniqueness applies only to documents the filter matches (MongoDB docs)."""
+    db.c.create_index("user", unique=True, partialFilterExpression={"age": {"$gte": 21}})
+    db.c.insert_many([{"user": "ann", "age": 30}, {"user": "ann", "age": 10}, {"user": "ann"}])
+    with pytest.raises(DuplicateKeyError):
+        db.c.insert_one({"user": "ann", "age": 21})
+    db.c.insert_one({"user": "bob", "age": 21})
+    # An update that brings a document into the filter is checked too.
+    with pytest.raises(DuplicateKeyError):
+        db.c.update_one({"age": 10}, {"$set": {"age": 50}})
+    db.c.update_one({"age": 10}, {"$set": {"user": "cid", "age": 50}})
+    assert db.c.count_documents({"user": "ann"}) == 2
+    assert db.c.count_documents({"user": "cid", "age": 50}) == 1
+
+
+def test_partial_index_used_only_when_query_implies_filter(db):
+    db.c.insert_many([{"_id": i, "a": i % 500, "b": i % 10} for i in range(4000)])
+    db.c.create_index("a", partialFilterExpression={"b": {"$gt": 5}})
+
+    def expect(bmin, strict):
+        return [i for i in range(4000) if i % 500 == 7 and (i % 10 > bmin if strict else i % 10 >= bmin)]
+
+    implied = {"a": 7, "b": {"$gt": 6}}
+    assert uses_index(plan(db, "c", implied))
+    assert sorted(d["_id"] for d in db.c.find(implied)) == expect(6, True)
+    assert uses_index(plan(db, "c", {"a": 7, "b": 9}))
+    # Not implied: the index lacks documents the query matches, so it must
+    # not be used, and every match comes back.
+    for flt, want in (({"a": 7}, expect(-1, True)),
+                      ({"a": 7, "b": {"$gt": 2}}, expect(2, True)),
+                      ({"a": 7, "b": {"$gte": 5}}, expect(5, False))):
+        assert "Seq Scan" in plan(db, "c", flt)
+        assert sorted(d["_id"] for d in db.c.find(flt)) == want
+
+
+def test_partial_equality_filter(db):
+    db.c.insert_many([{"_id": i, "a": i, "kind": "x" if i % 2 else "y"} for i in range(3000)])
+    db.c.create_index("a", partialFilterExpression={"kind": "x"})
+    assert uses_index(plan(db, "c", {"a": 11, "kind": "x"}))
+    assert [d["_id"] for d in db.c.find({"a": {"$lt": 10}, "kind": "x"})] == [1, 3, 5, 7, 9]
+    assert [d["_id"] for d in db.c.find({"a": {"$lt": 4}})] == [0, 1, 2, 3]
+
+
+# --- sparse indexes ----------------------------------------------------------------
+
+def test_sparse_unique_allows_many_missing(db):
+    """A unique sparse index refuses duplicates of present values only."""
+    db.c.create_index("score", unique=True, sparse=True)
+    db.c.insert_many([{"_id": 1}, {"_id": 2}, {"_id": 3, "score": 1}, {"_id": 4, "score": None}])
+    with pytest.raises(DuplicateKeyError):
+        db.c.insert_one({"_id": 5, "score": 1})
+    # null is a present value: a second null clashes.
+    with pytest.raises(DuplicateKeyError):
+        db.c.insert_one({"_id": 6, "score": None})
+    db.c.insert_one({"_id": 7, "other": 1})
+    assert db.c.count_documents({}) == 5
+
+
+def test_unique_non_sparse_refuses_second_missing(db):
+    db.c.create_index("score", unique=True)
+    db.c.insert_one({"_id": 1})
+    with pytest.raises(DuplicateKeyError):
+        db.c.insert_one({"_id": 2})
+
+
+def test_sparse_index_build_over_existing_documents(db):
+    db.c.insert_many([{"_id": 1}, {"_id": 2}, {"_id": 3, "e": "a"}])
+    db.c.create_index("e", unique=True, sparse=True)
+    with pytest.raises(DuplicateKeyError):
+        db.c.insert_one({"e": "a"})
+    db.d.insert_many([{"_id": 1}, {"_id": 2}])
+    with pytest.raises(OperationFailure) as ei:
+        db.d.create_index("e", unique=True)
+    assert ei.value.code == 11000
+    assert list(infos(db.d)) == ["_id_"]
+
+
+def test_sparse_queries_stay_complete(db):
+    db.c.insert_many([{"_id": i, "a": i} if i % 3 else {"_id": i} for i in range(3000)])
+    db.c.create_index("a", sparse=True)
+    assert uses_index(plan(db, "c", {"a": 5}))
+    # A query that matches missing fields cannot use the sparse index.
+    missing = sorted(d["_id"] for d in db.c.find({"a": None}))
+    assert missing == [i for i in range(3000) if i % 3 == 0]
+    assert db.c.count_documents({"a": {"$exists": False}}) == 1000
+    assert db.c.count_documents({"a": {"$in": [None, 1, 2]}}) == 1002
+    assert [d["_id"] for d in db.c.find({"a": {"$gte": 1, "$lte": 5}})] == [1, 2, 4, 5]
+
+
+# --- hidden indexes ----------------------------------------------------------------
+
+def test_hidden_index_not_used_but_unique_enforced(db):
+    db.c.insert_many([{"_id": i, "a": i} for i in range(3000)])
+    db.c.create_index("a", unique=True, hidden=True)
+    assert "Seq Scan" in plan(db, "c", {"a": 5})
+    with pytest.raises(DuplicateKeyError):
+        db.c.insert_one({"a": 5})
+    r = db.command("collMod", "c", index={"name": "a_1", "hidden": False})
+    assert r["hidden_old"] is True and r["hidden_new"] is False
+    assert uses_index(plan(db, "c", {"a": 5}))
+    assert "hidden" not in infos(db.c)["a_1"]
+    db.command("collMod", "c", index={"keyPattern": {"a": 1}, "hidden": True})
+    assert infos(db.c)["a_1"]["hidden"] is True
+    assert "Seq Scan" in plan(db, "c", {"a": 5})
+    assert db.c.find_one({"a": 5})["_id"] == 5
+
+
+def test_hidden_index_maintained_while_hidden(db):
+    db.c.create_index("a", hidden=True)
+    db.c.insert_many([{"_id": i, "a": i % 100} for i in range(3000)])
+    db.c.update_many({"a": 1}, {"$set": {"a": 1000}})
+    db.command("collMod", "c", index={"name": "a_1", "hidden": False})
+    assert uses_index(plan(db, "c", {"a": 1000}))
+    assert db.c.count_documents({"a": 1000}) == 30
+    assert db.c.count_documents({"a": 1}) == 0
+
+
+def test_collmod_errors(db):
+    db.c.create_index("a")
+    with pytest.raises(OperationFailure) as ei:
+        db.command("collMod", "c", index={"name": "nope", "hidden": True})
+    assert code_of(ei) == (27, "IndexNotFound")
+    with pytest.raises(OperationFailure) as ei:
+        db.command("collMod", "c", validator={"a": {"$gt": 1}})
+    assert ei.value.code == 238
+    with pytest.raises(OperationFailure) as ei:
+        create(db, "c", {"key": {"_id": 1}, "name": "_id_", "hidden": True})
+    assert ei.value.code == 2
+
+
+# --- hashed indexes ----------------------------------------------------------------
+
+def test_hashed_equality(db):
+    db.c.insert_many([{"_id": i, "h": i % 700} for i in range(3500)])
+    db.c.create_index([("h", HASHED)])
+    assert uses_index(plan(db, "c", {"h": 5}))
+    assert uses_index(plan(db, "c", {"h": {"$in": [5, 6]}}))
+    assert sorted(d["_id"] for d in db.c.find({"h": 5})) == [5, 705, 1405, 2105, 2805]
+    # Equal values of other numeric types find the same documents.
+    assert db.c.count_documents({"h": 5.0}) == 5
+    assert db.c.count_documents({"h": Int64(5)}) == 5
+    # Ranges cannot use a hashed index, but still answer right.
+    assert "Seq Scan" in plan(db, "c", {"h": {"$lt": 2}})
+    assert db.c.count_documents({"h": {"$lt": 2}}) == 10
+    db.c.insert_one({"_id": "m"})
+    assert [d["_id"] for d in db.c.find({"h": None})] == ["m"]
+
+
+def test_hashed_refuses_arrays_and_unique(db):
+    db.c.create_index([("h", HASHED)])
+    with pytest.raises(WriteError) as ei:
+        db.c.insert_one({"h": [1, 2]})
+    assert ei.value.code == 16766
+    db.c.insert_one({"_id": 1, "h": 1})
+    with pytest.raises(WriteError) as ei:
+        db.c.update_one({"_id": 1}, {"$set": {"h": [3]}})
+    assert ei.value.code == 16766
+    assert db.c.find_one({"_id": 1})["h"] == 1
+    with pytest.raises(OperationFailure) as ei:
+        create(db, "d", {"key": {"h": "hashed"}, "name": "u", "unique": True})
+    assert ei.value.code == 67
+    db.e.insert_one({"h": [1]})
+    with pytest.raises(OperationFailure) as ei:
+        db.e.create_index([("h", HASHED)])
+    assert ei.value.code == 16766
+
+
+def test_hashed_compound(db):
+    db.c.insert_many([{"_id": i, "a": i % 10, "b": i} for i in range(100)])
+    db.c.create_index([("a", HASHED), ("b", ASCENDING)])
+    assert sorted(d["_id"] for d in db.c.find({"a": 3, "b": {"$lt": 50}})) == [3, 13, 23, 33, 43]
+    with pytest.raises(OperationFailure) as ei:
+        create(db, "c", {"key": {"a": "hashed", "b": "hashed"}, "name": "two"})
+    assert ei.value.code == 31303
+
+
+# --- TTL indexes -------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def ttl_server(tierdb_bin):
+    from conftest import Tierdb
+    t = Tierdb(tierdb_bin, extra_args=["--ttl-monitor-interval", "1s"]).start()
+    yield t
+    t.cleanup()
+
+
+def wait_for(pred, timeout=20):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if pred():
+            return True
+        time.sleep(0.2)
+    return pred()
+
+
+def test_ttl_expires_documents(ttl_server):
+    c = ttl_server.client()
+    coll = c.ttl.events
+    coll.drop()
+    now = datetime.datetime.now(datetime.timezone.utc)
+    old, fresh = now - datetime.timedelta(hours=2), now + datetime.timedelta(hours=2)
+    coll.create_index("at", expireAfterSeconds=60)
+    coll.insert_many([
+        {"_id": "old", "at": old},
+        {"_id": "fresh", "at": fresh},
+        {"_id": "no_date", "at": "yesterday"},          # not a date: never expires
+        {"_id": "missing"},
+        {"_id": "array_old", "at": [fresh, old]},       # the earliest date decides
+        {"_id": "array_fresh", "at": [fresh]},
+    ])
+    coll.insert_many([{"_id": i, "at": old} for i in range(1200)])   # several batches
+    assert wait_for(lambda: coll.count_documents({}) == 4)
+    assert sorted(d["_id"] for d in coll.find()) == ["array_fresh", "fresh", "missing", "no_date"]
+    ttl = c.admin.command("serverStatus")["metrics"]["ttl"]
+    assert ttl["deletedDocuments"] >= 1202 and ttl["passes"] >= 1
+    c.close()
+
+
+def test_ttl_partial_and_collmod(ttl_server):
+    c = ttl_server.client()
+    coll = c.ttl.part
+    coll.drop()
+    old = datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(seconds=100)
+    coll.create_index("at", expireAfterSeconds=3600, partialFilterExpression={"kind": "tmp"})
+    coll.insert_many([{"_id": 1, "at": old, "kind": "tmp"}, {"_id": 2, "at": old, "kind": "keep"}])
+    time.sleep(2.5)
+    assert coll.count_documents({}) == 2          # not yet expired (an hour)
+    r = c.ttl.command("collMod", "part", index={"keyPattern": {"at": 1}, "expireAfterSeconds": 10})
+    assert r["expireAfterSeconds_old"] == 3600 and r["expireAfterSeconds_new"] == 10
+    assert infos(coll)["at_1"]["expireAfterSeconds"] == 10
+    assert wait_for(lambda: coll.count_documents({}) == 1)
+    assert coll.find_one()["_id"] == 2           # outside the partial filter
+    c.close()
+
+
+def test_ttl_runs_at_low_tier(ttl_server):
+    """The monitor's batches are admitted as low-tier work of user __ttl."""
+    c = ttl_server.client()
+    coll = c.ttl.tier
+    coll.drop()
+    coll.create_index("at", expireAfterSeconds=0)
+    coll.insert_one({"at": datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(seconds=5)})
+    assert wait_for(lambda: coll.count_documents({}) == 0)
+    st = c.admin.command("qosStatus")
+    text = repr(st)
+    assert "__ttl" in text, text[:2000]
+    c.close()
