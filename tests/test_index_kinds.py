@@ -405,3 +405,35 @@ def test_ttl_runs_at_low_tier(ttl_server):
     text = repr(st)
     assert "__ttl" in text, text[:2000]
     c.close()
+
+
+# --- unique index builds -------------------------------------------------------------
+
+def test_unique_build_checks_array_elements(db):
+    """Uniqueness is per array element, in a build as in later writes."""
+    db.c.insert_many([{"_id": 1, "a": [1, 2]}, {"_id": 2, "a": [2, 3]}])
+    with pytest.raises(OperationFailure) as ei:
+        db.c.create_index("a", unique=True)
+    assert ei.value.code == 11000
+    assert list(infos(db.c)) == ["_id_"]
+    db.c.delete_one({"_id": 2})
+    db.c.insert_many([{"_id": 3, "a": [4, 4]}, {"_id": 4, "a": 5}, {"_id": 5}])
+    db.c.create_index("a", unique=True)
+    for doc in ({"a": [9, 1]}, {"a": 4}, {"a": 5}, {"a": None}):
+        with pytest.raises(DuplicateKeyError):
+            db.c.insert_one(doc)
+    db.c.update_one({"_id": 1}, {"$set": {"a": [6]}})
+    db.c.insert_one({"_id": 6, "a": [1, 2]})   # freed by the update
+    assert db.c.count_documents({}) == 5
+
+
+def test_unique_build_over_many_documents(db):
+    db.c.insert_many([{"_id": i, "email": f"u{i}@x.org"} for i in range(12000)])
+    db.c.create_index("email", unique=True)
+    with pytest.raises(DuplicateKeyError):
+        db.c.insert_one({"email": "u11999@x.org"})
+    db.c.insert_one({"_id": 12000, "email": "new@x.org"})
+    db.d.insert_many([{"_id": i, "email": f"u{i % 11999}@x.org"} for i in range(12000)])
+    with pytest.raises(OperationFailure) as ei:
+        db.d.create_index("email", unique=True)
+    assert ei.value.code == 11000

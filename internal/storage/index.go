@@ -91,7 +91,7 @@ func (c *Collection) conflict(spec *Index) (bool, error) {
 
 // buildChunk is how many documents an index build reads and updates per
 // statement: the build holds one chunk in memory at a time.
-const buildChunk = 2000
+const buildChunk = 5000
 
 // buildIndex adds the key column (and, for a unique index, the entries
 // column and table), fills them chunk by chunk from the stored documents,
@@ -112,6 +112,11 @@ func buildIndex(ctx context.Context, tx pgx.Tx, col *Collection, ix *Index) erro
 	if err := fillIndex(ctx, tx, col, ix); err != nil {
 		return err
 	}
+	if entries {
+		if _, err := tx.Exec(ctx, `INSERT INTO `+dataSchema+`.`+quoteIdent(entriesTable(col, ix))+` (k, id) SELECT unnest(`+quoteIdent(ix.entriesColumn())+`), _id FROM `+col.table+` WHERE `+quoteIdent(ix.entriesColumn())+` IS NOT NULL`); err != nil {
+			return err
+		}
+	}
 	if _, err := tx.Exec(ctx, `CREATE INDEX `+quoteIdent(pgIndexName(col, ix))+` ON `+col.table+` (`+quoteIdent(ix.Column)+`)`); err != nil {
 		return err
 	}
@@ -128,21 +133,29 @@ func buildIndex(ctx context.Context, tx pgx.Tx, col *Collection, ix *Index) erro
 }
 
 // fillIndex computes ix's key (and entries) for every stored document, a
-// chunk of rows at a time in _id order.
+// chunk of rows at a time, holding one chunk in memory.
 func fillIndex(ctx context.Context, tx pgx.Tx, col *Collection, ix *Index) error {
 	entries := ix.hasEntries()
 	keyCol := quoteIdent(ix.Column)
 	update := `UPDATE ` + col.table + ` t SET ` + keyCol + ` = d.k FROM unnest($1::bytea[], $2::bytea[]) AS d(id, k) WHERE t._id = d.id`
 	if entries {
-		update = `UPDATE ` + col.table + ` t SET ` + keyCol + ` = d.k, ` + quoteIdent(ix.entriesColumn()) + ` = x.arr
+		// A document with a single-valued key has one entry, its key; a
+		// multikey one (key NULL) brings its entries in $3, $4; one the
+		// index leaves out (empty key) has none.
+		update = `UPDATE ` + col.table + ` t SET ` + keyCol + ` = d.k, ` + quoteIdent(ix.entriesColumn()) + ` = CASE
+	WHEN d.k IS NULL THEN x.arr WHEN length(d.k) = 0 THEN NULL ELSE ARRAY[d.k] END
 FROM unnest($1::bytea[], $2::bytea[]) AS d(id, k)
 LEFT JOIN (SELECT id, array_agg(k) AS arr FROM unnest($3::bytea[], $4::bytea[]) AS e(id, k) GROUP BY id) x ON x.id = d.id
 WHERE t._id = d.id`
 	}
-	insertEntries := `INSERT INTO ` + dataSchema + `.` + quoteIdent(entriesTable(col, ix)) + ` (k, id) SELECT k, id FROM unnest($1::bytea[], $2::bytea[]) AS e(id, k)`
-	var after []byte
+	// A cursor reads the table as it was before the first update (later
+	// statements of the transaction do not show through it) in one pass.
+	if _, err := tx.Exec(ctx, `DECLARE tierdb_build NO SCROLL CURSOR FOR SELECT _id, doc FROM `+col.table); err != nil {
+		return err
+	}
+	fetch := `FETCH ` + fmt.Sprint(buildChunk) + ` FROM tierdb_build`
 	for {
-		rows, err := tx.Query(ctx, `SELECT _id, doc FROM `+col.table+` WHERE $1::bytea IS NULL OR _id > $1 ORDER BY _id LIMIT `+fmt.Sprint(buildChunk), after)
+		rows, err := tx.Query(ctx, fetch)
 		if err != nil {
 			return err
 		}
@@ -165,7 +178,7 @@ WHERE t._id = d.id`
 			}
 			ids = append(ids, id)
 			keys = append(keys, k)
-			if entries {
+			if entries && k == nil {
 				for _, e := range entryKeys(ix, d) {
 					entryIDs = append(entryIDs, id)
 					entryKeysFlat = append(entryKeysFlat, e)
@@ -177,7 +190,8 @@ WHERE t._id = d.id`
 			return err
 		}
 		if len(ids) == 0 {
-			return nil
+			_, err := tx.Exec(ctx, `CLOSE tierdb_build`)
+			return err
 		}
 		args := []any{ids, keys}
 		if entries {
@@ -186,15 +200,10 @@ WHERE t._id = d.id`
 		if _, err := tx.Exec(ctx, update, args...); err != nil {
 			return err
 		}
-		if entries && len(entryIDs) > 0 {
-			if _, err := tx.Exec(ctx, insertEntries, entryIDs, entryKeysFlat); err != nil {
-				return err
-			}
-		}
 		if len(ids) < buildChunk {
-			return nil
+			_, err := tx.Exec(ctx, `CLOSE tierdb_build`)
+			return err
 		}
-		after = ids[len(ids)-1]
 	}
 }
 
