@@ -437,3 +437,171 @@ def test_unique_build_over_many_documents(db):
     with pytest.raises(OperationFailure) as ei:
         db.d.create_index("email", unique=True)
     assert ei.value.code == 11000
+
+
+# --- text indexes and $text ----------------------------------------------------------
+
+from pymongo import TEXT  # noqa: E402
+
+
+@pytest.fixture
+def articles(db):
+    db.a.insert_many([
+        {"_id": 1, "title": "Coffee shop", "body": "the best coffee in town", "cat": "food"},
+        {"_id": 2, "title": "Tea house", "body": "green tea and a little coffee", "cat": "food"},
+        {"_id": 3, "title": "Running shoes", "body": "runners run every morning", "cat": "sport"},
+        {"_id": 4, "title": "Le café", "body": "un café crème, s'il vous plaît", "cat": "food"},
+        {"_id": 5, "title": "Nothing", "body": 42},
+        {"_id": 6, "other": "coffee outside the indexed fields"},
+    ])
+    db.a.create_index([("title", TEXT), ("body", TEXT)], weights={"title": 10}, name="fts")
+    return db.a
+
+
+def ids(cursor):
+    return sorted(d["_id"] for d in cursor)
+
+
+def test_text_terms_are_ored_stemmed_and_case_insensitive(articles):
+    assert ids(articles.find({"$text": {"$search": "coffee"}})) == [1, 2]
+    assert ids(articles.find({"$text": {"$search": "COFFEE"}})) == [1, 2]
+    assert ids(articles.find({"$text": {"$search": "tea shoes"}})) == [2, 3]
+    assert ids(articles.find({"$text": {"$search": "shoe"}})) == [3]          # stemmed
+    assert ids(articles.find({"$text": {"$search": "the and"}})) == []        # stop words only
+    assert ids(articles.find({"$text": {"$search": "espresso"}})) == []
+
+
+def test_text_diacritic_insensitive(articles):
+    assert ids(articles.find({"$text": {"$search": "cafe"}})) == [4]
+    assert ids(articles.find({"$text": {"$search": "CAFÉ"}})) == [4]
+
+
+def test_text_phrases_and_negation(articles):
+    assert ids(articles.find({"$text": {"$search": "\"green tea\""}})) == [2]
+    assert ids(articles.find({"$text": {"$search": "\"tea green\""}})) == []
+    # With a phrase, only documents holding it match; terms just score.
+    assert ids(articles.find({"$text": {"$search": "shoes \"green tea\""}})) == [2]
+    assert ids(articles.find({"$text": {"$search": "coffee -tea"}})) == [1]
+    assert ids(articles.find({"$text": {"$search": "coffee -\"best coffee\""}})) == [2]
+    assert ids(articles.find({"$text": {"$search": "coffee -\"coffee best\""}})) == [1, 2]
+
+
+def test_text_score_projection_and_sort(articles):
+    # The term in the heavier title outranks the same term in the body.
+    rows = list(articles.find({"$text": {"$search": "coffee"}}, {"score": {"$meta": "textScore"}, "title": 1})
+                .sort([("score", {"$meta": "textScore"})]))
+    assert [r["_id"] for r in rows] == [1, 2]
+    assert set(rows[0]) == {"_id", "title", "score"}
+    assert rows[0]["score"] > rows[1]["score"] > 0
+    top = list(articles.find({"$text": {"$search": "coffee tea"}}, {"s": {"$meta": "textScore"}})
+               .sort([("s", {"$meta": "textScore"})]).limit(1))
+    assert len(top) == 1 and top[0]["_id"] == 2 and top[0]["body"]   # both terms, one in the title
+    # A score projection alone keeps the whole document.
+    one = articles.find_one({"$text": {"$search": "running"}}, {"sc": {"$meta": "textScore"}})
+    assert one["title"] == "Running shoes" and one["sc"] > 0
+    # Sort by score then by another field; skip.
+    rows = list(articles.find({"$text": {"$search": "coffee tea"}}).sort([("cat", 1), ("_id", -1)]).skip(1))
+    assert [r["_id"] for r in rows] == [1]
+
+
+def test_text_with_other_conditions_and_count(db, articles):
+    assert ids(articles.find({"$text": {"$search": "coffee run"}, "cat": "sport"})) == [3]
+    assert ids(articles.find({"$and": [{"$text": {"$search": "coffee"}}, {"_id": {"$gt": 1}}]})) == [2]
+    assert db.command("count", "a", query={"$text": {"$search": "coffee"}})["n"] == 2
+    # Writes after the index build are indexed; updates re-index.
+    articles.insert_one({"_id": 7, "title": "Coffee beans"})
+    articles.update_one({"_id": 1}, {"$set": {"title": "Bakery", "body": "bread"}})
+    assert ids(articles.find({"$text": {"$search": "coffee"}})) == [2, 7]
+    articles.delete_one({"_id": 7})
+    assert ids(articles.find({"$text": {"$search": "coffee"}})) == [2]
+
+
+def test_text_cursor_batches(db):
+    db.c.insert_many([{"_id": i, "t": f"word{i % 3} common"} for i in range(250)])
+    db.c.create_index([("t", TEXT)])
+    got = list(db.c.find({"$text": {"$search": "common"}}, batch_size=20))
+    assert len(got) == 250 and len({d["_id"] for d in got}) == 250
+    assert len(list(db.c.find({"$text": {"$search": "word1"}}).limit(7))) == 7
+
+
+def test_text_errors(db, articles):
+    db.other.insert_one({"x": "a"})
+    with pytest.raises(OperationFailure) as ei:
+        list(db.other.find({"$text": {"$search": "a"}}))
+    assert code_of(ei) == (27, "IndexNotFound")
+    with pytest.raises(OperationFailure) as ei:
+        articles.create_index([("cat", TEXT)], name="second")
+    assert code_of(ei) == (85, "IndexOptionsConflict")
+    for opt in ("$caseSensitive", "$diacriticSensitive"):
+        with pytest.raises(OperationFailure) as ei:
+            list(articles.find({"$text": {"$search": "coffee", opt: True}}))
+        assert ei.value.code == 238
+    assert ids(articles.find({"$text": {"$search": "coffee", "$caseSensitive": False}})) == [1, 2]
+    with pytest.raises(OperationFailure) as ei:
+        list(articles.find({"$text": {"$search": "coffee", "$language": "klingon"}}))
+    assert ei.value.code == 2
+    with pytest.raises(OperationFailure) as ei:
+        list(articles.find({"$or": [{"$text": {"$search": "coffee"}}, {"cat": "x"}]}))
+    assert ei.value.code == 238
+    with pytest.raises(OperationFailure) as ei:
+        list(articles.find({"$text": {"$search": "a"}, "$and": [{"$text": {"$search": "b"}}]}))
+    assert ei.value.code == 2
+    with pytest.raises(OperationFailure):
+        list(articles.find({}, {"s": {"$meta": "textScore"}}).sort([("s", {"$meta": "textScore"})]))
+    with pytest.raises(OperationFailure) as ei:
+        articles.aggregate([{"$match": {"$text": {"$search": "coffee"}}}])
+    assert ei.value.code == 238
+    with pytest.raises(WriteError) as ei:
+        articles.insert_one({"title": "x", "language": "klingon"})
+    assert ei.value.code == 17262
+
+
+def test_text_languages(db):
+    db.c.insert_many([
+        {"_id": 1, "t": "Las casas blancas", "language": "spanish"},
+        {"_id": 2, "t": "The white houses"},
+        {"_id": 3, "t": "Les maisons", "lang": "fr"},
+    ])
+    db.c.create_index([("t", TEXT)])
+    # Spanish stemming of the document and of the query: casa ~ casas.
+    assert ids(db.c.find({"$text": {"$search": "casa", "$language": "spanish"}})) == [1]
+    assert ids(db.c.find({"$text": {"$search": "house"}})) == [2]
+    # "las" is a Spanish stop word, not an English one.
+    assert ids(db.c.find({"$text": {"$search": "las", "$language": "spanish"}})) == []
+    db.d.insert_many([{"_id": 1, "t": "Les maisons", "lang": "fr"}, {"_id": 2, "t": "the houses", "lang": "none"}])
+    db.d.create_index([("t", TEXT)], language_override="lang", default_language="french")
+    assert ids(db.d.find({"$text": {"$search": "maison"}})) == [1]
+    assert ids(db.d.find({"$text": {"$search": "the", "$language": "none"}})) == [2]   # no stop words
+    ix = infos(db.d)["t_text"]
+    assert ix["default_language"] == "french" and ix["language_override"] == "lang"
+
+
+def test_text_wildcard_and_drop(db):
+    db.c.insert_many([{"_id": 1, "a": {"b": "nested coffee"}}, {"_id": 2, "x": ["tea", "milk"]}, {"_id": 3, "n": 1}])
+    db.c.create_index([("$**", TEXT)], name="all")
+    assert ids(db.c.find({"$text": {"$search": "coffee milk"}})) == [1, 2]
+    assert infos(db.c)["all"]["weights"] == {"$**": 1}
+    db.command("dropIndexes", "c", index={"_fts": "text", "_ftsx": 1})
+    assert list(infos(db.c)) == ["_id_"]
+    with pytest.raises(OperationFailure) as ei:
+        list(db.c.find({"$text": {"$search": "coffee"}}))
+    assert ei.value.code == 27
+
+
+def test_text_index_options_refused(db):
+    with pytest.raises(OperationFailure) as ei:
+        create(db, "c", {"key": {"a": "text", "b": 1}, "name": "x"})
+    assert ei.value.code == 238
+    with pytest.raises(OperationFailure) as ei:
+        create(db, "c", {"key": {"a": "text"}, "name": "x", "default_language": "klingon"})
+    assert ei.value.code == 67
+    with pytest.raises(OperationFailure) as ei:
+        create(db, "c", {"key": {"a": "text"}, "name": "x", "weights": {"a": 0}})
+    assert ei.value.code == 67
+    with pytest.raises(OperationFailure) as ei:
+        create(db, "c", {"key": {"a": 1}, "name": "x", "weights": {"a": 2}})
+    assert ei.value.code == 67
+    with pytest.raises(OperationFailure) as ei:
+        create(db, "c", {"key": {"a": "text"}, "name": "x",
+                         "weights": {"a": 1, "b": 2, "c": 3, "d": 4, "e": 5}})
+    assert ei.value.code == 238

@@ -104,11 +104,24 @@ func parseIndexSpec(doc bson.D) (storage.Index, error) {
 				return ix, err
 			}
 		case "weights", "default_language", "language_override", "textIndexVersion":
-			return ix, mongoerr.Newf(mongoerr.NotImplemented, "index option '%s' is for text indexes, which tierdb does not support yet", e.Key)
+			if !isTextKey(ix.Keys) {
+				return ix, specErr(mongoerr.CannotCreateIndex, "the option '%s' is only valid for text indexes", e.Key)
+			}
 		case "2dsphereIndexVersion", "bits", "min", "max", "bucketSize", "wildcardProjection", "clustered", "prepareUnique", "storageEngine":
 			return ix, mongoerr.Newf(mongoerr.NotImplemented, "index option '%s' is not supported by tierdb", e.Key)
 		default:
 			return ix, mongoerr.Newf(mongoerr.InvalidIndexSpecificationOpt, "The field '%s' is not valid for an index specification. Specification: %s", e.Key, renderSpec(doc))
+		}
+	}
+	if isTextKey(ix.Keys) {
+		if ix.Text, err = parseTextOptions(doc, ix.Keys); err != nil {
+			return ix, err
+		}
+		// Text indexes are always sparse: a document without indexed
+		// strings is not in them.
+		ix.Sparse = false
+		if ix.Unique || ix.ExpireAfterSeconds != nil {
+			return ix, specErr(mongoerr.CannotCreateIndex, "text indexes cannot be unique or TTL indexes in tierdb")
 		}
 	}
 	switch {
@@ -148,8 +161,17 @@ func parseIndexKey(key bson.D) ([]storage.IndexKey, error) {
 		return nil, mongoerr.New(mongoerr.CannotCreateIndex, "Index key pattern has more than 32 fields")
 	}
 	var keys []storage.IndexKey
-	hashed := 0
+	if len(key) == 2 && key[0].Key == "_fts" && key[0].Value == "text" && key[1].Key == "_ftsx" {
+		// How listIndexes shows a text index: names it (dropIndexes, collMod).
+		return []storage.IndexKey{{Field: "_fts", Text: true}}, nil
+	}
+	hashed, text := 0, 0
 	for _, k := range key {
+		if k.Key == "$**" && k.Value == "text" {
+			keys = append(keys, storage.IndexKey{Field: k.Key, Text: true})
+			text++
+			continue
+		}
 		if k.Key == "$**" || strings.HasSuffix(k.Key, ".$**") {
 			return nil, mongoerr.New(mongoerr.NotImplemented, "wildcard indexes are not supported by tierdb")
 		}
@@ -163,7 +185,10 @@ func parseIndexKey(key bson.D) ([]storage.IndexKey, error) {
 			case "hashed":
 				ik.Hashed = true
 				hashed++
-			case "text", "2d", "2dsphere", "geoHaystack":
+			case "text":
+				ik.Text = true
+				text++
+			case "2d", "2dsphere", "geoHaystack":
 				return nil, mongoerr.Newf(mongoerr.NotImplemented, "%s indexes are not supported by tierdb", v)
 			default:
 				return nil, mongoerr.Newf(mongoerr.CannotCreateIndex, "Unknown index plugin '%s'", v)
@@ -188,7 +213,71 @@ func parseIndexKey(key bson.D) ([]storage.IndexKey, error) {
 	if hashed > 1 {
 		return nil, mongoerr.New(mongoerr.Code(31303), "A maximum of one index field is allowed to be hashed")
 	}
+	if text > 0 && (text != len(keys) || hashed > 0) {
+		return nil, mongoerr.New(mongoerr.NotImplemented, "compound text indexes with non-text fields are not supported by tierdb")
+	}
 	return keys, nil
+}
+
+func isTextKey(keys []storage.IndexKey) bool {
+	return len(keys) > 0 && keys[0].Text
+}
+
+// parseTextOptions reads a text index's weights, default_language,
+// language_override and textIndexVersion.
+func parseTextOptions(doc bson.D, keys []storage.IndexKey) (*storage.TextIndex, error) {
+	t := &storage.TextIndex{DefaultLanguage: "english", LanguageOverride: "language"}
+	weights := map[string]int32{}
+	var order []string
+	for _, k := range keys {
+		weights[k.Field] = 1
+		order = append(order, k.Field)
+	}
+	for _, e := range doc {
+		switch e.Key {
+		case "weights":
+			w, ok := e.Value.(bson.D)
+			if !ok {
+				return nil, mongoerr.New(mongoerr.CannotCreateIndex, "text index option 'weights' must be an object")
+			}
+			for _, f := range w {
+				n, ok := asNumber(f.Value)
+				if !ok || n <= 0 || n >= 100000 || n != math.Trunc(n) {
+					return nil, mongoerr.Newf(mongoerr.CannotCreateIndex, "text index weight must be in the exclusive interval (0,100000) but found: %v", f.Value)
+				}
+				if _, seen := weights[f.Key]; !seen {
+					order = append(order, f.Key)
+				}
+				weights[f.Key] = int32(n)
+			}
+		case "default_language", "language_override":
+			s, ok := e.Value.(string)
+			if !ok || s == "" {
+				return nil, mongoerr.Newf(mongoerr.CannotCreateIndex, "text index option '%s' must be a non-empty string", e.Key)
+			}
+			if e.Key == "language_override" {
+				t.LanguageOverride = s
+				continue
+			}
+			if _, ok := storage.TextConfig(s); !ok {
+				return nil, mongoerr.Newf(mongoerr.CannotCreateIndex, "default_language: unsupported language: \"%s\" for text index version 3", s)
+			}
+			t.DefaultLanguage = s
+		case "textIndexVersion":
+			if v, ok := query.AsInt(e.Value); !ok || v != 3 {
+				return nil, mongoerr.New(mongoerr.NotImplemented, "tierdb implements text index version 3 only")
+			}
+		}
+	}
+	distinct := map[int32]bool{}
+	for _, f := range order {
+		t.Weights = append(t.Weights, storage.TextWeight{Field: f, Weight: weights[f]})
+		distinct[weights[f]] = true
+	}
+	if len(distinct) > 4 {
+		return nil, mongoerr.New(mongoerr.NotImplemented, "tierdb text indexes support at most 4 distinct weights (PostgreSQL's weight classes)")
+	}
+	return t, nil
 }
 
 // ttlSeconds reads expireAfterSeconds: a number within [0, 2^31-1]
@@ -203,6 +292,9 @@ func ttlSeconds(v any) (int64, bool) {
 
 // keyPattern renders an index's key pattern as listIndexes shows it.
 func keyPattern(ix *storage.Index) bson.D {
+	if ix.Text != nil {
+		return bson.D{{Key: "_fts", Value: "text"}, {Key: "_ftsx", Value: int32(1)}}
+	}
 	key := bson.D{}
 	for _, k := range ix.Keys {
 		var dir any = int32(1)
@@ -237,6 +329,14 @@ func indexInfo(ix *storage.Index) bson.D {
 	}
 	if ix.Hidden {
 		spec = append(spec, bson.E{Key: "hidden", Value: true})
+	}
+	if t := ix.Text; t != nil {
+		weights := bson.D{}
+		for _, w := range t.Weights {
+			weights = append(weights, bson.E{Key: w.Field, Value: w.Weight})
+		}
+		spec = append(spec, bson.E{Key: "weights", Value: weights}, bson.E{Key: "default_language", Value: t.DefaultLanguage},
+			bson.E{Key: "language_override", Value: t.LanguageOverride}, bson.E{Key: "textIndexVersion", Value: int32(3)})
 	}
 	return spec
 }

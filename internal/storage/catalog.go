@@ -57,6 +57,8 @@ type Index struct {
 	Hidden bool `json:"hidden,omitempty"`
 	// ExpireAfterSeconds makes a TTL index; nil for others.
 	ExpireAfterSeconds *int64 `json:"expireAfterSeconds,omitempty"`
+	// Text makes a text index (text.go): its column is a tsvector.
+	Text *TextIndex `json:"text,omitempty"`
 	// Column is the key column; "_id" for the _id index.
 	Column string `json:"column"`
 
@@ -70,6 +72,21 @@ type IndexKey struct {
 	Desc  bool   `json:"desc,omitempty"`
 	// Hashed: {field: "hashed"}, the key is a hash of the value.
 	Hashed bool `json:"hashed,omitempty"`
+	// Text: {field: "text"}, a field of a text index.
+	Text bool `json:"text,omitempty"`
+}
+
+// isText reports a text index, or a key pattern naming one.
+func (ix *Index) isText() bool {
+	if ix.Text != nil {
+		return true
+	}
+	for _, k := range ix.Keys {
+		if k.Text {
+			return true
+		}
+	}
+	return false
 }
 
 // hashedField is the position of the hashed field in the key, or -1.
@@ -100,11 +117,24 @@ func (ix *Index) sameOptions(o *Index) bool {
 		}
 		return *p
 	}
-	return ix.Hidden == o.Hidden && ttl(ix.ExpireAfterSeconds) == ttl(o.ExpireAfterSeconds)
+	if ix.Hidden != o.Hidden || ttl(ix.ExpireAfterSeconds) != ttl(o.ExpireAfterSeconds) {
+		return false
+	}
+	if ix.Text == nil || o.Text == nil {
+		return ix.Text == o.Text
+	}
+	a, b := *ix.Text, *o.Text
+	return a.DefaultLanguage == b.DefaultLanguage && a.LanguageOverride == b.LanguageOverride &&
+		fmt.Sprint(a.Weights) == fmt.Sprint(b.Weights)
 }
 
 // SameKeys reports whether two indexes have the same key pattern.
 func (ix *Index) SameKeys(o *Index) bool {
+	if ix.isText() || o.isText() {
+		// A collection has at most one text index, whose key pattern
+		// MongoDB shows as {_fts: "text", _ftsx: 1} whatever its fields.
+		return ix.isText() && o.isText()
+	}
 	if len(ix.Keys) != len(o.Keys) {
 		return false
 	}
@@ -133,6 +163,7 @@ func (c *catalog) bootstrap(ctx context.Context) error {
 CREATE SCHEMA IF NOT EXISTS `+catalogSchema+`;
 CREATE SCHEMA IF NOT EXISTS `+dataSchema+`;
 CREATE SEQUENCE IF NOT EXISTS `+catalogSchema+`.table_seq;
+`+textSQL+`
 CREATE TABLE IF NOT EXISTS `+catalogSchema+`.collections (
 	db       text NOT NULL,
 	name     text NOT NULL,
@@ -217,16 +248,16 @@ func newCollection(db, name, uuid, tbl string, secondary []Index) *Collection {
 				ix.partial, _ = query.ParseFilter(bson.D{{Key: "$expr", Value: false}})
 			}
 		}
-		if ix.Hidden {
-			continue // maintained, never planned
+		if ix.Hidden || ix.Text != nil {
+			continue // maintained, never planned; text: only $text reads it
 		}
 		col.keyCols = append(col.keyCols, ix.keyColumn())
 	}
-	cols := col.columns()
-	col.insertOneSQL, _ = insertSQL(col.table, cols, [][]any{make([]any, len(cols))})
+	cols, wraps := col.columns(), col.columnWraps()
+	col.insertOneSQL, _ = insertSQL(col.table, cols, wraps, [][]any{make([]any, len(cols))})
 	sets := make([]string, 0, len(cols)-1)
 	for j := 1; j < len(cols); j++ {
-		sets = append(sets, fmt.Sprintf("%s = $%d", cols[j], j+2))
+		sets = append(sets, fmt.Sprintf("%s = "+wrapOr(wraps[j]), cols[j], fmt.Sprintf("$%d", j+2)))
 	}
 	col.replaceSQL = `UPDATE ` + col.table + ` SET ` + strings.Join(sets, ", ") + ` WHERE _id = $1 AND doc = $2`
 	return col

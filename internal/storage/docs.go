@@ -51,7 +51,7 @@ func (s *Store) Insert(ctx context.Context, c *Collection, docs []Doc, ordered b
 		}
 		return len(docs), nil, nil
 	}
-	if !IsCode(err, ErrDuplicateKey) && !IsCode(err, ErrCannotIndex) {
+	if !docError(err) {
 		return 0, nil, err
 	}
 	for i := range docs {
@@ -60,7 +60,7 @@ func (s *Store) Insert(ctx context.Context, c *Collection, docs []Doc, ordered b
 		case err == nil:
 			inserted++
 			s.versions.put(cacheKey(c, IDKey(docs[i].ID)), docs[i].Raw)
-		case IsCode(err, ErrDuplicateKey) || IsCode(err, ErrCannotIndex):
+		case docError(err):
 			if IsCode(err, ErrDuplicateKey) {
 				err = c.dupError(err, docs[i].D)
 			}
@@ -73,6 +73,12 @@ func (s *Store) Insert(ctx context.Context, c *Collection, docs []Doc, ordered b
 		}
 	}
 	return inserted, werrs, nil
+}
+
+// docError reports a failure of one document (not of the batch): a
+// duplicate key, a value an index cannot hold.
+func docError(err error) bool {
+	return IsCode(err, ErrDuplicateKey) || IsCode(err, ErrCannotIndex) || IsCode(err, ErrBadLanguage)
 }
 
 func (s *Store) insertBatch(ctx context.Context, c *Collection, docs []Doc) error {
@@ -89,7 +95,7 @@ func (s *Store) insertBatch(ctx context.Context, c *Collection, docs []Doc) erro
 	if len(rows) == 1 {
 		sql, args = c.insertOneSQL, rows[0]
 	} else {
-		sql, args = insertSQL(c.table, cols, rows)
+		sql, args = insertSQL(c.table, cols, c.columnWraps(), rows)
 	}
 	_, err := s.write(ctx, sql, args...)
 	return s.retryable(ctx, c, fromPGDup(ctx, err))
@@ -145,9 +151,14 @@ func (s *Store) write(ctx context.Context, sql string, args ...any) (pgconn.Comm
 // columns go through unnest (one statement text whatever the count, so
 // PostgreSQL plans it once); rows with array columns (unique indexes' entry
 // keys) use a VALUES list, since unnest would flatten nested arrays.
-func insertSQL(table string, cols []string, rows [][]any) (string, []any) {
+func insertSQL(table string, cols, wraps []string, rows [][]any) (string, []any) {
 	head := `INSERT INTO ` + table + ` (` + strings.Join(cols, ", ") + `) `
 	flat := true
+	for _, w := range wraps {
+		if w != "" {
+			flat = false
+		}
+	}
 	for _, v := range rows[0] {
 		if _, isArray := v.([][]byte); isArray {
 			flat = false
@@ -180,7 +191,7 @@ func insertSQL(table string, cols []string, rows [][]any) (string, []any) {
 				b.WriteString(", ")
 			}
 			args = append(args, v)
-			fmt.Fprintf(&b, "$%d", len(args))
+			fmt.Fprintf(&b, wrapOr(wraps[j]), fmt.Sprintf("$%d", len(args)))
 		}
 		b.WriteByte(')')
 	}

@@ -8,6 +8,7 @@ import (
 	"tierdb/internal/bsonx"
 
 	"github.com/jackc/pgx/v5"
+	"go.mongodb.org/mongo-driver/v2/bson"
 )
 
 // CreateIndexes adds indexes to a collection (created if missing). An index
@@ -79,6 +80,8 @@ func (c *Collection) conflict(spec *Index) (bool, error) {
 			return false, newErr(ErrIndexConflict, "An equivalent index already exists with the same name but different options. Requested index: %s, existing index: %s", spec.Name, ix.Name)
 		case ix.Name == spec.Name:
 			return false, newErr(ErrIndexNameConflict, "An existing index has the same name as the requested index. When index names are not specified, they are auto generated and can cause conflicts. Please refer to our documentation. Requested index: %s, existing index: %s", spec.Name, ix.Name)
+		case ix.Text != nil && spec.Text != nil:
+			return false, newErr(ErrIndexConflict, "An equivalent index already exists with a different name and options. Requested index: %s, existing index: %s (a collection has at most one text index)", spec.Name, ix.Name)
 		case ix.sameSignature(spec):
 			if ix.Column == "_id" {
 				return false, newErr(ErrIndexConflict, "Index with name: %s already exists with a different name", ix.Name)
@@ -100,6 +103,16 @@ const buildChunk = 5000
 // entries in step from then on; all inside the DDL transaction, which holds
 // the table's lock, so no write can slip in between.
 func buildIndex(ctx context.Context, tx pgx.Tx, col *Collection, ix *Index) error {
+	if ix.Text != nil {
+		if _, err := tx.Exec(ctx, `ALTER TABLE `+col.table+` ADD COLUMN `+quoteIdent(ix.Column)+` tsvector`); err != nil {
+			return err
+		}
+		if err := fillTextIndex(ctx, tx, col, ix); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `CREATE INDEX `+quoteIdent(pgIndexName(col, ix))+` ON `+col.table+` USING gin (`+quoteIdent(ix.Column)+`)`)
+		return err
+	}
 	if _, err := tx.Exec(ctx, `ALTER TABLE `+col.table+` ADD COLUMN `+quoteIdent(ix.Column)+` bytea`); err != nil {
 		return err
 	}
@@ -132,8 +145,8 @@ func buildIndex(ctx context.Context, tx pgx.Tx, col *Collection, ix *Index) erro
 	return createEntriesTrigger(ctx, tx, col, ix)
 }
 
-// fillIndex computes ix's key (and entries) for every stored document, a
-// chunk of rows at a time, holding one chunk in memory.
+// fillIndex computes ix's key (and, for a unique index, its entries
+// column) for every stored document.
 func fillIndex(ctx context.Context, tx pgx.Tx, col *Collection, ix *Index) error {
 	entries := ix.hasEntries()
 	keyCol := quoteIdent(ix.Column)
@@ -148,8 +161,58 @@ FROM unnest($1::bytea[], $2::bytea[]) AS d(id, k)
 LEFT JOIN (SELECT id, array_agg(k) AS arr FROM unnest($3::bytea[], $4::bytea[]) AS e(id, k) GROUP BY id) x ON x.id = d.id
 WHERE t._id = d.id`
 	}
-	// A cursor reads the table as it was before the first update (later
-	// statements of the transaction do not show through it) in one pass.
+	return eachChunk(ctx, tx, col, func(ids [][]byte, docs []bson.D) error {
+		var keys, entryIDs, entryKeysFlat [][]byte
+		for i, d := range docs {
+			k, err := indexKey(ix, d)
+			if err != nil {
+				return err
+			}
+			keys = append(keys, k)
+			if entries && k == nil {
+				for _, e := range entryKeys(ix, d) {
+					entryIDs = append(entryIDs, ids[i])
+					entryKeysFlat = append(entryKeysFlat, e)
+				}
+			}
+		}
+		args := []any{ids, keys}
+		if entries {
+			args = append(args, entryIDs, entryKeysFlat)
+		}
+		_, err := tx.Exec(ctx, update, args...)
+		return err
+	})
+}
+
+// fillTextIndex computes a text index's column for every stored document.
+func fillTextIndex(ctx context.Context, tx pgx.Tx, col *Collection, ix *Index) error {
+	update := `UPDATE ` + col.table + ` t SET ` + quoteIdent(ix.Column) + ` = ` + catalogSchema + `.fts(ARRAY[d.l, d.a, d.b, d.c, d.e])
+FROM unnest($1::bytea[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[]) AS d(id, l, a, b, c, e)
+WHERE t._id = d.id AND d.l IS NOT NULL`
+	return eachChunk(ctx, tx, col, func(ids [][]byte, docs []bson.D) error {
+		cols := make([][]*string, 5)
+		for _, d := range docs {
+			v, err := textValue(ix, d)
+			if err != nil {
+				return err
+			}
+			if v == nil {
+				v = make([]*string, 5)
+			}
+			for j := range cols {
+				cols[j] = append(cols[j], v[j])
+			}
+		}
+		_, err := tx.Exec(ctx, update, ids, cols[0], cols[1], cols[2], cols[3], cols[4])
+		return err
+	})
+}
+
+// eachChunk calls fn with the stored documents, buildChunk at a time,
+// read in one pass through a cursor (which shows the table as it was
+// before fn's updates).
+func eachChunk(ctx context.Context, tx pgx.Tx, col *Collection, fn func(ids [][]byte, docs []bson.D) error) error {
 	if _, err := tx.Exec(ctx, `DECLARE tierdb_build NO SCROLL CURSOR FOR SELECT _id, doc FROM `+col.table); err != nil {
 		return err
 	}
@@ -159,7 +222,8 @@ WHERE t._id = d.id`
 		if err != nil {
 			return err
 		}
-		var ids, keys, entryIDs, entryKeysFlat [][]byte
+		var ids [][]byte
+		var docs []bson.D
 		for rows.Next() {
 			var id, raw []byte
 			if err := rows.Scan(&id, &raw); err != nil {
@@ -171,34 +235,17 @@ WHERE t._id = d.id`
 				rows.Close()
 				return &Error{Code: ErrInternal, Msg: "corrupt document", Cause: err}
 			}
-			k, err := indexKey(ix, d)
-			if err != nil {
-				rows.Close()
-				return err
-			}
 			ids = append(ids, id)
-			keys = append(keys, k)
-			if entries && k == nil {
-				for _, e := range entryKeys(ix, d) {
-					entryIDs = append(entryIDs, id)
-					entryKeysFlat = append(entryKeysFlat, e)
-				}
-			}
+			docs = append(docs, d)
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
 			return err
 		}
-		if len(ids) == 0 {
-			_, err := tx.Exec(ctx, `CLOSE tierdb_build`)
-			return err
-		}
-		args := []any{ids, keys}
-		if entries {
-			args = append(args, entryIDs, entryKeysFlat)
-		}
-		if _, err := tx.Exec(ctx, update, args...); err != nil {
-			return err
+		if len(ids) > 0 {
+			if err := fn(ids, docs); err != nil {
+				return err
+			}
 		}
 		if len(ids) < buildChunk {
 			_, err := tx.Exec(ctx, `CLOSE tierdb_build`)

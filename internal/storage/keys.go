@@ -75,6 +75,14 @@ func (c *Collection) rowValues(id any, doc bson.D, raw []byte) ([]any, error) {
 	vals = append(vals, IDKey(id), raw)
 	for i := 1; i < len(c.Indexes); i++ {
 		ix := &c.Indexes[i]
+		if ix.Text != nil {
+			t, err := textValue(ix, doc)
+			if err != nil {
+				return nil, err
+			}
+			vals = append(vals, t)
+			continue
+		}
 		k, err := indexKey(ix, doc)
 		if err != nil {
 			return nil, err
@@ -98,6 +106,33 @@ func (c *Collection) columns() []string {
 		}
 	}
 	return cols
+}
+
+// columnWraps gives, in columns() order, the SQL expression each column's
+// value goes through ("%s" wrapped), or "" for the value itself: a text
+// index's column is the tsvector tierdb.fts computes from its input.
+func (c *Collection) columnWraps() []string {
+	wraps := []string{"", ""}
+	for i := 1; i < len(c.Indexes); i++ {
+		ix := &c.Indexes[i]
+		if ix.Text != nil {
+			wraps = append(wraps, catalogSchema+".fts(%s::text[])")
+			continue
+		}
+		wraps = append(wraps, "")
+		if ix.hasEntries() {
+			wraps = append(wraps, "")
+		}
+	}
+	return wraps
+}
+
+// wrapOr is wrap, or "%s" for none.
+func wrapOr(wrap string) string {
+	if wrap == "" {
+		return "%s"
+	}
+	return wrap
 }
 
 // entryKeys are every key doc has in a unique secondary index, one per
