@@ -46,6 +46,10 @@ func (s Stats) metric(name string) float64 {
 		return s.Max
 	case "throughput":
 		return s.Throughput
+	case "before":
+		return s.Before
+	case "during":
+		return s.During
 	}
 	return math.NaN()
 }

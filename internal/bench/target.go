@@ -14,7 +14,9 @@ type Target struct {
 	// Group is the group measured; empty means all groups together, which
 	// only makes sense for throughput.
 	Group string `yaml:"group,omitempty" json:"group,omitempty"`
-	// Metric: mean, p50, p99, p999, max (latency) or throughput (ops/s).
+	// Metric: mean, p50, p99, p999, max (latency) or throughput (ops/s);
+	// minVsBest also takes before and during, a noise group's throughput
+	// before and during the time-sensitive phase.
 	Metric string `yaml:"metric,omitempty" json:"metric,omitempty"`
 
 	// MinReduction: 1 − variant/reference ≥ value (0.7 = at least 70% lower).
@@ -48,6 +50,9 @@ var (
 	latencyMetrics = []string{"mean", "p50", "p99", "p999", "max"}
 	allMetrics     = append(slices.Clone(latencyMetrics), "throughput")
 	fairMetrics    = []string{"unfairness", "unfairnessSpan", "latencyCV", "userSpread"}
+	// throughputMetrics: a group's throughput over its whole run, or a
+	// noise group's before and during the time-sensitive phase.
+	throughputMetrics = []string{"throughput", "before", "during"}
 )
 
 func (t Target) kind() string {
@@ -106,8 +111,11 @@ func (t Target) validate(where string, s *Scenario) []string {
 	}
 	switch t.kind() {
 	case "minVsBest":
-		if t.Metric != "throughput" {
-			bad("minVsBest compares throughput; set metric: throughput")
+		if !slices.Contains(throughputMetrics, t.Metric) {
+			bad("minVsBest compares throughput; set metric to one of %v", throughputMetrics)
+		}
+		if t.Metric != "throughput" && t.Group == "" {
+			bad("metric %s is a noise group's throughput: set group", t.Metric)
 		}
 		if len(t.BestOf) == 0 {
 			bad("minVsBest needs bestOf: the variants to beat")
@@ -210,7 +218,7 @@ func evaluate(s *Scenario, t Target, sum *Summary) TargetResult {
 		return gs.Median.metric(t.Metric), true
 	}
 	unit := func(v float64) string {
-		if t.Metric == "throughput" || t.Group == "" {
+		if slices.Contains(throughputMetrics, t.Metric) || t.Group == "" {
 			return fmt.Sprintf("%.0f ops/s", v)
 		}
 		return fmtMicros(v)
