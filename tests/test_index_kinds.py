@@ -508,6 +508,10 @@ def test_text_with_other_conditions_and_count(db, articles):
     assert ids(articles.find({"$text": {"$search": "coffee run"}, "cat": "sport"})) == [3]
     assert ids(articles.find({"$and": [{"$text": {"$search": "coffee"}}, {"_id": {"$gt": 1}}]})) == [2]
     assert db.command("count", "a", query={"$text": {"$search": "coffee"}})["n"] == 2
+    assert articles.count_documents({"$text": {"$search": "coffee tea"}, "cat": "food"}) == 2
+    rows = list(articles.aggregate([{"$match": {"$text": {"$search": "coffee run"}}},
+                                    {"$group": {"_id": "$cat", "n": {"$sum": 1}}}, {"$sort": {"_id": 1}}]))
+    assert rows == [{"_id": "food", "n": 2}, {"_id": "sport", "n": 1}]
     # Writes after the index build are indexed; updates re-index.
     articles.insert_one({"_id": 7, "title": "Coffee beans"})
     articles.update_one({"_id": 1}, {"$set": {"title": "Bakery", "body": "bread"}})
@@ -549,7 +553,10 @@ def test_text_errors(db, articles):
     with pytest.raises(OperationFailure):
         list(articles.find({}, {"s": {"$meta": "textScore"}}).sort([("s", {"$meta": "textScore"})]))
     with pytest.raises(OperationFailure) as ei:
-        articles.aggregate([{"$match": {"$text": {"$search": "coffee"}}}])
+        articles.aggregate([{"$match": {"$text": {"$search": "coffee"}}}, {"$project": {"s": {"$meta": "textScore"}}}])
+    assert ei.value.code == 168
+    with pytest.raises(OperationFailure) as ei:
+        articles.aggregate([{"$match": {"cat": "food"}}, {"$match": {"$text": {"$search": "coffee"}}}])
     assert ei.value.code == 238
     with pytest.raises(WriteError) as ei:
         articles.insert_one({"title": "x", "language": "klingon"})

@@ -390,3 +390,24 @@ func (h *Handlers) countText(ctx context.Context, req *Request, name string, tex
 	}
 	return bson.D{{Key: "n", Value: countValue(int64(len(results)))}}, nil
 }
+
+// readText streams the documents a pipeline's leading {$match: {$text}}
+// selects to fn, in the text index's order (by _id). Their scores are not
+// available to later stages ({$meta: "textScore"} there is refused by the
+// expression parser).
+func (h *Handlers) readText(ctx context.Context, db, coll string, text *textQuery, rs *readSpec, fn func(bson.D) error) error {
+	col, err := h.textCollection(ctx, db, coll)
+	if err != nil {
+		return err
+	}
+	results, err := h.searchText(ctx, col, &textSpec{text: text, filter: rs.filter, empty: rs.empty})
+	if err != nil {
+		return err
+	}
+	for _, r := range results {
+		if err := fn(r.doc); err != nil {
+			return err
+		}
+	}
+	return nil
+}
