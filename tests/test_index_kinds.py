@@ -393,6 +393,19 @@ def test_ttl_partial_and_collmod(ttl_server):
     c.close()
 
 
+def test_hidden_ttl_index_still_expires(ttl_server):
+    """A hidden TTL index still expires documents (MongoDB docs, Hidden Indexes)."""
+    c = ttl_server.client()
+    coll = c.ttl.hidden
+    coll.drop()
+    coll.create_index("at", expireAfterSeconds=1, hidden=True)
+    old = datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(minutes=5)
+    coll.insert_many([{"_id": 1, "at": old}, {"_id": 2, "at": "not a date"}])
+    assert wait_for(lambda: coll.count_documents({}) == 1)
+    assert coll.find_one()["_id"] == 2
+    c.close()
+
+
 def test_ttl_runs_at_low_tier(ttl_server):
     """The monitor's batches are admitted as low-tier work of user __ttl."""
     c = ttl_server.client()
