@@ -111,7 +111,7 @@ func (h *Handlers) parseAggregate(ctx context.Context, req *Request) (*parsedAgg
 		coll: name, first: first, stages: stages, text: text,
 		// With $text, rs is only the rest of the $match: never "empty" or
 		// "exact", so no shortcut can take it for the whole selection.
-		rs: &readSpec{filter: filter, empty: len(rest) == 0 && text == nil, exact: text == nil && isIDEquality(first)},
+		rs:  &readSpec{filter: filter, empty: len(rest) == 0 && text == nil, exact: text == nil && isIDEquality(first)},
 		env: &exec.Env{Ctx: ctx, Vars: vars, Read: h.reader(req)},
 	}
 	// Build the stages once before reading anything, so that a bad stage
