@@ -100,6 +100,16 @@ type Summary struct {
 	TotalThroughput map[string]float64 `json:"-"`
 }
 
+// variant returns the summary of the variant.
+func (s *Summary) variant(name string) (VariantSummary, bool) {
+	for _, v := range s.Variants {
+		if v.Variant == name {
+			return v, true
+		}
+	}
+	return VariantSummary{}, false
+}
+
 // Find returns the summary of group under variant.
 func (s *Summary) Find(variant, group string) (GroupSummary, bool) {
 	for _, g := range s.Groups {
