@@ -415,8 +415,22 @@ def test_ttl_runs_at_low_tier(ttl_server):
     coll.insert_one({"at": datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(seconds=5)})
     assert wait_for(lambda: coll.count_documents({}) == 0)
     st = c.admin.command("qosStatus")
-    text = repr(st)
-    assert "__ttl" in text, text[:2000]
+
+    def tier_users(node, found):
+        """Users the fair gate saw, per tier name."""
+        if isinstance(node, dict):
+            for k, v in node.items():
+                if isinstance(v, dict) and isinstance(v.get("users"), list):
+                    found.setdefault(k, set()).update(u.get("user") for u in v["users"] if isinstance(u, dict))
+                tier_users(v, found)
+        elif isinstance(node, list):
+            for v in node:
+                tier_users(v, found)
+        return found
+
+    users = tier_users(st, {})
+    assert "__ttl" in users.get("low", set()), users
+    assert "__ttl" not in users.get("normal", set()) | users.get("high", set())
     c.close()
 
 
