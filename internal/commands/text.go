@@ -9,6 +9,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"tierdb/internal/bsonx"
+	"tierdb/internal/exec"
 	"tierdb/internal/mongoerr"
 	"tierdb/internal/query"
 	"tierdb/internal/storage"
@@ -263,7 +264,7 @@ func (h *Handlers) searchText(ctx context.Context, col *storage.Collection, ts *
 	cfg, _ := storage.TextConfig(lang)
 	where, args := ts.filter.SQL(col.KeyColumns(), 1)
 	q := storage.TextSearch{Config: cfg, Terms: ts.text.terms, Phrases: ts.text.phrases, Negated: ts.text.negated, NegatedPhrases: ts.text.negatedPhrases,
-		Where: where, Args: args, MaxBytes: maxSortBytes / 2}
+		Where: where, Args: args, MaxBytes: maxSortBytes}
 	scoreOnly := len(ts.sort) == 1 && ts.sort[0].score
 	q.ByScore = scoreOnly
 	if ts.empty && ts.limit > 0 && (len(ts.sort) == 0 || scoreOnly) {
@@ -273,11 +274,17 @@ func (h *Handlers) searchText(ctx context.Context, col *storage.Collection, ts *
 	if err != nil {
 		return nil, err
 	}
+	// The matches are held (to sort them by score): in both forms, within
+	// the in-memory sort limit.
 	var out []textResult
+	held := 0
 	for _, r := range rows {
 		d, err := bsonx.Decode(r.Doc)
 		if err != nil {
 			return nil, mongoerr.New(mongoerr.InternalError, "stored document is corrupt")
+		}
+		if held += len(r.Doc) + exec.DocMemory(d); held > maxSortBytes {
+			return nil, mongoerr.New(mongoerr.QueryExceededMemoryLimit, "$text results exceeded the memory limit of 104857600 bytes; add a limit or a narrower search")
 		}
 		if !ts.empty {
 			ok, err := ts.filter.MatchErr(d)
