@@ -233,7 +233,7 @@ func parseTextSpec(text *textQuery, rest, sortDoc, proj bson.D, skip, limit int6
 		return nil, err
 	}
 	if len(proj) > 0 {
-		if ts.proj, err = update.ParseProjection(proj); err != nil {
+		if ts.proj, err = update.ParseProjection(proj, f); err != nil {
 			return nil, err
 		}
 	}
@@ -363,7 +363,9 @@ func (h *Handlers) findText(ctx context.Context, req *Request, name string, text
 		}
 		d := r.doc
 		if ts.proj != nil {
-			d = ts.proj.Apply(d)
+			if d, err = ts.proj.Apply(d); err != nil {
+				return nil, err
+			}
 		}
 		for _, f := range ts.scoreFields {
 			d = slices.DeleteFunc(slices.Clone(d), func(e bson.E) bool { return e.Key == f })
