@@ -639,3 +639,25 @@ def test_text_index_options_refused(db):
         create(db, "c", {"key": {"a": "text"}, "name": "x",
                          "weights": {"a": 1, "b": 2, "c": 3, "d": 4, "e": 5}})
     assert ei.value.code == 238
+
+
+def test_partial_and_sparse_builds_over_existing_documents(db):
+    """An index built over stored documents holds exactly the ones its filter
+    (or sparseness) admits: duplicates outside it do not fail the build."""
+    db.c.insert_many([{"_id": 1, "u": "x", "ok": False}, {"_id": 2, "u": "x", "ok": False},
+                      {"_id": 3, "u": "x", "ok": True}, {"_id": 4, "u": "y", "ok": True}])
+    db.c.create_index("u", unique=True, partialFilterExpression={"ok": True})
+    with pytest.raises(DuplicateKeyError):
+        db.c.insert_one({"u": "y", "ok": True})
+    db.c.insert_one({"u": "y", "ok": False})
+    db.d.insert_many([{"_id": i} for i in range(5)] + [{"_id": 9, "s": 1}])
+    db.d.create_index("s", unique=True, sparse=True)
+    db.d.insert_one({"_id": 10})
+    with pytest.raises(DuplicateKeyError):
+        db.d.insert_one({"_id": 11, "s": 1})
+    # The built indexes answer queries that imply their filter.
+    db.e.insert_many([{"_id": i, "a": i % 100, "k": i % 2} for i in range(3000)])
+    db.e.create_index("a", partialFilterExpression={"k": 1})
+    assert uses_index(plan(db, "e", {"a": 7, "k": 1}))
+    assert ids(db.e.find({"a": 7, "k": 1})) == [i for i in range(3000) if i % 100 == 7 and i % 2 == 1]
+    assert ids(db.e.find({"a": 8})) == [i for i in range(3000) if i % 100 == 8]

@@ -82,6 +82,12 @@ func (f *Filter) SQL(cols []KeyColumn, firstArg int) (where string, args []any) 
 					p = "((" + p + ") OR " + col.Column + " IS NULL)"
 				}
 			}
+			if col.Sparse || col.Partial != nil {
+				// The predicate of the PostgreSQL partial index, which
+				// leaves out the documents the index does not hold: stated
+				// as is, so that the planner sees the index applies.
+				p += " AND " + NotIndexedPredicate(col.Column)
+			}
 			preds = append(preds, p)
 		}
 	}
@@ -261,6 +267,14 @@ func (b *sqlBuilder) inPred(col KeyColumn, v any, equal func([]byte) string) (st
 		parts[i] = "(" + equal(k) + ")"
 	}
 	return "(" + strings.Join(parts, " OR ") + ")", true
+}
+
+// NotIndexedPredicate is the WHERE clause of the PostgreSQL index behind a
+// sparse or partial index's key column: it leaves out the rows holding the
+// empty key (documents the index does not hold) and keeps multikey rows
+// (NULL).
+func NotIndexedPredicate(column string) string {
+	return column + ` IS DISTINCT FROM '\x'::bytea`
 }
 
 // matchesMissing reports whether a pushable condition can match a document

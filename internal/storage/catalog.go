@@ -238,16 +238,7 @@ func newCollection(db, name, uuid, tbl string, secondary []Index) *Collection {
 	col.Indexes = append([]Index{idIndex}, secondary...)
 	for i := range col.Indexes {
 		ix := &col.Indexes[i]
-		if len(ix.Partial) > 0 {
-			if d, err := bsonx.Decode(ix.Partial); err == nil {
-				ix.partial, _ = query.ParseFilter(d)
-			}
-			if ix.partial == nil {
-				// Cannot happen for a filter createIndexes accepted; never
-				// guess which documents are in the index.
-				ix.partial, _ = query.ParseFilter(bson.D{{Key: "$expr", Value: false}})
-			}
-		}
+		ix.parsePartial()
 		if ix.Hidden || ix.Text != nil {
 			continue // maintained, never planned; text: only $text reads it
 		}
@@ -261,6 +252,22 @@ func newCollection(db, name, uuid, tbl string, secondary []Index) *Collection {
 	}
 	col.replaceSQL = `UPDATE ` + col.table + ` SET ` + strings.Join(sets, ", ") + ` WHERE _id = $1 AND doc = $2`
 	return col
+}
+
+// parsePartial sets partial from Partial.
+func (ix *Index) parsePartial() {
+	ix.partial = nil
+	if len(ix.Partial) == 0 {
+		return
+	}
+	if d, err := bsonx.Decode(ix.Partial); err == nil {
+		ix.partial, _ = query.ParseFilter(d)
+	}
+	if ix.partial == nil {
+		// Cannot happen for a filter createIndexes accepted; never guess
+		// which documents are in the index.
+		ix.partial, _ = query.ParseFilter(bson.D{{Key: "$expr", Value: false}})
+	}
 }
 
 // keyColumn describes ix's key column for pushdown.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"tierdb/internal/bsonx"
+	"tierdb/internal/query"
 
 	"github.com/jackc/pgx/v5"
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -47,6 +48,7 @@ func (s *Store) CreateIndexes(ctx context.Context, db, name string, specs []Inde
 				continue
 			}
 			spec.Column = fmt.Sprintf("k_%d", nextCol)
+			spec.parsePartial()
 			nextCol++
 			if err := buildIndex(ctx, tx, col, &spec); err != nil {
 				return err
@@ -130,7 +132,13 @@ func buildIndex(ctx context.Context, tx pgx.Tx, col *Collection, ix *Index) erro
 			return err
 		}
 	}
-	if _, err := tx.Exec(ctx, `CREATE INDEX `+quoteIdent(pgIndexName(col, ix))+` ON `+col.table+` (`+quoteIdent(ix.Column)+`)`); err != nil {
+	// A sparse or partial index is a PostgreSQL partial index without the
+	// rows of the documents it leaves out (query.NotIndexedPredicate).
+	where := ""
+	if ix.Sparse || ix.partial != nil {
+		where = ` WHERE ` + query.NotIndexedPredicate(quoteIdent(ix.Column))
+	}
+	if _, err := tx.Exec(ctx, `CREATE INDEX `+quoteIdent(pgIndexName(col, ix))+` ON `+col.table+` (`+quoteIdent(ix.Column)+`)`+where); err != nil {
 		return err
 	}
 	if !entries {
