@@ -535,6 +535,8 @@ def test_text_with_other_conditions_and_count(db, articles):
     assert ids(articles.find({"$text": {"$search": "coffee run"}, "cat": "sport"})) == [3]
     assert ids(articles.find({"$and": [{"$text": {"$search": "coffee"}}, {"_id": {"$gt": 1}}]})) == [2]
     assert db.command("count", "a", query={"$text": {"$search": "coffee"}})["n"] == 2
+    assert sorted(articles.distinct("cat", {"$text": {"$search": "coffee run"}})) == ["food", "sport"]
+    assert articles.distinct("cat", {"$text": {"$search": "run"}}) == ["sport"]
     assert articles.count_documents({"$text": {"$search": "coffee tea"}, "cat": "food"}) == 2
     rows = list(articles.aggregate([{"$match": {"$text": {"$search": "coffee run"}}},
                                     {"$group": {"_id": "$cat", "n": {"$sum": 1}}}, {"$sort": {"_id": 1}}]))

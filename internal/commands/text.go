@@ -16,7 +16,8 @@ import (
 	"tierdb/internal/update"
 )
 
-// $text search in find and count. The $text clause is taken out of the
+// $text search in find, count, distinct and an aggregate's leading $match.
+// The $text clause is taken out of the
 // filter (splitText) and run by storage on the collection's text index
 // (PostgreSQL full-text search); the rest of the filter is matched as
 // usual. Everywhere else (aggregate, update, delete, ...) $text is still
