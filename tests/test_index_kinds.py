@@ -116,6 +116,9 @@ def test_same_keys_other_signature_coexist(db):
     with pytest.raises(OperationFailure) as ei:
         db.command("dropIndexes", "c", index={"a": 1})
     assert code_of(ei) == (181, "AmbiguousIndexKeyPattern")
+    with pytest.raises(OperationFailure) as ei:
+        db.command("collMod", "c", index={"keyPattern": {"a": 1}, "hidden": True})
+    assert code_of(ei) == (181, "AmbiguousIndexKeyPattern")
     db.c.drop_index("part")
     assert set(infos(db.c)) == {"_id_", "plain", "sp"}
 

@@ -80,6 +80,17 @@ func (h *Handlers) collMod(ctx context.Context, req *Request) (bson.D, error) {
 	if change.Hidden == nil && change.ExpireAfterSeconds == nil {
 		return nil, mongoerr.New(mongoerr.InvalidOptions, "no expireAfterSeconds or hidden field")
 	}
+	if col, err := h.store.Collection(ctx, req.DB, name); err == nil {
+		n := 0
+		for i := range col.Indexes {
+			if match(&col.Indexes[i]) {
+				n++
+			}
+		}
+		if n > 1 {
+			return nil, mongoerr.Newf(mongoerr.AmbiguousIndexKeyPattern, "index keyPattern matches %d indexes, must use index name", n)
+		}
+	}
 	before, after, err := h.store.ModifyIndex(ctx, req.DB, name, match, change)
 	if err != nil {
 		return nil, err
