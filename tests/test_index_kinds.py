@@ -666,3 +666,20 @@ def test_partial_and_sparse_builds_over_existing_documents(db):
     assert uses_index(plan(db, "e", {"a": 7, "k": 1}))
     assert ids(db.e.find({"a": 7, "k": 1})) == [i for i in range(3000) if i % 100 == 7 and i % 2 == 1]
     assert ids(db.e.find({"a": 8})) == [i for i in range(3000) if i % 100 == 8]
+
+
+def test_collmod_needs_the_collmod_privilege(new_server):
+    """collMod is dbAdmin's (MongoDB's collMod action), not readWrite's."""
+    t = new_server(env={"TIERDB_ADMIN_PASSWORD": "pw-admin"}, extra_args=["--admin-user", "admin"]).start()
+    admin = t.client(username="admin", password="pw-admin")
+    admin.admin.command("createUser", "rw", pwd="pw-rw", roles=[{"role": "readWrite", "db": "shop"}])
+    admin.admin.command("createUser", "dba", pwd="pw-dba", roles=[{"role": "dbAdmin", "db": "shop"}])
+    admin.shop.c.create_index("a")
+    rw = t.client(username="rw", password="pw-rw", authSource="admin")
+    with pytest.raises(OperationFailure) as ei:
+        rw.shop.command("collMod", "c", index={"name": "a_1", "hidden": True})
+    assert code_of(ei) == (13, "Unauthorized")
+    dba = t.client(username="dba", password="pw-dba", authSource="admin")
+    assert dba.shop.command("collMod", "c", index={"name": "a_1", "hidden": True})["hidden_new"] is True
+    for c in (admin, rw, dba):
+        c.close()

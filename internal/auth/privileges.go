@@ -55,6 +55,8 @@ const (
 	ActUseTierLow
 	// killAnySession: end other users' sessions (killAllSessions).
 	ActKillAnySession
+	// collMod: change a collection's (so far: its indexes') options.
+	ActCollMod
 	numActions
 )
 
@@ -64,7 +66,7 @@ var actionNames = [numActions]string{
 	"serverStatus", "hostInfo", "getCmdLineOpts", "getLog", "inprog", "getParameter", "qosStatus",
 	"setQoSConfig", "setCpuPools", "replSetConfigure", "replSetGetStatus", "createUser", "dropUser",
 	"changePassword", "changeCustomData", "grantRole", "revokeRole", "viewUser", "createRole", "dropRole",
-	"viewRole", "useTierHigh", "useTierNormal", "useTierLow", "killAnySession",
+	"viewRole", "useTierHigh", "useTierNormal", "useTierLow", "killAnySession", "collMod",
 }
 
 func (a Action) String() string {

@@ -290,9 +290,7 @@ func (h *Handlers) commands() map[string]*command {
 		"createIndexes":   {handler: h.createIndexes, writes: true, help: "create indexes", access: onColl(auth.ActCreateIndex)},
 		"listIndexes":     {handler: h.listIndexes, help: "indexes of a collection", access: onColl(auth.ActListIndexes)},
 		"dropIndexes":     {handler: h.dropIndexes, writes: true, help: "drop indexes", access: onColl(auth.ActDropIndex)},
-		// Only index options (hidden, expireAfterSeconds) so far: the power
-		// of dropping an index is the closest privilege.
-		"collMod": {handler: h.collMod, writes: true, help: "change an index's hidden or expireAfterSeconds option", access: onColl(auth.ActDropIndex)},
+		"collMod":         {handler: h.collMod, writes: true, help: "change an index's hidden or expireAfterSeconds option", access: onColl(auth.ActCollMod)},
 		// CRUD
 		"insert":        {handler: h.insert, writes: true, help: "insert documents", counter: opInsert, access: onColl(auth.ActInsert)},
 		"find":          {handler: h.find, help: "query documents", counter: opQuery, access: onColl(auth.ActFind)},
