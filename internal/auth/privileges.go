@@ -55,6 +55,8 @@ const (
 	ActUseTierLow
 	// killAnySession: end other users' sessions (killAllSessions).
 	ActKillAnySession
+	// changeStream: open change streams (with find).
+	ActChangeStream
 	// collMod: change a collection's (so far: its indexes') options.
 	ActCollMod
 	numActions
@@ -66,7 +68,8 @@ var actionNames = [numActions]string{
 	"serverStatus", "hostInfo", "getCmdLineOpts", "getLog", "inprog", "getParameter", "qosStatus",
 	"setQoSConfig", "setCpuPools", "replSetConfigure", "replSetGetStatus", "createUser", "dropUser",
 	"changePassword", "changeCustomData", "grantRole", "revokeRole", "viewUser", "createRole", "dropRole",
-	"viewRole", "useTierHigh", "useTierNormal", "useTierLow", "killAnySession", "collMod",
+	"viewRole", "useTierHigh", "useTierNormal", "useTierLow", "killAnySession",
+	"changeStream", "collMod",
 }
 
 func (a Action) String() string {

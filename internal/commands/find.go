@@ -53,6 +53,11 @@ func (h *Handlers) find(ctx context.Context, req *Request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
+	tail, err := parseTailOptions(req.Cmd, sortDoc, skip, limit)
+	if err != nil {
+		return nil, err
+	}
+	rs.naturalDesc = isNaturalDesc(sortDoc)
 	ns := req.DB + "." + name
 	ctx, done, err := h.routeRead(ctx, req)
 	if err != nil {
@@ -65,6 +70,9 @@ func (h *Handlers) find(ctx context.Context, req *Request) (bson.D, error) {
 	}
 	if err != nil {
 		return nil, err
+	}
+	if tail.tailable {
+		return h.findTailable(ctx, req, ns, col, rs, tail, batchSize, singleBatch)
 	}
 	src, err := h.newSource(ctx, col, rs)
 	if err != nil {
@@ -136,6 +144,11 @@ func (h *Handlers) getMore(ctx context.Context, req *Request) (bson.D, error) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	ctx, cancel, err := getMoreContext(ctx, req.Cmd, c.src)
+	if err != nil {
+		return nil, err
+	}
+	defer cancel()
 	batch, done, err := c.src.next(ctx, batchSize)
 	if err != nil {
 		h.cursors.remove(id)
@@ -147,7 +160,11 @@ func (h *Handlers) getMore(ctx context.Context, req *Request) (bson.D, error) {
 	} else {
 		c.lastUsed.Store(nowNanos())
 	}
-	return cursorReply(id, c.ns, rawArray(batch), false), nil
+	reply := cursorReply(id, c.ns, rawArray(batch), false)
+	if src, ok := c.src.(*streamSource); ok {
+		addResumeToken(reply, src)
+	}
+	return reply, nil
 }
 
 // killCursors kills the caller's cursors on the named collection; others'

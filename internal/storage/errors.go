@@ -36,6 +36,9 @@ const (
 	// serialization failure or a deadlock); retrying it from the start may
 	// succeed.
 	ErrWriteConflict
+	// ErrNotInTxn: an operation a transaction may not do (writing to a
+	// capped collection).
+	ErrNotInTxn
 	// ErrCannotIndex: a document holds a value an index cannot hold (an
 	// array in a hashed field).
 	ErrCannotIndex
