@@ -57,6 +57,8 @@ const (
 	ActKillAnySession
 	// changeStream: open change streams (with find).
 	ActChangeStream
+	// collMod: change a collection's (so far: its indexes') options.
+	ActCollMod
 	// killop: interrupt other users' operations (killOp); validate and
 	// renameCollectionSameDB as in MongoDB.
 	ActKillop
@@ -72,7 +74,7 @@ var actionNames = [numActions]string{
 	"setQoSConfig", "setCpuPools", "replSetConfigure", "replSetGetStatus", "createUser", "dropUser",
 	"changePassword", "changeCustomData", "grantRole", "revokeRole", "viewUser", "createRole", "dropRole",
 	"viewRole", "useTierHigh", "useTierNormal", "useTierLow", "killAnySession",
-	"changeStream", "killop", "validate", "renameCollectionSameDB",
+	"changeStream", "collMod", "killop", "validate", "renameCollectionSameDB",
 }
 
 func (a Action) String() string {

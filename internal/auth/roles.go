@@ -26,7 +26,7 @@ var (
 	readWriteActions = readActions | Actions(ActInsert, ActUpdate, ActRemove, ActCreateCollection, ActDropCollection, ActCreateIndex, ActDropIndex,
 		ActRenameCollectionSameDB)
 	dbAdminActions = Actions(ActListCollections, ActListIndexes, ActCollStats, ActDBStats, ActCreateCollection,
-		ActDropCollection, ActCreateIndex, ActDropIndex, ActDropDatabase, ActKillCursors, ActValidate, ActRenameCollectionSameDB)
+		ActDropCollection, ActCreateIndex, ActDropIndex, ActDropDatabase, ActKillCursors, ActCollMod, ActValidate, ActRenameCollectionSameDB)
 	userAdminActions = Actions(ActCreateUser, ActDropUser, ActChangePassword, ActChangeCustomData, ActGrantRole,
 		ActRevokeRole, ActViewUser, ActCreateRole, ActDropRole, ActViewRole)
 	monitorActions = Actions(ActServerStatus, ActHostInfo, ActGetCmdLineOpts, ActGetLog, ActInprog, ActGetParameter,

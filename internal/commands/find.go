@@ -40,6 +40,11 @@ func (h *Handlers) find(ctx context.Context, req *Request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
+	if rest, text, err := splitText(filter); err != nil {
+		return nil, err
+	} else if text != nil {
+		return h.findText(ctx, req, name, text, rest, sortDoc, proj, skip, limit, batchSize, singleBatch)
+	}
 	rs, err := parseReadSpec(filter, sortDoc, proj, skip, limit)
 	if err != nil {
 		return nil, err
@@ -219,6 +224,11 @@ func (h *Handlers) count(ctx context.Context, req *Request) (bson.D, error) {
 	}
 	if limit < 0 {
 		limit = -limit // count takes a negative limit as its absolute value
+	}
+	if rest, text, err := splitText(filter); err != nil {
+		return nil, err
+	} else if text != nil {
+		return h.countText(ctx, req, name, text, rest, skip, limit)
 	}
 	rs, err := parseReadSpec(filter, nil, nil, skip, limit)
 	if err != nil {

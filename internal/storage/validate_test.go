@@ -35,7 +35,10 @@ func TestCheckRow(t *testing.T) {
 	c := newCollection("d", "c", "00000000-0000-0000-0000-000000000000", "c1_d_c", []Index{{Name: "tags_1", Keys: []IndexKey{{Field: "tags"}}, Column: "k1"}})
 	doc := bson.D{{Key: "_id", Value: int32(1)}, {Key: "tags", Value: bson.A{"a", "b"}}}
 	raw, _ := bson.Marshal(doc)
-	good := c.rowValues(int32(1), doc, raw)
+	good, err := c.rowValues(int32(1), doc, raw)
+	if err != nil {
+		t.Fatal(err)
+	}
 	v := &Validation{KeysPerIndex: map[string]int64{}}
 	v.checkRow(c, good)
 	if !v.Valid() || v.KeysPerIndex["tags_1"] != 2 || v.KeysPerIndex["_id_"] != 1 {
