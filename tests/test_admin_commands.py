@@ -152,6 +152,23 @@ def test_validate_a_sound_collection(db):
     assert all(d["valid"] for d in r["indexDetails"].values())
 
 
+def test_validate_and_stats_with_text_sparse_and_partial_indexes(db):
+    db.k.insert_many([{"_id": i, "t": f"red fox number{i}", "s": i} if i % 2 else {"_id": i, "t": "blue"} for i in range(20)])
+    db.k.create_index([("t", "text")])
+    db.k.create_index("s", sparse=True)
+    db.k.create_index([("t", 1)], name="odd", partialFilterExpression={"s": {"$exists": True}})
+    r = db.command("validate", "k")
+    assert r["valid"] is True, r["errors"]
+    assert r["keysPerIndex"]["s_1"] == 10, "a sparse index holds keys of the documents that have the field"
+    assert r["keysPerIndex"]["odd"] == 10, "a partial index holds keys of the documents its filter takes"
+    # "red", "fox" and one "numberN" term per odd document, "blue" per even one
+    assert r["keysPerIndex"]["t_text"] == 10 * 3 + 10
+    st = db.command("collStats", "k")
+    assert set(st["indexSizes"]) == {"_id_", "t_text", "s_1", "odd"}
+    assert all(v > 0 for v in st["indexSizes"].values())
+    assert st["totalSize"] == st["storageSize"] + st["totalIndexSize"]
+
+
 def test_validate_refusals(db):
     assert code_of(lambda: db.command("validate", "missing")) == 26
     db.v.insert_one({"_id": 1})
