@@ -71,6 +71,13 @@ func (rs *readSpec) scanParams(col *storage.Collection) storage.ScanParams {
 func (h *Handlers) newSource(ctx context.Context, col *storage.Collection, rs *readSpec) (batchSource, error) {
 	scan := &scanSource{store: h.store, col: col, spec: rs, params: rs.scanParams(col), node: storage.NodeFrom(ctx)}
 	_, byID := rs.sort.ByIDOnly()
+	if !rs.sort.IsEmpty() && !byID {
+		if plan, ok := planIndexSort(col.Indexes, rs.sort, rs.filter.PinnedPaths()); ok {
+			src := newOrderedSource(h.store, col, rs, plan, scan.node)
+			notePlan(ctx, col, rs, src.walkParams(), false)
+			return src, nil
+		}
+	}
 	notePlan(ctx, col, rs, scan.params, !rs.sort.IsEmpty() && !byID)
 	if rs.sort.IsEmpty() {
 		return scan, nil

@@ -265,6 +265,8 @@ func pgIndexName(c *Collection, ix *Index) string {
 type Row struct {
 	Key []byte
 	Doc []byte
+	// OrderKey is the value of the key column a KeyOrder scan walks.
+	OrderKey []byte
 }
 
 // ScanParams select rows by a prefilter in _id order (keyset pagination).
@@ -278,19 +280,72 @@ type ScanParams struct {
 	Desc  bool
 	// Limit bounds the number of rows; 0 means no bound.
 	Limit int
-	// ForUpdate is not used by readers.
+	// Order, when set, walks a secondary index's key column instead.
+	Order *KeyOrder
+}
+
+// KeyOrder makes a scan walk the key column of a secondary index, in the
+// column's byte order then by _id, so that PostgreSQL reads the column's
+// btree in order and a LIMIT reads only that many rows. Rows whose column
+// is NULL have no place in that order: they are left out, or, with Null,
+// they alone are selected (in _id order, Desc and IDDesc ignored). Which
+// orders the column's bytes stand for is the caller's business.
+type KeyOrder struct {
+	// Column is the index's key column (Index.Column).
+	Column string
+	// Desc walks the column backwards; IDDesc orders ties by _id
+	// backwards.
+	Desc, IDDesc bool
+	// After, with ScanParams.After as its _id, continues the walk after
+	// that row (exclusive); both nil start at the beginning.
+	After []byte
+	Null  bool
 }
 
 func (p *ScanParams) sql(c *Collection) (string, []any) {
 	var b strings.Builder
-	b.WriteString("SELECT _id, doc FROM ")
+	b.WriteString("SELECT _id, doc")
+	if o := p.Order; o != nil && !o.Null {
+		b.WriteString(", " + quoteIdent(o.Column))
+	}
+	b.WriteString(" FROM ")
 	b.WriteString(c.table)
 	args := append([]any(nil), p.Args...)
 	conds := []string{}
 	if p.Where != "" && p.Where != "TRUE" {
 		conds = append(conds, "("+p.Where+")")
 	}
-	if p.After != nil {
+	order := "_id"
+	if p.Desc {
+		order += " DESC"
+	}
+	switch o := p.Order; {
+	case o != nil && o.Null:
+		conds = append(conds, quoteIdent(o.Column)+" IS NULL")
+		order = "_id"
+		if p.After != nil {
+			args = append(args, p.After)
+			conds = append(conds, fmt.Sprintf("_id > $%d", len(args)))
+		}
+	case o != nil:
+		col := quoteIdent(o.Column)
+		conds = append(conds, col+" IS NOT NULL")
+		colOp, idOp, colDir, idDir := ">", ">", "", ""
+		if o.Desc {
+			colOp, colDir = "<", " DESC"
+		}
+		if o.IDDesc {
+			idOp, idDir = "<", " DESC"
+		}
+		if p.After != nil && o.After != nil {
+			// The bound on the column alone lets the btree start there;
+			// the OR finishes the keyset condition.
+			args = append(args, o.After, p.After)
+			k, id := len(args)-1, len(args)
+			conds = append(conds, fmt.Sprintf("%s %s= $%d AND (%s %s $%d OR _id %s $%d)", col, colOp, k, col, colOp, k, idOp, id))
+		}
+		order = col + colDir + ", _id" + idDir
+	case p.After != nil:
 		args = append(args, p.After)
 		op := ">"
 		if p.Desc {
@@ -302,10 +357,7 @@ func (p *ScanParams) sql(c *Collection) (string, []any) {
 		b.WriteString(" WHERE ")
 		b.WriteString(strings.Join(conds, " AND "))
 	}
-	b.WriteString(" ORDER BY _id")
-	if p.Desc {
-		b.WriteString(" DESC")
-	}
+	b.WriteString(" ORDER BY " + order)
 	if p.Limit > 0 {
 		fmt.Fprintf(&b, " LIMIT %d", p.Limit)
 	}
@@ -319,10 +371,13 @@ func (s *Store) Scan(ctx context.Context, c *Collection, p ScanParams) ([]Row, e
 	if err != nil {
 		return nil, s.readError(ctx, c, err)
 	}
+	ordered := p.Order != nil && !p.Order.Null
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Row, error) {
 		var row Row
-		err := r.Scan(&row.Key, &row.Doc)
-		return row, err
+		if ordered {
+			return row, r.Scan(&row.Key, &row.Doc, &row.OrderKey)
+		}
+		return row, r.Scan(&row.Key, &row.Doc)
 	})
 	return out, s.readError(ctx, c, err)
 }
