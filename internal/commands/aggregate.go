@@ -3,6 +3,7 @@ package commands
 import (
 	"context"
 	"slices"
+	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
@@ -209,6 +210,22 @@ func (h *Handlers) aggregateInput(ctx context.Context, db string, p *parsedAggre
 	if err != nil {
 		return p.stages, plain
 	}
+	if p.rs.empty && countsOnly(p.stages) {
+		// The stages count their input and look at nothing in it: they
+		// get as many empty documents as PostgreSQL counts rows.
+		return p.stages, func(push func(bson.D) error) error {
+			n, err := h.store.Count(ctx, col, "", nil)
+			if err != nil {
+				return err
+			}
+			for range n {
+				if err := push(bson.D{}); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}
 	plan, ok := leadingSortPlan(col, p)
 	if !ok {
 		return p.stages, plain
@@ -232,6 +249,57 @@ func (h *Handlers) aggregateInput(ctx context.Context, db string, p *parsedAggre
 			}
 		}
 	}
+}
+
+// countsOnly reports whether a pipeline's first stages read nothing of
+// their input documents but their number: $skip and $limit, then $count or
+// a $group on a constant _id whose accumulators all $sum a constant number
+// (what drivers send for countDocuments).
+func countsOnly(stages []bson.D) bool {
+	for _, st := range stages {
+		switch st[0].Key {
+		case "$skip", "$limit":
+			continue
+		case "$count":
+			return true
+		case "$group":
+			g, ok := st[0].Value.(bson.D)
+			if !ok || len(g) == 0 {
+				return false
+			}
+			for _, e := range g {
+				if e.Key == "_id" {
+					if !constantID(e.Value) {
+						return false
+					}
+					continue
+				}
+				acc, ok := e.Value.(bson.D)
+				if !ok || len(acc) != 1 || acc[0].Key != "$sum" {
+					return false
+				}
+				switch acc[0].Value.(type) {
+				case int32, int64, float64:
+				default:
+					return false
+				}
+			}
+			return true
+		}
+		return false
+	}
+	return false
+}
+
+// constantID is a $group _id that is the same for every document.
+func constantID(v any) bool {
+	switch x := v.(type) {
+	case nil, int32, int64, float64, bool:
+		return true
+	case string:
+		return !strings.HasPrefix(x, "$")
+	}
+	return false
 }
 
 // readInto streams the documents of db.coll that match rs to fn, until fn

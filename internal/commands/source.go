@@ -103,9 +103,11 @@ type scanSource struct {
 	raw     bool
 	skipped int64
 	emitted int64
-	// pending holds fetched rows not yet consumed.
-	pending []storage.Row
-	done    bool
+	// pending holds fetched rows not yet consumed; rawMatched says, for
+	// each, whether the filter already matched its BSON bytes.
+	pending    []storage.Row
+	rawMatched []bool
+	done       bool
 	// decoded keeps the decoded documents of the last batch, for callers that
 	// need them (sorting, updates). Only filled when keepDecoded is set.
 	keepDecoded bool
@@ -119,7 +121,7 @@ func (s *scanSource) next(ctx context.Context, n int) ([]bson.Raw, bool, error) 
 	for {
 		if !s.raw && s.spec.limit > 0 && s.emitted >= s.spec.limit {
 			s.done = true
-			s.pending = nil
+			s.pending, s.rawMatched = nil, nil
 		}
 		if n > 0 && len(out) >= n {
 			return out, s.done && len(s.pending) == 0, nil
@@ -128,13 +130,16 @@ func (s *scanSource) next(ctx context.Context, n int) ([]bson.Raw, bool, error) 
 			if err := s.fetch(ctx, n-len(out)); err != nil {
 				return nil, false, err
 			}
+			continue
 		}
 		if len(s.pending) == 0 {
 			return out, true, nil
 		}
 		row := s.pending[0]
 		var doc bson.D
-		recheck := !s.spec.empty && !s.spec.exact
+		// Rows the filter refuses on their BSON bytes never got here; those
+		// it accepted need no decoding to be rechecked.
+		recheck := !s.spec.empty && !s.spec.exact && !s.rawMatched[0]
 		if recheck || s.keepDecoded || (!s.raw && s.spec.proj != nil) {
 			var err error
 			if doc, err = bsonx.Decode(row.Doc); err != nil {
@@ -146,14 +151,14 @@ func (s *scanSource) next(ctx context.Context, n int) ([]bson.Raw, bool, error) 
 					return nil, false, err
 				}
 				if !ok {
-					s.pending = s.pending[1:]
+					s.pop()
 					continue
 				}
 			}
 		}
 		if !s.raw && s.skipped < s.spec.skip {
 			s.skipped++
-			s.pending = s.pending[1:]
+			s.pop()
 			continue
 		}
 		raw := bson.Raw(row.Doc)
@@ -167,7 +172,7 @@ func (s *scanSource) next(ctx context.Context, n int) ([]bson.Raw, bool, error) 
 		if len(out) > 0 && size+elemSize(len(out), raw) > maxBatchBytes {
 			return out, false, nil
 		}
-		s.pending = s.pending[1:]
+		s.pop()
 		size += elemSize(len(out), raw)
 		out = append(out, raw)
 		if s.keepDecoded {
@@ -177,35 +182,60 @@ func (s *scanSource) next(ctx context.Context, n int) ([]bson.Raw, bool, error) 
 	}
 }
 
+func (s *scanSource) pop() {
+	s.pending, s.rawMatched = s.pending[1:], s.rawMatched[1:]
+}
+
+// maxChunk bounds the rows one round trip reads, whatever the batch size.
+const maxChunk = 5000
+
 // fetch reads the next chunk of candidate rows after the last one read.
+// Rows whose BSON bytes fail the filter are dropped as they arrive,
+// before they are copied (query.Filter.MatchRaw).
 func (s *scanSource) fetch(ctx context.Context, want int) error {
-	chunk := 1000
+	chunk := maxChunk // no batch bound: a count, a sort reading everything
 	if want > 0 && s.spec.empty && s.spec.skip == 0 {
 		// Every row is a result: fetch exactly what the batch needs, plus one
 		// so that a batch that ends the results says so.
 		chunk = want + 1
 	} else if want > 0 {
-		chunk = max(want*2, 128)
+		chunk = max(want*2, 1000)
 	}
 	if !s.raw && s.spec.limit > 0 && s.spec.empty && s.spec.skip == 0 {
 		chunk = int(min(int64(chunk), s.spec.limit-s.emitted))
 	}
+	chunk = min(chunk, maxChunk)
 	p := s.params
 	p.Limit = chunk
 	if s.node != nil {
 		ctx = storage.OnNode(ctx, s.node)
 	}
-	rows, err := s.store.Scan(ctx, s.col, p)
+	s.rawMatched = s.rawMatched[:0]
+	var keep func([]byte) bool
+	if !s.spec.empty && !s.spec.exact {
+		keep = func(doc []byte) bool {
+			m, ok := s.spec.filter.MatchRaw(doc)
+			if ok && !m {
+				return false
+			}
+			s.rawMatched = append(s.rawMatched, ok)
+			return true
+		}
+	}
+	ch, err := s.store.ScanChunk(ctx, s.col, p, keep)
 	if err != nil {
 		return err
 	}
-	if len(rows) < chunk {
+	if keep == nil {
+		s.rawMatched = append(s.rawMatched, make([]bool, len(ch.Rows))...)
+	}
+	if ch.Read < chunk {
 		s.done = true
 	}
-	if len(rows) > 0 {
-		s.params.After = rows[len(rows)-1].Key
+	if ch.Read > 0 {
+		s.params.After = ch.LastKey
 	}
-	s.pending = rows
+	s.pending = ch.Rows
 	return nil
 }
 

@@ -364,22 +364,104 @@ func (p *ScanParams) sql(c *Collection) (string, []any) {
 	return b.String(), args
 }
 
-// Scan returns rows matching the prefilter, in _id order.
+// Scan returns rows matching the prefilter, in _id order (or in the
+// KeyOrder's).
 func (s *Store) Scan(ctx context.Context, c *Collection, p ScanParams) ([]Row, error) {
+	ch, err := s.ScanChunk(ctx, c, p, nil)
+	return ch.Rows, err
+}
+
+// Chunk is what ScanChunk read: the rows kept, how many rows PostgreSQL
+// returned in all, and the keys of the last one (where the next chunk of a
+// keyset walk starts, kept or not).
+type Chunk struct {
+	Rows                  []Row
+	Read                  int
+	LastKey, LastOrderKey []byte
+}
+
+// arenaBlock is the size of the blocks that kept rows' bytes are copied
+// into: one allocation for many small rows instead of two or three per row.
+const arenaBlock = 64 << 10
+
+// ScanChunk is Scan that asks keep (when not nil) about each row's
+// document bytes before copying it out of the connection's buffer: rows it
+// refuses cost no allocation. keep must not retain the slice.
+func (s *Store) ScanChunk(ctx context.Context, c *Collection, p ScanParams, keep func(doc []byte) bool) (Chunk, error) {
+	var ch Chunk
 	sql, args := p.sql(c)
 	rows, err := s.readQ(ctx).Query(ctx, sql, args...)
 	if err != nil {
-		return nil, s.readError(ctx, c, err)
+		return ch, s.readError(ctx, c, err)
 	}
+	defer rows.Close()
 	ordered := p.Order != nil && !p.Order.Null
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Row, error) {
-		var row Row
-		if ordered {
-			return row, r.Scan(&row.Key, &row.Doc, &row.OrderKey)
+	ncols := 2
+	if ordered {
+		ncols = 3
+	}
+	if p.Limit > 0 {
+		ch.Rows = make([]Row, 0, min(p.Limit, 1024))
+	}
+	binary := true
+	for i, fd := range rows.FieldDescriptions() {
+		if i < ncols && fd.Format != pgx.BinaryFormatCode {
+			binary = false
 		}
-		return row, r.Scan(&row.Key, &row.Doc)
-	})
-	return out, s.readError(ctx, c, err)
+	}
+	var arena []byte
+	copyOut := func(b []byte) []byte {
+		if b == nil {
+			return nil
+		}
+		if len(b) > arenaBlock/4 {
+			return append([]byte(nil), b...)
+		}
+		if cap(arena)-len(arena) < len(b) {
+			arena = make([]byte, 0, arenaBlock)
+		}
+		start := len(arena)
+		arena = append(arena, b...)
+		return arena[start:len(arena):len(arena)]
+	}
+	var lastKey, lastOrder []byte
+	for rows.Next() {
+		ch.Read++
+		var key, doc, order []byte
+		if binary {
+			vals := rows.RawValues()
+			key, doc = vals[0], vals[1]
+			if ordered {
+				order = vals[2]
+			}
+		} else {
+			dest := []any{&key, &doc}
+			if ordered {
+				dest = append(dest, &order)
+			}
+			if err := rows.Scan(dest...); err != nil {
+				return ch, s.readError(ctx, c, err)
+			}
+		}
+		// The last row's keys are needed whether it is kept or not; they
+		// are copied into reused buffers, not allocated per row.
+		lastKey = append(lastKey[:0], key...)
+		lastOrder = append(lastOrder[:0], order...)
+		if keep != nil && !keep(doc) {
+			continue
+		}
+		ch.Rows = append(ch.Rows, Row{Key: copyOut(key), Doc: copyOut(doc), OrderKey: copyOut(order)})
+	}
+	if err := rows.Err(); err != nil {
+		return ch, s.readError(ctx, c, err)
+	}
+	if ch.Read > 0 {
+		ch.LastKey = lastKey
+		if ordered {
+			ch.LastOrderKey = lastOrder
+		}
+	}
+	return ch, nil
 }
 
 // Explain returns PostgreSQL's plan for the scan, for the explain command and tests.
