@@ -401,7 +401,7 @@ func (s *Store) ScanChunk(ctx context.Context, c *Collection, p ScanParams, keep
 		ncols = 3
 	}
 	if p.Limit > 0 {
-		ch.Rows = make([]Row, 0, min(p.Limit, 1024))
+		ch.Rows = make([]Row, 0, min(p.Limit, 128))
 	}
 	binary := true
 	for i, fd := range rows.FieldDescriptions() {
