@@ -1,8 +1,6 @@
 package query
 
 import (
-	"errors"
-
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
@@ -76,24 +74,24 @@ func rawMatchPath(x fieldExpr, doc bson.Raw, parts []string) (bool, bool) {
 // rawLeaf is walkDoc for a path that meets no array and ends at a scalar
 // (or nowhere): the one element it yields. ok is false otherwise.
 func rawLeaf(doc bson.Raw, parts []string) (v any, missing, ok bool) {
-	cur := doc
+	cur := bsoncore.Document(doc)
 	for i, p := range parts {
-		rv, err := cur.LookupErr(p)
-		if err != nil {
-			if errors.Is(err, bsoncore.ErrElementNotFound) {
-				return nil, true, true
-			}
+		val, found, good := lookupRaw(cur, p)
+		if !good {
 			return nil, false, false
 		}
+		if !found {
+			return nil, true, true
+		}
 		last := i == len(parts)-1
-		switch rv.Type {
-		case bson.TypeArray:
+		switch val.Type {
+		case bsoncore.TypeArray:
 			return nil, false, false
-		case bson.TypeEmbeddedDocument:
+		case bsoncore.TypeEmbeddedDocument:
 			if last {
 				return nil, false, false
 			}
-			sub, ok := rv.DocumentOK()
+			sub, ok := val.DocumentOK()
 			if !ok {
 				return nil, false, false
 			}
@@ -103,11 +101,33 @@ func rawLeaf(doc bson.Raw, parts []string) (v any, missing, ok bool) {
 		if !last {
 			return nil, true, true // a path through a scalar ends early
 		}
-		x, err := bsonx.DecodeValue(rv.Type, rv.Value)
+		x, err := bsonx.DecodeValue(bson.Type(val.Type), val.Data)
 		if err != nil {
 			return nil, false, false
 		}
 		return x, false, true
 	}
 	return nil, false, false
+}
+
+// lookupRaw finds the first field named key in doc, allocating nothing;
+// good is false when the bytes are malformed.
+func lookupRaw(doc bsoncore.Document, key string) (val bsoncore.Value, found, good bool) {
+	length, rem, ok := bsoncore.ReadLength(doc)
+	if !ok || int(length) > len(doc) || length < 5 {
+		return val, false, false
+	}
+	rem = doc[4 : length-1]
+	for len(rem) > 0 {
+		var elem bsoncore.Element
+		elem, rem, ok = bsoncore.ReadElement(rem)
+		if !ok {
+			return val, false, false
+		}
+		if string(elem.KeyBytes()) == key {
+			v, err := elem.ValueErr()
+			return v, err == nil, err == nil
+		}
+	}
+	return val, false, true
 }
