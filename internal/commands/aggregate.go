@@ -210,11 +210,15 @@ func (h *Handlers) aggregateInput(ctx context.Context, db string, p *parsedAggre
 	if err != nil {
 		return p.stages, plain
 	}
-	if p.rs.empty && countsOnly(p.stages) {
+	if countsOnly(p.stages) {
 		// The stages count their input and look at nothing in it: they
-		// get as many empty documents as PostgreSQL counts rows.
+		// get as many empty documents as match, counted by PostgreSQL
+		// when the $match is empty, else by a scan that decodes nothing
+		// it can match on the BSON bytes.
 		return p.stages, func(push func(bson.D) error) error {
-			n, err := h.store.Count(ctx, col, "", nil)
+			rs := *p.rs
+			rs.sort = query.Sort{}
+			n, err := h.countMatches(ctx, col, &rs)
 			if err != nil {
 				return err
 			}
