@@ -11,6 +11,12 @@ several runs:
 The same documents go into a jsonb table in tierdb's own PostgreSQL, where
 the matching SQL is timed (psql's \\timing) for comparison.
 
+Besides wall-clock medians it reports, when it knows the processes (it
+started tierdb itself, or --tierdb-pid and --pg-data are given), the CPU
+time per operation of tierdb and of its PostgreSQL: on a loaded machine
+the wall clock measures the neighbours, CPU time the query. Throughput
+"on one core" is documents / (tierdb + PostgreSQL CPU time).
+
   tools/speed_bench.py --bin /tmp/x/tierdb            # starts its own tierdb
   tools/speed_bench.py --uri mongodb://127.0.0.1:27017 --pg "host=... user=postgres dbname=tierdb"
 
@@ -76,14 +82,60 @@ def make_docs(n, seed=13):
     return docs
 
 
+TCK = os.sysconf("SC_CLK_TCK")
+
+
+def proc_cpu(pid):
+    """user+system CPU seconds of one process (0 when it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / TCK
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+def children_cpu(parent):
+    """CPU seconds of each child of parent (a postmaster's backends), by pid."""
+    out = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                if int(fields[1]) == parent:
+                    out[int(d)] = (int(fields[11]) + int(fields[12])) / TCK
+            except (OSError, IndexError, ValueError):
+                pass
+    return out
+
+
+def pg_cpu_since(before):
+    """CPU seconds the postmaster's children used since before (children
+    that exited meanwhile are not counted; new ones count from 0)."""
+    now = children_cpu(Procs.postmaster)
+    return sum(v - before.get(pid, 0.0) for pid, v in now.items())
+
+
+class Procs:
+    tierdb = None      # pid
+    postmaster = None  # pid
+
+
 def timed(fn, runs):
+    """Median wall ms, and mean CPU ms per run of tierdb and PostgreSQL."""
     fn()  # warm: plans, caches
     out = []
+    c0 = proc_cpu(Procs.tierdb) if Procs.tierdb else 0
+    p0 = children_cpu(Procs.postmaster) if Procs.postmaster else {}
     for _ in range(runs):
         t = time.perf_counter()
         fn()
         out.append((time.perf_counter() - t) * 1000)
-    return statistics.median(out), out
+    cpu = None
+    if Procs.tierdb and Procs.postmaster:
+        cpu = ((proc_cpu(Procs.tierdb) - c0) * 1000 / runs, pg_cpu_since(p0) * 1000 / runs)
+    return statistics.median(out), cpu
 
 
 class Psql:
@@ -117,17 +169,37 @@ def main():
     ap.add_argument("-n", type=int, default=100_000)
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--keep", action="store_true", help="keep the data (with --uri)")
+    ap.add_argument("--no-builds", action="store_true", help="skip the index build figures")
+    ap.add_argument("--tierdb-pid", type=int, help="with --uri: tierdb's pid, for CPU times")
+    ap.add_argument("--pg-data", help="with --uri: tierdb's --data-dir, for CPU times")
     args = ap.parse_args()
     proc = data = None
     if args.bin:
         proc, data, args.uri, args.pg = start_tierdb(args.bin)
+        Procs.tierdb = proc.pid
+        args.pg_data = data
+    elif args.tierdb_pid:
+        Procs.tierdb = args.tierdb_pid
+    if args.pg_data:
+        with open(os.path.join(args.pg_data, "pg", "postmaster.pid")) as f:
+            Procs.postmaster = int(f.readline())
     if not args.uri:
         sys.exit("give --bin or --uri")
     results = {}
 
-    def report(name, ms, extra=""):
-        results[name] = round(ms, 3)
-        print(f"{name:45s} {ms:10.2f} ms {extra}", flush=True)
+    def report(name, ms, cpu=None, docs=None):
+        extra = ""
+        results[name] = {"wall_ms": round(ms, 3)}
+        if docs:
+            extra += f" = {docs / ms * 1000:>11,.0f} docs/s wall"
+        if cpu:
+            results[name].update(tierdb_cpu_ms=round(cpu[0], 2), pg_cpu_ms=round(cpu[1], 2))
+            extra += f"  | cpu tierdb {cpu[0]:7.1f} ms + pg {cpu[1]:7.1f} ms"
+            if docs and sum(cpu) > 0:
+                rate = docs / sum(cpu) * 1000
+                results[name]["docs_per_cpu_s"] = round(rate)
+                extra += f" = {rate:>11,.0f} docs/cpu-s"
+        print(f"{name:45s} {ms:10.2f} ms{extra}", flush=True)
 
     try:
         client = pymongo.MongoClient(args.uri)
@@ -142,35 +214,43 @@ def main():
             print(f"loaded {args.n} documents in {time.perf_counter() - t:.1f} s", flush=True)
         c.drop_indexes()
 
-        # Index builds: plain, then unique, on the same string field.
-        for unique in (False, True):
-            c.drop_indexes()
-            t = time.perf_counter()
-            c.create_index("email", unique=unique)
-            report("index build email " + ("unique" if unique else "plain"), (time.perf_counter() - t) * 1000)
+        # Index builds: plain, then unique, on the same string field
+        # (median of three builds each).
+        for unique in () if args.no_builds else (False, True):
+            def build():
+                c.drop_indexes()
+                c.create_index("email", unique=unique)
+            ms, cpu = timed(build, 3)
+            report("index build email " + ("unique" if unique else "plain"), ms, cpu)
+        c.drop_indexes()
         c.create_index("a")
         c.create_index([("g", 1), ("a", 1)])
+        if args.pg:
+            # Index builds rewrite every row (UPDATE ... SET k_n): vacuum the
+            # dead versions now rather than whenever autovacuum comes, so
+            # that scans read the table, not its leftovers.
+            tbl = Psql(args.pg).run("SELECT tbl FROM tierdb.collections WHERE db = 'speed_bench' AND name = 'c'").strip()
+            Psql(args.pg).run(f'VACUUM ANALYZE tierdb_data."{tbl}"')
 
         runs = args.runs
         x = 500  # b > 500: about half the documents
-        ms, _ = timed(lambda: list(c.find({}).sort("a", 1).limit(10)), runs)
-        report("find sort {a:1} limit 10 (indexed)", ms)
-        ms, _ = timed(lambda: list(c.find({}).sort("a", -1).limit(10)), runs)
-        report("find sort {a:-1} limit 10 (indexed)", ms)
-        ms, _ = timed(lambda: list(c.find({"g": 3}).sort("a", 1).limit(10)), runs)
-        report("find {g:3} sort {a:1} limit 10 (compound)", ms)
-        ms, _ = timed(lambda: list(c.aggregate([{"$match": {"g": 3}}, {"$sort": {"a": -1}}, {"$limit": 10}])), runs)
-        report("aggregate $match/$sort/$limit 10 (compound)", ms)
-        ms, _ = timed(lambda: list(c.find({}).sort("b", 1).limit(10)), runs)
-        report("find sort {b:1} limit 10 (unindexed)", ms)
-        ms, _ = timed(lambda: c.count_documents({"b": {"$gt": x}}), runs)
-        report("count {b:{$gt:500}} (unindexed)", ms, f"= {args.n / ms * 1000:,.0f} docs/s")
-        ms, _ = timed(lambda: list(c.aggregate([{"$match": {"b": {"$gt": x}}}, {"$count": "n"}])), runs)
-        report("aggregate $match {b:{$gt:500}} + $count", ms, f"= {args.n / ms * 1000:,.0f} docs/s")
-        ms, _ = timed(lambda: list(c.find({"b": {"$gt": 998}})), runs)
-        report("find {b:{$gt:998}} (unindexed, ~100 results)", ms, f"= {args.n / ms * 1000:,.0f} docs/s")
-        ms, _ = timed(lambda: c.count_documents({}), runs)
-        report("count {} ", ms)
+        n = args.n
+        cases = [
+            ("find sort {a:1} limit 10 (indexed)", lambda: list(c.find({}).sort("a", 1).limit(10)), None),
+            ("find sort {a:-1} limit 10 (indexed)", lambda: list(c.find({}).sort("a", -1).limit(10)), None),
+            ("find sort {a:1} skip 50 limit 10 (indexed)", lambda: list(c.find({}).sort("a", 1).skip(50).limit(10)), None),
+            ("find {g:3} sort {a:1} limit 10 (compound)", lambda: list(c.find({"g": 3}).sort("a", 1).limit(10)), None),
+            ("aggregate $match/$sort/$limit 10 (compound)", lambda: list(c.aggregate([{"$match": {"g": 3}}, {"$sort": {"a": -1}}, {"$limit": 10}])), None),
+            ("find sort {b:1} limit 10 (unindexed)", lambda: list(c.find({}).sort("b", 1).limit(10)), n),
+            ("count cmd {b:{$gt:500}} (unindexed)", lambda: db.command("count", "c", query={"b": {"$gt": x}}), n),
+            ("count_documents {b:{$gt:500}} (unindexed)", lambda: c.count_documents({"b": {"$gt": x}}), n),
+            ("aggregate $match {b:{$gt:500}} + $group", lambda: list(c.aggregate([{"$match": {"b": {"$gt": x}}}, {"$group": {"_id": "$g", "n": {"$sum": 1}}}])), n),
+            ("find {b:{$gt:998}} (unindexed, ~100 results)", lambda: list(c.find({"b": {"$gt": 998}})), n),
+            ("count_documents {}", lambda: c.count_documents({}), None),
+        ]
+        for name, fn, ndocs in cases:
+            ms, cpu = timed(fn, runs)
+            report(name, ms, cpu, ndocs)
 
         if args.pg:
             pg = Psql(args.pg)
@@ -181,11 +261,11 @@ def main():
             pg.run("CREATE INDEX speed_bench_jsonb_a ON speed_bench_jsonb (((doc->'a')))")
             pg.run("ANALYZE speed_bench_jsonb")
             report("pg: ORDER BY doc->'a' LIMIT 10 (index)", pg.median_ms("SELECT doc FROM speed_bench_jsonb ORDER BY doc->'a' LIMIT 10", runs))
-            report("pg: count WHERE (doc->>'b')::int > 500", pg.median_ms("SELECT count(*) FROM speed_bench_jsonb WHERE (doc->>'b')::int > 500", runs))
-            report("pg: count WHERE doc->'b' > '500'", pg.median_ms("SELECT count(*) FROM speed_bench_jsonb WHERE doc->'b' > '500'::jsonb", runs))
+            report("pg: count WHERE (doc->>'b')::int > 500", pg.median_ms("SELECT count(*) FROM speed_bench_jsonb WHERE (doc->>'b')::int > 500", runs), docs=n)
+            report("pg: count WHERE doc->'b' > '500'", pg.median_ms("SELECT count(*) FROM speed_bench_jsonb WHERE doc->'b' > '500'::jsonb", runs), docs=n)
             tbl = pg.run("SELECT tbl FROM tierdb.collections WHERE db = 'speed_bench' AND name = 'c'").strip()
-            report("pg: tierdb's table, SELECT doc (all rows)", pg.median_ms(f"SELECT count(length(doc)) FROM tierdb_data.\"{tbl}\"", runs))
-            for unique in (False, True):
+            report("pg: tierdb's table, read every doc", pg.median_ms(f"SELECT count(length(doc)) FROM tierdb_data.\"{tbl}\"", runs), docs=n)
+            for unique in () if args.no_builds else (False, True):
                 pg.run("DROP INDEX IF EXISTS speed_bench_jsonb_email")
                 t = time.perf_counter()
                 pg.run(f"CREATE {'UNIQUE ' if unique else ''}INDEX speed_bench_jsonb_email ON speed_bench_jsonb ((doc->>'email'))")
