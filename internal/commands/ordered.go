@@ -239,6 +239,9 @@ func (s *orderedSource) loadMultikey(ctx context.Context) error {
 			if !ok {
 				continue
 			}
+			// Own copies: the scan's rows share blocks that a few kept
+			// rows would otherwise pin.
+			it.raw, it.id = append(bson.Raw(nil), it.raw...), append([]byte(nil), it.id...)
 			s.mem = append(s.mem, it)
 			total += len(it.raw) + exec.DocMemory(it.doc)
 			if keep > 0 && len(s.mem) >= 2*keep+1024 {

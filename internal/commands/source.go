@@ -272,21 +272,28 @@ func (s *sliceSource) next(_ context.Context, n int) ([]bson.Raw, bool, error) {
 }
 
 // sortAll reads every match, sorts it, then applies skip, limit, projection.
-// What it holds counts as both forms of each document, the BSON and the
-// decoded one the comparison needs, against MongoDB's 100 MB sort limit.
-// With a limit it keeps only the first skip+limit documents seen so far (a
-// top-k), so a sort with a small limit holds little whatever it reads.
+// Documents are sorted by their sort values, read from the BSON bytes when
+// the sort's paths reach scalars (query.Sort.RawValues), so most are never
+// decoded; what it holds counts as the BSON, the values and any decoded
+// document, against MongoDB's 100 MB sort limit. With a limit it keeps only
+// the first skip+limit documents seen so far (a top-k), so a sort with a
+// small limit holds little whatever it reads.
 func sortAll(ctx context.Context, scan *scanSource, rs *readSpec) (batchSource, error) {
 	scan.raw = true
-	scan.keepDecoded = true
 	type item struct {
-		raw bson.Raw
-		doc bson.D
-		mem int
+		raw  bson.Raw
+		vals []any
+		seq  int // arrival order (_id order): ties keep it
+		mem  int
 	}
 	var items []item
-	total := 0
-	less := func(a, b item) int { return rs.sort.Compare(a.doc, b.doc) }
+	total, seq := 0, 0
+	less := func(a, b item) int {
+		if c := rs.sort.CompareValues(a.vals, b.vals); c != 0 {
+			return c
+		}
+		return a.seq - b.seq
+	}
 	keep := 0 // top-k size, 0: everything
 	if rs.limit > 0 {
 		keep = int(min(rs.skip+rs.limit, 1<<20))
@@ -296,12 +303,25 @@ func sortAll(ctx context.Context, scan *scanSource, rs *readSpec) (batchSource, 
 		if err != nil {
 			return nil, err
 		}
-		for i, raw := range batch {
-			it := item{raw, scan.decoded[i], len(raw) + exec.DocMemory(scan.decoded[i])}
+		for _, raw := range batch {
+			vals, ok := rs.sort.RawValues(raw)
+			mem := len(raw) + 16*len(vals) + 64
+			if !ok {
+				doc, err := bsonx.Decode(raw)
+				if err != nil {
+					return nil, mongoerr.New(mongoerr.InternalError, "stored document is corrupt")
+				}
+				vals = rs.sort.Values(doc)
+				mem += exec.DocMemory(doc) // its values may be parts of it
+			}
+			// Its own copy: the scan's rows share blocks that a few kept
+			// documents would otherwise pin.
+			it := item{raw: append(bson.Raw(nil), raw...), vals: vals, seq: seq, mem: mem}
+			seq++
 			items = append(items, it)
 			total += it.mem
 			if keep > 0 && len(items) >= 2*keep+1024 {
-				slices.SortStableFunc(items, less)
+				slices.SortFunc(items, less)
 				for _, dropped := range items[keep:] {
 					total -= dropped.mem
 				}
@@ -316,7 +336,7 @@ func sortAll(ctx context.Context, scan *scanSource, rs *readSpec) (batchSource, 
 			break
 		}
 	}
-	slices.SortStableFunc(items, less)
+	slices.SortFunc(items, less)
 	if rs.skip >= int64(len(items)) {
 		items = nil
 	} else {
@@ -329,7 +349,11 @@ func sortAll(ctx context.Context, scan *scanSource, rs *readSpec) (batchSource, 
 	for i, it := range items {
 		out[i] = it.raw
 		if rs.proj != nil {
-			b, err := bsonx.Marshal(rs.proj.Apply(it.doc))
+			doc, err := bsonx.Decode(it.raw)
+			if err != nil {
+				return nil, mongoerr.New(mongoerr.InternalError, "stored document is corrupt")
+			}
+			b, err := bsonx.Marshal(rs.proj.Apply(doc))
 			if err != nil {
 				return nil, err
 			}

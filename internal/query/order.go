@@ -1,5 +1,7 @@
 package query
 
+import "go.mongodb.org/mongo-driver/v2/bson"
+
 // SortField is one key of a sort: a dotted path and its direction.
 type SortField struct {
 	Path string
@@ -42,4 +44,44 @@ func (f *Filter) PinnedPaths() map[string]bool {
 		out[e.Key] = true
 	}
 	return out
+}
+
+// Values are the values doc sorts by, one per key (see Compare).
+func (s Sort) Values(doc bson.D) []any {
+	out := make([]any, len(s.keys))
+	for i, k := range s.keys {
+		out[i] = sortValue(doc, k)
+	}
+	return out
+}
+
+// RawValues are Values read from a document's BSON bytes without decoding
+// it; ok is false when a key's path reaches an array or ends at a
+// document, which only Values on the decoded document can answer.
+func (s Sort) RawValues(raw []byte) (vals []any, ok bool) {
+	out := make([]any, len(s.keys))
+	for i, k := range s.keys {
+		v, missing, ok := rawLeaf(bson.Raw(raw), k.parts)
+		if !ok {
+			return nil, false
+		}
+		if !missing {
+			out[i] = v
+		}
+	}
+	return out, true
+}
+
+// CompareValues is Compare on what Values (or RawValues) returned.
+func (s Sort) CompareValues(a, b []any) int {
+	for i, k := range s.keys {
+		c := Compare(a[i], b[i])
+		if k.desc {
+			c = -c
+		}
+		if c != 0 {
+			return c
+		}
+	}
+	return 0
 }

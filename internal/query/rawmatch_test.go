@@ -155,3 +155,45 @@ func BenchmarkDecodeAndMatch(b *testing.B) {
 		}
 	}
 }
+
+func TestSortRawValuesAgreeWithCompare(t *testing.T) {
+	r := rand.New(rand.NewSource(7))
+	var docs []bson.D
+	var raws [][]byte
+	for i := range 300 {
+		doc := bson.D{{Key: "_id", Value: int32(i)}}
+		for _, k := range []string{"a", "b"} {
+			if r.Intn(6) > 0 {
+				doc = append(doc, bson.E{Key: k, Value: rawTestValue(r, 0)})
+			}
+		}
+		raw, err := bson.Marshal(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs, raws = append(docs, doc), append(raws, raw)
+	}
+	for _, spec := range []bson.D{
+		{{Key: "a", Value: int32(1)}}, {{Key: "a", Value: int32(-1)}, {Key: "b", Value: int32(1)}}, {{Key: "a.b", Value: int32(-1)}},
+	} {
+		s, err := ParseSort(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		vals := make([][]any, len(docs))
+		for i := range docs {
+			if v, ok := s.RawValues(raws[i]); ok {
+				vals[i] = v
+			} else {
+				vals[i] = s.Values(docs[i])
+			}
+		}
+		for i := range docs {
+			for j := range docs {
+				if got, want := s.CompareValues(vals[i], vals[j]), s.Compare(docs[i], docs[j]); got != want {
+					t.Fatalf("%v: %v vs %v: CompareValues %d, Compare %d", spec, docs[i], docs[j], got, want)
+				}
+			}
+		}
+	}
+}
