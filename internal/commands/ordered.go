@@ -152,7 +152,7 @@ func (s *orderedSource) next(ctx context.Context, n int) ([]bson.Raw, bool, erro
 			if err != nil {
 				return nil, false, err
 			}
-			if raw, err = bsonx.Marshal(s.spec.proj.Apply(doc)); err != nil {
+			if raw, err = projectRaw(s.spec.proj, doc); err != nil {
 				return nil, false, err
 			}
 		}
