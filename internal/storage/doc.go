@@ -5,6 +5,11 @@
 // the exact BSON bytes, and every secondary index one key column with a btree
 // index on it. A catalog table maps MongoDB namespaces to tables and indexes.
 //
+// Reads are keyset walks in chunks: in _id order, or, for a sort that an
+// index serves, in the order of that index's key column (KeyOrder), whose
+// NULL (multikey) rows the caller reads apart. ScanChunk lets the caller
+// refuse rows on their bytes before they are copied out of the connection.
+//
 // Requests run on a small, bounded pool of PostgreSQL backends per tier; the
 // tier comes from the request context (qos.TierFrom) and the PIDs of each pool's
 // backends are known, so the OS scheduling of the backend serving a tier can be
