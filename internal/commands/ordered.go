@@ -226,11 +226,11 @@ func (s *orderedSource) loadMultikey(ctx context.Context) error {
 	p.Limit = 1000
 	total := 0
 	for {
-		rows, err := s.store.Scan(ctx, s.col, p)
+		ch, err := s.store.ScanChunk(ctx, s.col, p, nil)
 		if err != nil {
 			return err
 		}
-		for _, r := range rows {
+		for _, r := range ch.Rows {
 			it := sortItem{raw: r.Doc, id: r.Key}
 			ok, err := s.keep(&it)
 			if err != nil {
@@ -256,10 +256,10 @@ func (s *orderedSource) loadMultikey(ctx context.Context) error {
 		if total > maxSortBytes {
 			return mongoerr.New(mongoerr.QueryExceededMemoryLimit, "Sort exceeded memory limit of 104857600 bytes; add an index or a limit (tierdb cannot spill sorts to disk)")
 		}
-		if len(rows) < p.Limit {
+		if ch.Read < p.Limit && !ch.Cut {
 			break
 		}
-		p.After = rows[len(rows)-1].Key
+		p.After = ch.LastKey
 	}
 	slices.SortFunc(s.mem, s.cmp)
 	if keep > 0 && len(s.mem) > keep {
@@ -277,20 +277,19 @@ func (s *orderedSource) fetch(ctx context.Context, want int) error {
 	p.Where, p.Args = s.walkWhere, s.walkArgs
 	p.Order = s.order(false)
 	p.Limit = chunk
-	rows, err := s.store.Scan(ctx, s.col, p)
+	ch, err := s.store.ScanChunk(ctx, s.col, p, nil)
 	if err != nil {
 		return err
 	}
-	if len(rows) < chunk {
+	if ch.Read < chunk && !ch.Cut {
 		s.streamDone = true
 	}
-	if len(rows) > 0 {
-		last := rows[len(rows)-1]
-		s.params.After, s.walkAfter = last.Key, last.OrderKey
+	if ch.Read > 0 {
+		s.params.After, s.walkAfter = ch.LastKey, ch.LastOrderKey
 	}
 	needDoc := !s.spec.empty && !s.spec.exact || len(s.mem) > 0
 	s.pending = s.pending[:0]
-	for _, r := range rows {
+	for _, r := range ch.Rows {
 		it := sortItem{raw: r.Doc, id: r.Key}
 		if needDoc {
 			ok, err := s.keep(&it)

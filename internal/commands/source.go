@@ -229,7 +229,7 @@ func (s *scanSource) fetch(ctx context.Context, want int) error {
 	if keep == nil {
 		s.rawMatched = append(s.rawMatched, make([]bool, len(ch.Rows))...)
 	}
-	if ch.Read < chunk {
+	if ch.Read < chunk && !ch.Cut {
 		s.done = true
 	}
 	if ch.Read > 0 {

@@ -365,10 +365,28 @@ func (p *ScanParams) sql(c *Collection) (string, []any) {
 }
 
 // Scan returns rows matching the prefilter, in _id order (or in the
-// KeyOrder's).
+// KeyOrder's): all of them up to p.Limit, however many bytes they hold.
 func (s *Store) Scan(ctx context.Context, c *Collection, p ScanParams) ([]Row, error) {
-	ch, err := s.ScanChunk(ctx, c, p, nil)
-	return ch.Rows, err
+	var out []Row
+	for {
+		ch, err := s.ScanChunk(ctx, c, p, nil)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ch.Rows...)
+		if !ch.Cut {
+			return out, nil
+		}
+		if p.Limit > 0 {
+			p.Limit -= ch.Read
+		}
+		p.After = ch.LastKey
+		if p.Order != nil && !p.Order.Null {
+			o := *p.Order
+			o.After = ch.LastOrderKey
+			p.Order = &o
+		}
+	}
 }
 
 // Chunk is what ScanChunk read: the rows kept, how many rows PostgreSQL
@@ -378,7 +396,15 @@ type Chunk struct {
 	Rows                  []Row
 	Read                  int
 	LastKey, LastOrderKey []byte
+	// Cut is set when the chunk stopped early, before Limit rows, because
+	// the rows kept reached maxChunkBytes: more rows may follow even
+	// though fewer than Limit were read.
+	Cut bool
 }
+
+// maxChunkBytes bounds the bytes of the rows one chunk keeps, whatever the
+// row limit and the documents' sizes (a variable for tests).
+var maxChunkBytes = 32 << 20
 
 // arenaBlock is the size of the blocks that kept rows' bytes are copied
 // into: one allocation for many small rows instead of two or three per row.
@@ -386,7 +412,8 @@ const arenaBlock = 64 << 10
 
 // ScanChunk is Scan that asks keep (when not nil) about each row's
 // document bytes before copying it out of the connection's buffer: rows it
-// refuses cost no allocation. keep must not retain the slice.
+// refuses cost no allocation. keep must not retain the slice. A chunk
+// keeps at most about maxChunkBytes of rows (see Chunk.Cut).
 func (s *Store) ScanChunk(ctx context.Context, c *Collection, p ScanParams, keep func(doc []byte) bool) (Chunk, error) {
 	var ch Chunk
 	sql, args := p.sql(c)
@@ -425,7 +452,8 @@ func (s *Store) ScanChunk(ctx context.Context, c *Collection, p ScanParams, keep
 		return arena[start:len(arena):len(arena)]
 	}
 	var lastKey, lastOrder []byte
-	for rows.Next() {
+	kept := 0
+	for kept < maxChunkBytes && rows.Next() {
 		ch.Read++
 		var key, doc, order []byte
 		if binary {
@@ -451,6 +479,11 @@ func (s *Store) ScanChunk(ctx context.Context, c *Collection, p ScanParams, keep
 			continue
 		}
 		ch.Rows = append(ch.Rows, Row{Key: copyOut(key), Doc: copyOut(doc), OrderKey: copyOut(order)})
+		kept += len(key) + len(doc) + len(order)
+	}
+	if kept >= maxChunkBytes && (p.Limit == 0 || ch.Read < p.Limit) {
+		ch.Cut = true
+		rows.Close() // the rest of the result is read off and dropped
 	}
 	if err := rows.Err(); err != nil {
 		return ch, s.readError(ctx, c, err)

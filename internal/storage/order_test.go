@@ -89,3 +89,43 @@ func TestKeyOrderWalk(t *testing.T) {
 		t.Fatalf("keep: %d rows, %d read, last %x, %v", len(ch.Rows), ch.Read, ch.LastKey, err)
 	}
 }
+
+// A chunk stops keeping rows past maxChunkBytes and says so (Cut); Scan
+// still returns every row, in order, over several chunks.
+func TestChunkBytesBound(t *testing.T) {
+	s := open(t)
+	ctx := context.Background()
+	c, err := s.CollectionForWrite(ctx, "st", t.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var docs []Doc
+	for i := range 30 {
+		docs = append(docs, doc(t, bson.D{{Key: "_id", Value: int32(i)}, {Key: "pad", Value: "0123456789012345678901234567890123456789"}}))
+	}
+	if _, _, err := s.Insert(ctx, c, docs, true); err != nil {
+		t.Fatal(err)
+	}
+	old := maxChunkBytes
+	maxChunkBytes = 200 // about three rows
+	defer func() { maxChunkBytes = old }()
+	ch, err := s.ScanChunk(ctx, c, ScanParams{Limit: 20}, nil)
+	if err != nil || !ch.Cut || len(ch.Rows) >= 20 || ch.Read != len(ch.Rows) || !bytes.Equal(ch.LastKey, ch.Rows[len(ch.Rows)-1].Key) {
+		t.Fatalf("chunk: cut %v, %d rows, %d read, %v", ch.Cut, len(ch.Rows), ch.Read, err)
+	}
+	for _, limit := range []int{0, 20} {
+		rows, err := s.Scan(ctx, c, ScanParams{Limit: limit})
+		want := 30
+		if limit > 0 {
+			want = limit
+		}
+		if err != nil || len(rows) != want {
+			t.Fatalf("limit %d: %d rows, %v", limit, len(rows), err)
+		}
+		for i, r := range rows {
+			if !bytes.Equal(r.Key, IDKey(int32(i))) {
+				t.Fatalf("limit %d: row %d out of order", limit, i)
+			}
+		}
+	}
+}
