@@ -37,6 +37,17 @@ type readSpec struct {
 	skip  int64
 	limit int64 // 0: none
 	proj  *update.Projection
+	// naturalDesc: sort {$natural: -1}, newest first on a capped collection.
+	naturalDesc bool
+}
+
+// isNaturalDesc reports whether a sort is {$natural: -1}.
+func isNaturalDesc(sortDoc bson.D) bool {
+	if len(sortDoc) != 1 || sortDoc[0].Key != "$natural" {
+		return false
+	}
+	n, ok := asNumber(sortDoc[0].Value)
+	return ok && n < 0
 }
 
 func parseReadSpec(filter, sortDoc, proj bson.D, skip, limit int64) (*readSpec, error) {
@@ -80,6 +91,8 @@ func (h *Handlers) newSource(ctx context.Context, col *storage.Collection, rs *r
 	}
 	notePlan(ctx, col, rs, scan.params, !rs.sort.IsEmpty() && !byID)
 	if rs.sort.IsEmpty() {
+		// A capped collection's natural order is insertion order.
+		scan.params.Natural, scan.params.Desc = true, rs.naturalDesc
 		return scan, nil
 	}
 	if asc, ok := rs.sort.ByIDOnly(); ok {
@@ -233,7 +246,7 @@ func (s *scanSource) fetch(ctx context.Context, want int) error {
 		s.done = true
 	}
 	if ch.Read > 0 {
-		s.params.After = ch.LastKey
+		s.params.After, s.params.AfterSeq = ch.LastKey, ch.LastSeq
 	}
 	s.pending = ch.Rows
 	return nil

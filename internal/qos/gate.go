@@ -246,6 +246,9 @@ func (g *Gate) releaseLocked(t Tier, u *fairUser, slot uint32, gen uint64, laten
 // waits for anticipated users, its free slots stay free (lower tiers
 // included) until they come or roundTimer ends the wait.
 func (g *Gate) dispatchLocked() {
+	if g.tiers[Normal].waiting == 0 && g.tiers[Low].waiting == 0 {
+		return
+	}
 	now := g.clock.Now()
 	for t := Normal; t < NumTiers; t++ {
 		tr := &g.tiers[t]
@@ -397,7 +400,7 @@ func (g *Gate) SLOs() []SLOStats {
 	defer g.mu.Unlock()
 	var out []SLOStats
 	for user, s := range g.slos {
-		out = append(out, SLOStats{User: user, Objective: s.objective, P999: s.p999, UrgentAfter: s.urgentAfter(), Ahead: s.ahead, Met: s.met, Unmeetable: s.unmeetable})
+		out = append(out, SLOStats{User: user, Objective: s.objective, P999: s.p999, UrgentAfter: s.urgentAfter(), Ahead: s.aheadLast, Met: s.met, Unmeetable: s.unmeetable})
 	}
 	slices.SortFunc(out, func(a, b SLOStats) int { return strings.Compare(a.User, b.User) })
 	return out

@@ -41,10 +41,14 @@ func (s *Store) Insert(ctx context.Context, c *Collection, docs []Doc, ordered b
 	if len(docs) == 0 {
 		return 0, nil, nil
 	}
+	if err := cappedInTxn(ctx, c); err != nil {
+		return 0, nil, err
+	}
 	// Fast path: the whole batch in one statement, atomically. Only when it
 	// fails on a unique index do we go document by document to find out which
 	// ones conflict and honour ordered semantics exactly.
 	err = s.insertBatch(ctx, c, docs)
+	defer s.noteAppend(c)
 	if err == nil {
 		for _, d := range docs {
 			s.versions.put(cacheKey(c, IDKey(d.ID)), d.Raw)
@@ -267,6 +271,9 @@ type Row struct {
 	Doc []byte
 	// OrderKey is the value of the key column a KeyOrder scan walks.
 	OrderKey []byte
+	// Seq is a capped collection's insertion number, set by natural-order
+	// scans and Tail (see capped.go).
+	Seq int64
 }
 
 // ScanParams select rows by a prefilter in _id order (keyset pagination).
@@ -282,6 +289,12 @@ type ScanParams struct {
 	Limit int
 	// Order, when set, walks a secondary index's key column instead.
 	Order *KeyOrder
+
+	// Natural scans a capped collection in insertion order (seq) rather
+	// than _id order, continuing after AfterSeq; ignored for other
+	// collections and with Order.
+	Natural  bool
+	AfterSeq int64
 }
 
 // KeyOrder makes a scan walk the key column of a secondary index, in the
@@ -302,10 +315,18 @@ type KeyOrder struct {
 	Null  bool
 }
 
+func (p *ScanParams) natural(c *Collection) bool {
+	return p.Natural && c.Capped != nil && p.Order == nil
+}
+
 func (p *ScanParams) sql(c *Collection) (string, []any) {
 	var b strings.Builder
+	natural := p.natural(c)
 	b.WriteString("SELECT _id, doc")
-	if o := p.Order; o != nil && !o.Null {
+	switch o := p.Order; {
+	case natural:
+		b.WriteString(", seq")
+	case o != nil && !o.Null:
 		b.WriteString(", " + quoteIdent(o.Column))
 	}
 	b.WriteString(" FROM ")
@@ -315,11 +336,22 @@ func (p *ScanParams) sql(c *Collection) (string, []any) {
 	if p.Where != "" && p.Where != "TRUE" {
 		conds = append(conds, "("+p.Where+")")
 	}
-	order := "_id"
+	dir := ""
 	if p.Desc {
-		order += " DESC"
+		dir = " DESC"
 	}
+	order := "_id" + dir
 	switch o := p.Order; {
+	case natural:
+		order = "seq" + dir
+		if p.AfterSeq > 0 {
+			args = append(args, p.AfterSeq)
+			op := ">"
+			if p.Desc {
+				op = "<"
+			}
+			conds = append(conds, fmt.Sprintf("seq %s $%d", op, len(args)))
+		}
 	case o != nil && o.Null:
 		conds = append(conds, quoteIdent(o.Column)+" IS NULL")
 		order = "_id"
@@ -380,7 +412,7 @@ func (s *Store) Scan(ctx context.Context, c *Collection, p ScanParams) ([]Row, e
 		if p.Limit > 0 {
 			p.Limit -= ch.Read
 		}
-		p.After = ch.LastKey
+		p.After, p.AfterSeq = ch.LastKey, ch.LastSeq
 		if p.Order != nil && !p.Order.Null {
 			o := *p.Order
 			o.After = ch.LastOrderKey
@@ -396,6 +428,7 @@ type Chunk struct {
 	Rows                  []Row
 	Read                  int
 	LastKey, LastOrderKey []byte
+	LastSeq               int64 // of a natural-order scan
 	// Cut is set when the chunk stopped early, before Limit rows, because
 	// the rows kept reached maxChunkBytes: more rows may follow even
 	// though fewer than Limit were read.
@@ -423,6 +456,7 @@ func (s *Store) ScanChunk(ctx context.Context, c *Collection, p ScanParams, keep
 	}
 	defer rows.Close()
 	ordered := p.Order != nil && !p.Order.Null
+	natural := p.natural(c)
 	ncols := 2
 	if ordered {
 		ncols = 3
@@ -430,7 +464,7 @@ func (s *Store) ScanChunk(ctx context.Context, c *Collection, p ScanParams, keep
 	if p.Limit > 0 {
 		ch.Rows = make([]Row, 0, min(p.Limit, 128))
 	}
-	binary := true
+	binary := !natural // seq is read with Scan
 	for i, fd := range rows.FieldDescriptions() {
 		if i < ncols && fd.Format != pgx.BinaryFormatCode {
 			binary = false
@@ -456,6 +490,7 @@ func (s *Store) ScanChunk(ctx context.Context, c *Collection, p ScanParams, keep
 	for kept < maxChunkBytes && rows.Next() {
 		ch.Read++
 		var key, doc, order []byte
+		var seq int64
 		if binary {
 			vals := rows.RawValues()
 			key, doc = vals[0], vals[1]
@@ -467,6 +502,9 @@ func (s *Store) ScanChunk(ctx context.Context, c *Collection, p ScanParams, keep
 			if ordered {
 				dest = append(dest, &order)
 			}
+			if natural {
+				dest = append(dest, &seq)
+			}
 			if err := rows.Scan(dest...); err != nil {
 				return ch, s.readError(ctx, c, err)
 			}
@@ -475,10 +513,11 @@ func (s *Store) ScanChunk(ctx context.Context, c *Collection, p ScanParams, keep
 		// are copied into reused buffers, not allocated per row.
 		lastKey = append(lastKey[:0], key...)
 		lastOrder = append(lastOrder[:0], order...)
+		ch.LastSeq = seq
 		if keep != nil && !keep(doc) {
 			continue
 		}
-		ch.Rows = append(ch.Rows, Row{Key: copyOut(key), Doc: copyOut(doc), OrderKey: copyOut(order)})
+		ch.Rows = append(ch.Rows, Row{Key: copyOut(key), Doc: copyOut(doc), OrderKey: copyOut(order), Seq: seq})
 		kept += len(key) + len(doc) + len(order)
 	}
 	if kept >= maxChunkBytes && (p.Limit == 0 || ch.Read < p.Limit) {
@@ -513,11 +552,20 @@ func (s *Store) Explain(ctx context.Context, c *Collection, p ScanParams) (strin
 // another's changes without holding a transaction open across a round trip).
 // ok is false when the row changed or vanished since it was read.
 func (s *Store) Replace(ctx context.Context, c *Collection, key, old []byte, newDoc Doc) (bool, error) {
+	if err := cappedInTxn(ctx, c); err != nil {
+		return false, err
+	}
 	vals := c.rowValues(newDoc.ID, newDoc.D, newDoc.Raw)
 	args := make([]any, 0, len(vals)+1)
 	args = append(args, key, old)
 	args = append(args, vals[1:]...) // the _id never changes
-	tag, err := s.write(ctx, c.replaceSQL, args...)
+	var tag pgconn.CommandTag
+	var err error
+	if replacing, _ := ctx.Value(replacingKey{}).(bool); replacing && s.changesOn.Load() {
+		tag, err = s.writeReplacement(ctx, key, c.replaceSQL, args...)
+	} else {
+		tag, err = s.write(ctx, c.replaceSQL, args...)
+	}
 	if err != nil {
 		err = fromPGDup(ctx, err)
 		if IsCode(err, ErrDuplicateKey) {
@@ -537,6 +585,9 @@ func (s *Store) Replace(ctx context.Context, c *Collection, key, old []byte, new
 // Delete removes the given rows if they still hold the bytes they were read
 // with, and returns how many were removed.
 func (s *Store) Delete(ctx context.Context, c *Collection, rows []Row) (int64, error) {
+	if err := cappedInTxn(ctx, c); err != nil {
+		return 0, err
+	}
 	keys := make([][]byte, len(rows))
 	docs := make([][]byte, len(rows))
 	for i, r := range rows {
