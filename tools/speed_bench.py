@@ -279,6 +279,10 @@ def main():
             proc.send_signal(signal.SIGTERM)
             proc.wait(60)
             shutil.rmtree(data, ignore_errors=True)
+            try:
+                os.unlink(data + ".log")
+            except OSError:
+                pass
 
 
 if __name__ == "__main__":
