@@ -253,3 +253,28 @@ def test_semantics_on_a_small_collection(db):
     assert ids(db.c.find({}, sort=[("a", -1)])) == [11, 10, 9, 14, 8, 5, 6, 1, 2, 13, 3, 4, 7, 12]
     assert ids(db.c.find({}, sort=[("a", 1)], limit=3)) == [12, 7, 3]
     assert ids(db.c.find({}, sort=[("a", -1)], skip=6, limit=2)) == [6, 1]
+
+
+@pytest.mark.parametrize("kind", ["sparse", "partial", "hidden", "hashed"])
+def test_other_index_kinds_are_never_walked(db, kind):
+    """A sparse or partial index leaves documents out, a hidden one is not
+    planned, a hashed one holds hashes: a sort never walks them, and the
+    result is the in-memory sort's, documents left out included."""
+    docs = [{"_id": i, "a": (i * 37) % 50, "g": i % 3} for i in range(200)] + [{"_id": 1000 + i, "g": 1} for i in range(5)]
+    db.c.insert_many(docs)
+    db.plain.insert_many(docs)
+    opts = {"sparse": {"sparse": True}, "partial": {"partialFilterExpression": {"g": {"$gte": 1}}},
+            "hidden": {"hidden": True}, "hashed": {}}[kind]
+    db.c.create_index([("a", "hashed" if kind == "hashed" else 1)], **opts)
+    for direction in (1, -1):
+        for limit in (0, 7):
+            assert ids(db.c.find({}, sort=[("a", direction)], limit=limit)) == ids(db.plain.find({}, sort=[("a", direction)], limit=limit))
+        w = winning(db, "c", {}, {"a": direction}, limit=7)
+        assert w["inputStage"]["stage"] == "SORT", w
+
+
+def test_ttl_index_is_walked(db):
+    db.c.insert_many([{"_id": i, "a": (i * 37) % 50} for i in range(100)])
+    db.c.create_index("a", expireAfterSeconds=3600)
+    assert_walks(db, "c", {}, {"a": -1}, "a_1", limit=5)
+    assert [d["a"] for d in db.c.find({}, sort=[("a", -1)], limit=5)] == [49, 49, 48, 48, 47]

@@ -79,6 +79,8 @@ type parsedAggregate struct {
 	// limitHint is how many documents a $sort first in stages passes on
 	// at most (the $skip and $limit after it), 0 when unbounded.
 	limitHint int64
+	// text is the leading $match's $text, if any (text.go).
+	text *textQuery
 }
 
 func (h *Handlers) parseAggregate(ctx context.Context, req *Request) (*parsedAggregate, error) {
@@ -102,13 +104,19 @@ func (h *Handlers) parseAggregate(ctx context.Context, req *Request) (*parsedAgg
 	if err != nil {
 		return nil, err
 	}
-	filter, err := query.ParseFilterVars(first, vars)
+	rest, text, err := splitText(first)
+	if err != nil {
+		return nil, err
+	}
+	filter, err := query.ParseFilterVars(rest, vars)
 	if err != nil {
 		return nil, err
 	}
 	p := &parsedAggregate{
-		coll: name, first: first, stages: stages,
-		rs:  &readSpec{filter: filter, empty: len(first) == 0, exact: isIDEquality(first)},
+		coll: name, first: first, stages: stages, text: text,
+		// With $text, rs is only the rest of the $match: never "empty" or
+		// "exact", so no shortcut can take it for the whole selection.
+		rs:  &readSpec{filter: filter, empty: len(rest) == 0 && text == nil, exact: text == nil && isIDEquality(first)},
 		env: &exec.Env{Ctx: ctx, Vars: vars, Read: h.reader(req)},
 	}
 	p.rs.sort, p.limitHint = leadingSort(stages)
@@ -128,6 +136,9 @@ func (h *Handlers) explainAggregate(ctx context.Context, req *Request) (bson.D, 
 	p, err := h.parseAggregate(ctx, req)
 	if err != nil {
 		return nil, err
+	}
+	if p.text != nil {
+		return nil, mongoerr.New(mongoerr.NotImplemented, "explain of a $text query is not supported by tierdb")
 	}
 	planner := bson.D{{Key: "namespace", Value: req.DB + "." + p.coll}, {Key: "parsedQuery", Value: p.first}}
 	rest := p.stages // the stages tierdb runs in process
@@ -204,6 +215,12 @@ func leadingSortPlan(col *storage.Collection, p *parsedAggregate) (sortPlan, boo
 // read that pushes documents into them. A leading $sort that an index
 // serves is dropped from the stages: the read walks the index instead.
 func (h *Handlers) aggregateInput(ctx context.Context, db string, p *parsedAggregate) ([]bson.D, func(func(bson.D) error) error) {
+	if p.text != nil {
+		// $text reads through its own search, neither walked nor counted.
+		return p.stages, func(push func(bson.D) error) error {
+			return h.readText(ctx, db, p.coll, p.text, p.rs, push)
+		}
+	}
 	plain := func(push func(bson.D) error) error {
 		rs := *p.rs
 		rs.sort = query.Sort{}

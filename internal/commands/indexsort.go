@@ -121,9 +121,13 @@ func sortStart(ix *storage.Index, fields []query.SortField, pinned map[string]bo
 // knownIndexOptions are the fields of a storage.Index (as its catalog JSON
 // names them) that leave its key column an exact image of every
 // document's values: the name, the keys, uniqueness (which only refuses
-// writes) and the column. knownKeyOptions are those of one key.
+// writes), a TTL (which only deletes documents) and the column.
+// knownKeyOptions are those of one key. Not listed, so never walked:
+// sparse and partial (their column holds an empty key, sorting first, for
+// the documents they leave out), hidden (never planned), hashed keys (the
+// column holds hashes) and text (a tsvector).
 var (
-	knownIndexOptions = []string{"name", "keys", "unique", "column"}
+	knownIndexOptions = []string{"name", "keys", "unique", "expireAfterSeconds", "column"}
 	knownKeyOptions   = []string{"field", "desc"}
 )
 

@@ -118,6 +118,29 @@ func TestIndexServesOrderRefusesUnknownOptions(t *testing.T) {
 	if !indexServesOrder(&unique) {
 		t.Fatal("a unique index must serve order")
 	}
+	ttl := plain
+	ttl.ExpireAfterSeconds = new(int64)
+	if !indexServesOrder(&ttl) {
+		t.Fatal("a TTL index must serve order")
+	}
+	refused := map[string]func(*storage.Index){
+		"sparse":  func(ix *storage.Index) { ix.Sparse = true },
+		"hidden":  func(ix *storage.Index) { ix.Hidden = true },
+		"partial": func(ix *storage.Index) { ix.Partial = []byte{5, 0, 0, 0, 0} },
+		"text":    func(ix *storage.Index) { ix.Text = &storage.TextIndex{} },
+		"hashed":  func(ix *storage.Index) { ix.Keys = []storage.IndexKey{{Field: "a", Hashed: true}} },
+		"textKey": func(ix *storage.Index) { ix.Keys = []storage.IndexKey{{Field: "a", Text: true}} },
+	}
+	for name, set := range refused {
+		x := ix("a_1", "k_1", "a")
+		set(&x)
+		if indexServesOrder(&x) {
+			t.Errorf("a %s index must not serve order", name)
+		}
+		if _, ok := planIndexSort([]storage.Index{x}, mustSort(t, bson.D{{Key: "a", Value: 1}}), nil); ok {
+			t.Errorf("planIndexSort walks a %s index", name)
+		}
+	}
 	// The option check works on the catalog JSON: an option with a zero
 	// value is as good as absent, any other disqualifies.
 	for _, k := range []string{"name", "keys", "column", "unique", "sparse", "hidden"} {
@@ -125,7 +148,7 @@ func TestIndexServesOrderRefusesUnknownOptions(t *testing.T) {
 			t.Errorf("zero %s refused", k)
 		}
 	}
-	for _, j := range []string{`{"sparse": true}`, `{"hidden": true}`, `{"partialFilterExpression": {"a": 1}}`, `{"expireAfterSeconds": 10}`, `{"kind": "text"}`} {
+	for _, j := range []string{`{"sparse": true}`, `{"hidden": true}`, `{"partial": "BQAAAAA="}`, `{"text": {"weights": []}}`, `{"kind": "text"}`} {
 		if onlyKnownJSON(t, j) {
 			t.Errorf("%s accepted", j)
 		}

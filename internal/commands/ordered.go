@@ -61,13 +61,7 @@ func newOrderedSource(s *storage.Store, col *storage.Collection, rs *readSpec, p
 	// The walk reads only rows whose column is set, so the prefilter on
 	// that column need not let NULLs through, and a range on it (a pinned
 	// prefix) then bounds the btree walk.
-	cols := slices.Clone(col.KeyColumns())
-	for i := range cols {
-		if i < len(col.Indexes) && col.Indexes[i].Column == plan.index.Column {
-			cols[i].Nullable = false
-		}
-	}
-	src.walkWhere, src.walkArgs = rs.filter.SQL(cols, 1)
+	src.walkWhere, src.walkArgs = rs.filter.SQL(col.WalkKeyColumns(plan.index.Column), 1)
 	return src
 }
 
