@@ -7,7 +7,7 @@ import time
 import bson
 import pytest
 from pymongo import CursorType
-from pymongo.errors import OperationFailure
+from pymongo.errors import BulkWriteError, OperationFailure
 
 
 def test_create_options_and_list_collections(db):
@@ -55,6 +55,23 @@ def test_size_evicts_by_bson_bytes(db):
     fit = 4096 // doc_size
     assert ids == list(range(10 - fit, 10))
     assert sum(len(bson.encode(d)) for d in db.c.find()) <= 4096
+
+
+def test_document_larger_than_the_collection_is_refused(db):
+    # MongoDB refuses it (BSONObjectTooLarge) rather than evicting every
+    # document, itself included; the others of the batch are stored.
+    db.create_collection("c", capped=True, size=4096)
+    db.c.insert_one({"_id": 0})
+    with pytest.raises(BulkWriteError) as e:
+        db.c.insert_many([{"_id": 1}, {"_id": 2, "p": "x" * 5000}, {"_id": 3}], ordered=False)
+    errs = e.value.details["writeErrors"]
+    assert [(w["index"], w["code"]) for w in errs] == [(1, 10334)]
+    assert e.value.details["nInserted"] == 2
+    assert [d["_id"] for d in db.c.find()] == [0, 1, 3]
+    with pytest.raises(OperationFailure) as e:
+        db.c.insert_one({"_id": 4, "p": "x" * 5000})
+    assert e.value.code == 10334
+    assert [d["_id"] for d in db.c.find()] == [0, 1, 3]
 
 
 def test_deletes_and_updates_keep_the_totals(db):

@@ -45,27 +45,31 @@ func (s *Store) Insert(ctx context.Context, c *Collection, docs []Doc, ordered b
 		return 0, nil, err
 	}
 	// Fast path: the whole batch in one statement, atomically. Only when it
-	// fails on a unique index do we go document by document to find out which
-	// ones conflict and honour ordered semantics exactly.
-	err = s.insertBatch(ctx, c, docs)
+	// fails on a unique index, or one document is larger than its capped
+	// collection, do we go document by document to find out which ones
+	// fail and honour ordered semantics exactly.
 	defer s.noteAppend(c)
+	err = s.insertFitting(ctx, c, docs)
 	if err == nil {
 		for _, d := range docs {
 			s.versions.put(cacheKey(c, IDKey(d.ID)), d.Raw)
 		}
 		return len(docs), nil, nil
 	}
-	if !IsCode(err, ErrDuplicateKey) {
+	if !IsCode(err, ErrDuplicateKey) && !IsCode(err, ErrTooLarge) {
 		return 0, nil, err
 	}
 	for i := range docs {
-		err := s.insertBatch(ctx, c, docs[i:i+1])
+		err := s.insertFitting(ctx, c, docs[i:i+1])
 		switch {
 		case err == nil:
 			inserted++
 			s.versions.put(cacheKey(c, IDKey(docs[i].ID)), docs[i].Raw)
-		case IsCode(err, ErrDuplicateKey):
-			werrs = append(werrs, WriteError{Index: i, Err: c.dupError(err, docs[i].D)})
+		case IsCode(err, ErrDuplicateKey), IsCode(err, ErrTooLarge):
+			if IsCode(err, ErrDuplicateKey) {
+				err = c.dupError(err, docs[i].D)
+			}
+			werrs = append(werrs, WriteError{Index: i, Err: err})
 			if ordered {
 				return inserted, werrs, nil
 			}

@@ -39,6 +39,8 @@ const (
 	// ErrNotInTxn: an operation a transaction may not do (writing to a
 	// capped collection).
 	ErrNotInTxn
+	// ErrTooLarge: a document larger than its capped collection.
+	ErrTooLarge
 )
 
 // Error is a storage failure. Msg is safe to show a client; Cause is for logs.
