@@ -260,9 +260,20 @@ type fakeSlot struct {
 	confirmed uint64
 	current   uint64
 	advanced  []uint64
+	// onPeek and onAdvance, when set, run once at the start of the next
+	// Peek or Advance: what a concurrent request does meanwhile.
+	onPeek, onAdvance func()
+}
+
+func once(f *func()) {
+	if g := *f; g != nil {
+		*f = nil
+		g()
+	}
 }
 
 func (f *fakeSlot) Peek(_ context.Context, _ int, fn func([]byte) bool) error {
+	once(&f.onPeek)
 	for i, m := range f.msgs {
 		if f.lsns[i] < f.confirmed {
 			continue
@@ -274,6 +285,7 @@ func (f *fakeSlot) Peek(_ context.Context, _ int, fn func([]byte) bool) error {
 	return nil
 }
 func (f *fakeSlot) Advance(_ context.Context, lsn uint64) error {
+	once(&f.onAdvance)
 	f.confirmed = lsn
 	f.advanced = append(f.advanced, lsn)
 	return nil
@@ -494,5 +506,66 @@ func TestHubReportsASlotMovedByAnotherProcess(t *testing.T) {
 	slot.confirmed = 20 // another tierdb advanced the shared slot
 	if _, err := s.Next(ctx, 0); !isCode(err, mongoerr.ChangeStreamHistoryLost) {
 		t.Fatalf("Next after the slot moved: %v, want ChangeStreamHistoryLost", err)
+	}
+}
+
+// A stream resuming from history the buffer let go, opened while a read of
+// the slot is under way, gets every change after its position: the read's
+// changes, taken from after the old end of the buffer, are not appended to
+// the buffer the resume emptied.
+func TestHubResumeDuringARead(t *testing.T) {
+	ctx := context.Background()
+	slot := &fakeSlot{confirmed: 1, current: 1}
+	hub, _ := NewHub(ctx, slot, admitAll)
+	a, _ := hub.Open(ctx, Scope{DB: "d"}, nil)
+	slot.txn(t, 10, 1, 2, 3)
+	if g := ids(t, mustNext(t, a)); len(g) != 3 {
+		t.Fatalf("got %v", g)
+	}
+	hub.lastPoll = time.Time{}
+	slot.txn(t, 20, 4)
+	var b *Stream
+	slot.onPeek = func() {
+		var err error
+		if b, err = hub.Open(ctx, Scope{DB: "d"}, &Position{LSN: 10, Index: 0}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustNext(t, a) // reads the slot, and b opens meanwhile
+	var got []int32
+	for range 3 {
+		hub.lastPoll = time.Time{}
+		got = append(got, ids(t, mustNext(t, b))...)
+	}
+	if len(got) != 3 || got[0] != 2 || got[2] != 4 {
+		t.Errorf("resumed stream got %v, want [2 3 4]", got)
+	}
+}
+
+// A stream resuming from a position the slot is being moved past, opened
+// while it moves, is told its history is lost rather than silently missing
+// the changes before the slot's new position.
+func TestHubResumeDuringAnAdvance(t *testing.T) {
+	ctx := context.Background()
+	slot := &fakeSlot{confirmed: 1, current: 1}
+	hub, _ := NewHub(ctx, slot, admitAll)
+	a, _ := hub.Open(ctx, Scope{DB: "d"}, nil)
+	slot.txn(t, 10, 1)
+	slot.txn(t, 20, 2)
+	if g := ids(t, mustNext(t, a)); len(g) != 2 {
+		t.Fatalf("got %v", g)
+	}
+	hub.lastPoll = time.Time{}
+	slot.txn(t, 30, 3)
+	var err error
+	slot.onAdvance = func() {
+		_, err = hub.Open(ctx, Scope{DB: "d"}, &Position{LSN: 10, Index: 0})
+	}
+	mustNext(t, a)
+	if slot.confirmed != 20 {
+		t.Fatalf("slot at %d, want 20", slot.confirmed)
+	}
+	if !isCode(err, mongoerr.ChangeStreamHistoryLost) {
+		t.Errorf("resuming at 10 while the slot moves to 20: %v, want ChangeStreamHistoryLost", err)
 	}
 }

@@ -57,12 +57,17 @@ type Hub struct {
 	lastPoll time.Time
 	known    map[string]Namespace
 
-	mu       sync.Mutex
-	buf      []Change
-	bytes    int
-	base     uint64   // the slot's position
-	scanned  Position // every change up to here is in buf or was trimmed
-	trimmed  Position // the last change dropped from buf
+	mu    sync.Mutex
+	buf   []Change
+	bytes int
+	// base is the slot's position, or where trim is moving it: no stream
+	// may open before it.
+	base    uint64
+	scanned Position // every change up to here is in buf or was trimmed
+	trimmed Position // the last change dropped from buf
+	// rewinds counts the times Open emptied buf to read history again; a
+	// read of the slot begun before one drops what it read.
+	rewinds  int
 	streams  map[*Stream]struct{}
 	lastOpen time.Time // when a stream was last open
 }
@@ -111,6 +116,7 @@ func (h *Hub) Open(ctx context.Context, scope Scope, start *Position) (*Stream, 
 		// read it again from the slot.
 		h.buf, h.bytes = nil, 0
 		h.scanned, h.trimmed = pos, pos
+		h.rewinds++
 	}
 	s := &Stream{hub: h, scope: scope, pos: pos}
 	h.streams[s] = struct{}{}
@@ -218,7 +224,7 @@ func (h *Hub) poll(ctx context.Context) error {
 			}
 		}
 	}
-	scanned, room := h.scanned, MaxBufferedChanges-len(h.buf)
+	scanned, rewinds, room := h.scanned, h.rewinds, MaxBufferedChanges-len(h.buf)
 	roomBytes := MaxBufferedBytes - h.bytes
 	want := len(h.buf) + 1000
 	h.mu.Unlock()
@@ -263,6 +269,9 @@ func (h *Hub) poll(ctx context.Context) error {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.rewinds != rewinds {
+		return nil // fresh follows the old buffer, not the rewound one
+	}
 	h.buf = append(h.buf, fresh...)
 	h.bytes += freshBytes
 	if len(fresh) > 0 {
@@ -328,13 +337,17 @@ func (h *Hub) trim(ctx context.Context) error {
 		h.mu.Unlock()
 		return nil
 	}
+	// Raised before the slot moves, so that no stream opens, meanwhile,
+	// at a position the slot is leaving behind.
+	was := h.base
+	h.base = target
 	h.mu.Unlock()
 	if err := h.slot.Advance(ctx, target); err != nil {
+		h.mu.Lock()
+		h.base = was
+		h.mu.Unlock()
 		return err
 	}
-	h.mu.Lock()
-	h.base = max(h.base, target)
-	h.mu.Unlock()
 	return nil
 }
 
