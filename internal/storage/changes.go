@@ -228,32 +228,7 @@ func (s *Store) ChangeStreamsEnabled(ctx context.Context) (bool, error) {
 // replacement (MongoDB's "replace" event) from an update.
 func (s *Store) writeReplacement(ctx context.Context, key []byte, sql string, args ...any) (pgconn.CommandTag, error) {
 	const msg = `SELECT pg_logical_emit_message(true, '` + changes.ReplaceMessagePrefix + `', $1::bytea)`
-	if t := txnFrom(ctx); t != nil {
-		if _, err := t.exec(ctx, msg, key); err != nil {
-			return pgconn.CommandTag{}, err
-		}
-		return t.exec(ctx, sql, args...)
-	}
-	b := &pgx.Batch{}
-	async, _ := ctx.Value(asyncCommitKey{}).(bool)
-	if async {
-		b.Queue(`SELECT set_config('synchronous_commit', 'off', true)`)
-	}
-	b.Queue(msg, key)
-	b.Queue(sql, args...)
-	br := s.pool(ctx).SendBatch(ctx, b)
-	var tag pgconn.CommandTag
-	var err error
-	for i := 0; i < b.Len() && err == nil; i++ {
-		tag, err = br.Exec()
-	}
-	if cerr := br.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil && async {
-		s.asyncCommits.Add(1)
-	}
-	return tag, err
+	return s.writeAfter(ctx, &statement{sql: msg, args: []any{key}}, sql, args...)
 }
 
 // dropDatabaseMessageSQL marks a dropDatabase in its transaction, after the

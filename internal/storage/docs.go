@@ -118,26 +118,49 @@ func (s *Store) AsyncCommits() int64 { return s.asyncCommits.Load() }
 // implicit transaction, so it costs no round trip and cannot leak into the
 // backend's next request.
 func (s *Store) write(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	return s.writeAfter(ctx, nil, sql, args...)
+}
+
+// statement is one SQL statement and its arguments.
+type statement struct {
+	sql  string
+	args []any
+}
+
+// writeAfter is write with, when first is not nil, a statement run just
+// before it in the same transaction.
+func (s *Store) writeAfter(ctx context.Context, first *statement, sql string, args ...any) (pgconn.CommandTag, error) {
 	if t := txnFrom(ctx); t != nil {
+		if first != nil {
+			if _, err := t.exec(ctx, first.sql, first.args...); err != nil {
+				return pgconn.CommandTag{}, err
+			}
+		}
 		return t.exec(ctx, sql, args...) // its commit decides synchronous_commit
 	}
 	p := s.pool(ctx)
-	if async, _ := ctx.Value(asyncCommitKey{}).(bool); !async {
+	async, _ := ctx.Value(asyncCommitKey{}).(bool)
+	if !async && first == nil {
 		return p.Exec(ctx, sql, args...)
 	}
 	b := &pgx.Batch{}
-	b.Queue(`SELECT set_config('synchronous_commit', 'off', true)`)
+	if async {
+		b.Queue(`SELECT set_config('synchronous_commit', 'off', true)`)
+	}
+	if first != nil {
+		b.Queue(first.sql, first.args...)
+	}
 	b.Queue(sql, args...)
 	br := p.SendBatch(ctx, b)
-	_, err := br.Exec()
 	var tag pgconn.CommandTag
-	if err == nil {
+	var err error
+	for i := 0; i < b.Len() && err == nil; i++ {
 		tag, err = br.Exec()
 	}
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
-	if err == nil {
+	if err == nil && async {
 		s.asyncCommits.Add(1)
 	}
 	return tag, err
