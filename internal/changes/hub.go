@@ -140,9 +140,6 @@ func (s *Stream) Hub() *Hub { return s.hub }
 // or passed over.
 func (s *Stream) Position() Position { return s.pos }
 
-// Ended reports whether the stream was invalidated.
-func (s *Stream) Ended() bool { return s.ended }
-
 // Next returns up to n changes of the stream's scope after its position
 // (reading the slot if it has none buffered), and whether the last one
 // invalidates the stream. It never waits beyond one read of the slot.

@@ -205,10 +205,6 @@ func Replacing(ctx context.Context) context.Context {
 	return context.WithValue(ctx, replacingKey{}, true)
 }
 
-// ChangeStreamsOn reports whether change streams are enabled on the
-// cluster, as last seen (EnableChangeStreams, ChangeStreamsEnabled).
-func (s *Store) ChangeStreamsOn() bool { return s.changesOn.Load() }
-
 // ChangeStreamsEnabled looks whether change streams have been enabled on
 // the cluster (by any tierdb): their slot exists.
 func (s *Store) ChangeStreamsEnabled(ctx context.Context) (bool, error) {
