@@ -55,6 +55,20 @@ def test_replace_events(db):
     assert u["operationType"] == "update"
 
 
+def test_index_build_is_not_a_change(db):
+    # Building an index writes a key into every stored row; no document
+    # changes, so no event (a large document's unchanged bytes are not even
+    # sent by PostgreSQL, which once broke the stream).
+    db.c.insert_many([{"_id": 1, "k": 1}, {"_id": 2, "k": 2, "big": "x" * 100000}])
+    with db.c.watch(max_await_time_ms=200) as s:
+        db.c.create_index("k")
+        db.c.create_index([("k", -1)], unique=True)
+        db.c.insert_one({"_id": 3, "k": 3})
+        evs = next_events(s, 1)
+        assert s.try_next() is None
+    assert [(e["operationType"], e["documentKey"]) for e in evs] == [("insert", {"_id": 3})]
+
+
 def test_full_document_update_lookup(db):
     db.c.insert_one({"_id": 1, "n": 0})
     with db.c.watch(full_document="updateLookup", max_await_time_ms=200) as s:

@@ -88,6 +88,40 @@ func TestDecoderDocumentChanges(t *testing.T) {
 	}
 }
 
+// Updates that leave the document as it was (an index build writing its
+// key column) are not changes: neither when the document comes again with
+// the same bytes nor when it is not sent (an unchanged TOAST value), which
+// decoding used to refuse, wedging every stream.
+func TestDecoderSkipsUpdatesOfKeyColumnsOnly(t *testing.T) {
+	v1 := raw(t, bson.D{{Key: "_id", Value: int32(7)}, {Key: "a", Value: int32(1)}})
+	toasted := tuple([]byte("k"), nil, []byte("key"))
+	toasted.Columns[1] = &pglogrepl.TupleDataColumn{DataType: 'u'}
+	var asked []string
+	d := NewDecoder(func(tbl string) (Namespace, bool, error) {
+		asked = append(asked, tbl)
+		return Namespace{"shop", "orders"}, true, nil
+	})
+	for _, m := range []pglogrepl.Message{
+		rel(1, DataSchema, "c1_shop_orders", "_id", "doc", "k_1"),
+		rel(2, DataSchema, "c1_shop_orders_u1", "k", "id"),
+		&pglogrepl.BeginMessage{FinalLSN: 0x100},
+		&pglogrepl.UpdateMessage{RelationID: 1, OldTupleType: 'O', OldTuple: tuple([]byte("k"), v1, nil), NewTuple: tuple([]byte("k"), v1, []byte("key"))},
+		&pglogrepl.UpdateMessage{RelationID: 1, OldTupleType: 'O', OldTuple: tuple([]byte("k"), v1, nil), NewTuple: toasted},
+		&pglogrepl.InsertMessage{RelationID: 2, Tuple: tuple([]byte("key"), []byte("k"))},
+		&pglogrepl.CommitMessage{},
+	} {
+		if err := d.Apply(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := d.Take(); len(got) != 0 {
+		t.Errorf("got %+v, want no change", got)
+	}
+	if len(asked) != 0 {
+		t.Errorf("asked the catalog about %v: index entries and unchanged documents need no name", asked)
+	}
+}
+
 func TestDecoderHoldsUncommittedTransactions(t *testing.T) {
 	d := NewDecoder(nil)
 	d.known["t"] = Namespace{"a", "b"}
