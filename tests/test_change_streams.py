@@ -121,6 +121,25 @@ def test_drop_database_invalidates_database_streams(db, client):
         assert [e["operationType"] for e in evs] == ["drop", "drop", "dropDatabase"]
 
 
+def test_changes_before_a_drop_keep_their_collection(new_server):
+    """A collection this tierdb's change streams never saw created, changed
+    then dropped before the stream reads: its changes still name it (they
+    were silently left out once the catalog had forgotten the table)."""
+    t = new_server().start()
+    try:
+        c = t.client()
+        c.d.c.insert_one({"_id": 1})  # before any stream: the hub never sees c created
+        with c.d.watch(max_await_time_ms=200) as s:
+            c.d.c.insert_one({"_id": 2})
+            c.d.c.drop()
+            evs = next_events(s, 2)
+        assert [(e["operationType"], e["ns"]["coll"]) for e in evs] == [("insert", "c"), ("drop", "c")]
+        assert evs[0]["documentKey"] == {"_id": 2}
+        c.close()
+    finally:
+        t.stop()
+
+
 def test_rename_event(db, client):
     db.d.insert_one({"_id": 0})
     with db.d.watch(max_await_time_ms=200) as s:

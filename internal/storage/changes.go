@@ -19,6 +19,25 @@ const (
 	changesPublication = "tierdb_changes"
 )
 
+// The tables of dropped collections, while change streams may still decode
+// their rows: the catalog forgets a table at its drop, but the changes
+// before the drop are decoded later and must still name their collection.
+// A row is written after the table is dropped, so its lsn follows every
+// change of the table; once the slot has passed it, it is deleted.
+const droppedTablesSQL = `;
+CREATE TABLE IF NOT EXISTS ` + catalogSchema + `.dropped_tables (
+	tbl  text PRIMARY KEY,
+	db   text NOT NULL,
+	name text NOT NULL,
+	lsn  pg_lsn NOT NULL DEFAULT pg_current_wal_insert_lsn()
+)`
+
+// rememberDroppedSQL keeps a dropped table's namespace, when the change
+// streams' slot exists.
+const rememberDroppedSQL = `INSERT INTO ` + catalogSchema + `.dropped_tables (tbl, db, name)
+SELECT $1, $2, $3 WHERE EXISTS (SELECT 1 FROM pg_replication_slots WHERE slot_name = '` + changesSlot + `')
+ON CONFLICT DO NOTHING`
+
 // ErrNoLogicalDecoding: PostgreSQL's wal_level is not logical, so change
 // streams cannot be served.
 var ErrNoLogicalDecoding = newErr(ErrIllegal, "change streams need PostgreSQL's wal_level = logical")
@@ -156,8 +175,12 @@ func slotError(ctx context.Context, err error) error {
 // Advance implements changes.Slot.
 func (c *ChangeSlot) Advance(ctx context.Context, lsn uint64) error {
 	ctx, q := c.low(ctx)
-	_, err := q.Exec(ctx, `SELECT pg_replication_slot_advance($1, $2::pg_lsn)`, changesSlot, pglogrepl.LSN(lsn).String())
-	return slotError(ctx, err)
+	pos := pglogrepl.LSN(lsn).String()
+	if _, err := q.Exec(ctx, `SELECT pg_replication_slot_advance($1, $2::pg_lsn)`, changesSlot, pos); err != nil {
+		return slotError(ctx, err)
+	}
+	_, err := q.Exec(ctx, `DELETE FROM `+catalogSchema+`.dropped_tables WHERE lsn < $1::pg_lsn`, pos)
+	return fromPG(ctx, err)
 }
 
 // Confirmed implements changes.Slot.
@@ -187,7 +210,8 @@ func (c *ChangeSlot) lsn(ctx context.Context, sql string, args ...any) (uint64, 
 func (c *ChangeSlot) Resolve(ctx context.Context, tbl string) (changes.Namespace, bool, error) {
 	ctx, q := c.low(ctx)
 	var ns changes.Namespace
-	err := q.QueryRow(ctx, `SELECT db, name FROM `+catalogSchema+`.collections WHERE tbl = $1`, tbl).Scan(&ns.DB, &ns.Coll)
+	err := q.QueryRow(ctx, `SELECT db, name FROM `+catalogSchema+`.collections WHERE tbl = $1
+UNION ALL SELECT db, name FROM `+catalogSchema+`.dropped_tables WHERE tbl = $1 LIMIT 1`, tbl).Scan(&ns.DB, &ns.Coll)
 	if err == pgx.ErrNoRows {
 		return ns, false, nil
 	}
