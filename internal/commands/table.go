@@ -120,6 +120,9 @@ type Options struct {
 	// tier, command, namespace, duration and plan summary, never
 	// document contents) and keeps it for the status page; 0: off.
 	SlowThreshold time.Duration
+	// TTLInterval is the time between two passes of the TTL monitor
+	// (ttl.go; MongoDB's ttlMonitorSleepSecs, default 60 s); negative: off.
+	TTLInterval time.Duration
 }
 
 // Admitter is the admission contract: Admit blocks until a request of tier t
@@ -159,6 +162,7 @@ type Handlers struct {
 	// sessions are the logical sessions with transactions.
 	sessions *session.Registry
 	txnStats txnStats
+	ttl      ttlStats
 	stop     chan struct{}
 	// changes is the change streams' hub, started by the first one.
 	changes changeHub
@@ -197,6 +201,12 @@ func New(opts Options) *Handlers {
 	h.instr, h.slow = newInstruments(), status.NewSlowLog(100)
 	go h.reapSessions()
 	go h.maintainChanges() // changestream.go
+	if opts.TTLInterval == 0 {
+		opts.TTLInterval = 60 * time.Second
+	}
+	if h.store != nil && opts.TTLInterval > 0 {
+		go h.runTTL(opts.TTLInterval)
+	}
 	return h
 }
 
@@ -283,6 +293,7 @@ func (h *Handlers) commands() map[string]*command {
 		"createIndexes":   {handler: h.createIndexes, writes: true, help: "create indexes", access: onColl(auth.ActCreateIndex)},
 		"listIndexes":     {handler: h.listIndexes, help: "indexes of a collection", access: onColl(auth.ActListIndexes)},
 		"dropIndexes":     {handler: h.dropIndexes, writes: true, help: "drop indexes", access: onColl(auth.ActDropIndex)},
+		"collMod":         {handler: h.collMod, writes: true, help: "change an index's hidden or expireAfterSeconds option", access: onColl(auth.ActCollMod)},
 		// CRUD
 		"insert":        {handler: h.insert, writes: true, help: "insert documents", counter: opInsert, access: onColl(auth.ActInsert)},
 		"find":          {handler: h.find, help: "query documents", counter: opQuery, access: onColl(auth.ActFind)},
