@@ -110,6 +110,16 @@ def test_tailable_filter_skips_non_matching_rows(db):
     cur.close()
 
 
+def test_tailable_batch_size_zero_reads_nothing_yet(db):
+    db.create_collection("c", capped=True, size=100000)
+    db.c.insert_many([{"_id": 0}, {"_id": 1}])
+    first = db.command("find", "c", tailable=True, batchSize=0)
+    assert first["cursor"]["firstBatch"] == [] and first["cursor"]["id"] != 0
+    more = db.command("getMore", first["cursor"]["id"], collection="c")
+    assert [d["_id"] for d in more["cursor"]["nextBatch"]] == [0, 1]
+    db.command("killCursors", "c", cursors=[first["cursor"]["id"]])
+
+
 def test_tailable_on_empty_collection_is_dead(db):
     db.create_collection("c", capped=True, size=100000)
     reply = db.command("find", "c", tailable=True)

@@ -204,6 +204,20 @@ def test_resume_after_and_start_after(db):
         assert [e["documentKey"]["_id"] for e in next_events(s, 2)] == [1, 2]
 
 
+def test_batch_size_zero_returns_the_cursor_only(db):
+    with db.c.watch(max_await_time_ms=200) as s:
+        db.c.insert_many([{"_id": i} for i in range(3)])
+        first, _, _ = next_events(s, 3)
+    reply = db.command("aggregate", "c", pipeline=[{"$changeStream": {"resumeAfter": first["_id"]}}],
+                       cursor={"batchSize": 0})
+    cur = reply["cursor"]
+    assert cur["firstBatch"] == [] and cur["id"] != 0
+    assert cur["postBatchResumeToken"] == first["_id"]  # nothing passed yet
+    more = db.command("getMore", cur["id"], collection="c", maxTimeMS=200)
+    assert [e["documentKey"]["_id"] for e in more["cursor"]["nextBatch"]] == [1, 2]
+    db.command("killCursors", "c", cursors=[cur["id"]])
+
+
 @pytest.mark.parametrize("stage,code", [
     ({"$changeStream": {"startAtOperationTime": 1}}, 238),
     ({"$changeStream": {"bogus": 1}}, 40415),

@@ -256,11 +256,15 @@ func (h *Handlers) changeStream(ctx context.Context, req *Request) (bson.D, erro
 	if sp.scope.Coll != "" {
 		ns = req.DB + "." + sp.scope.Coll
 	}
-	// The first batch returns what is there without waiting, as MongoDB's.
-	batch, done, err := src.next(ctx, batchSize)
-	if err != nil {
-		stream.Close()
-		return nil, err
+	// The first batch returns what is there without waiting, as MongoDB's;
+	// batchSize 0 asks for the cursor (and its resume token) only.
+	var batch []bson.Raw
+	done := false
+	if batchSize != 0 {
+		if batch, done, err = src.next(ctx, batchSize); err != nil {
+			stream.Close()
+			return nil, err
+		}
 	}
 	var id int64
 	if done {

@@ -98,14 +98,19 @@ func (h *Handlers) findTailable(ctx context.Context, req *Request, ns string, co
 		return nil, mongoerr.Newf(mongoerr.BadValue, "error processing query: ns=%s: tailable cursor requested on non capped collection", ns)
 	}
 	src := &tailSource{store: h.store, col: col, spec: rs, await: o.awaitData, node: storage.NodeFrom(ctx)}
-	batch, _, err := src.next(ctx, batchSize)
-	if err != nil {
-		return nil, err
+	// batchSize 0 asks for a cursor and no documents: nothing is read.
+	read := batchSize != 0 || singleBatch
+	var batch []bson.Raw
+	if read {
+		var err error
+		if batch, _, err = src.next(ctx, batchSize); err != nil {
+			return nil, err
+		}
 	}
 	var id int64
 	// Without a position (the collection was empty) the cursor is dead at
 	// once, as MongoDB's tailable cursors are.
-	if src.after > 0 && !singleBatch {
+	if (src.after > 0 || !read) && !singleBatch {
 		id = h.cursors.add(ns, cursorOwner(req.Session), src).id
 	}
 	return cursorReply(id, ns, rawArray(batch), true), nil
