@@ -454,6 +454,23 @@ func TestHubFansOutAndAdvancesToTheSlowestStream(t *testing.T) {
 	again.Close()
 }
 
+// hubWithStream starts a hub on an empty fake slot at LSN 1 with one
+// stream open on database "d".
+func hubWithStream(t *testing.T) (*fakeSlot, *Hub, *Stream) {
+	t.Helper()
+	ctx := context.Background()
+	slot := &fakeSlot{confirmed: 1, current: 1}
+	hub, err := NewHub(ctx, slot, admitAll)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := hub.Open(ctx, Scope{DB: "d"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return slot, hub, s
+}
+
 func mustNext(t *testing.T, s *Stream) []Change {
 	t.Helper()
 	chs, err := s.Next(context.Background(), 0)
@@ -470,9 +487,7 @@ func isCode(err error, c mongoerr.Code) bool {
 
 func TestHubRereadsHistoryItTrimmed(t *testing.T) {
 	ctx := context.Background()
-	slot := &fakeSlot{confirmed: 1, current: 1}
-	hub, _ := NewHub(ctx, slot, admitAll)
-	a, _ := hub.Open(ctx, Scope{DB: "d"}, nil)
+	slot, hub, a := hubWithStream(t)
 	slot.txn(t, 10, 1, 2, 3)
 	if g := ids(t, mustNext(t, a)); len(g) != 3 {
 		t.Fatalf("got %v", g)
@@ -533,9 +548,7 @@ func TestDecoderReplacementMessages(t *testing.T) {
 
 func TestHubReportsASlotMovedByAnotherProcess(t *testing.T) {
 	ctx := context.Background()
-	slot := &fakeSlot{confirmed: 1, current: 1}
-	hub, _ := NewHub(ctx, slot, admitAll)
-	s, _ := hub.Open(ctx, Scope{DB: "d"}, nil) // at LSN 1
+	slot, _, s := hubWithStream(t) // at LSN 1
 	slot.txn(t, 10, 1)
 	slot.confirmed = 20 // another tierdb advanced the shared slot
 	if _, err := s.Next(ctx, 0); !isCode(err, mongoerr.ChangeStreamHistoryLost) {
@@ -549,9 +562,7 @@ func TestHubReportsASlotMovedByAnotherProcess(t *testing.T) {
 // the buffer the resume emptied.
 func TestHubResumeDuringARead(t *testing.T) {
 	ctx := context.Background()
-	slot := &fakeSlot{confirmed: 1, current: 1}
-	hub, _ := NewHub(ctx, slot, admitAll)
-	a, _ := hub.Open(ctx, Scope{DB: "d"}, nil)
+	slot, hub, a := hubWithStream(t)
 	slot.txn(t, 10, 1, 2, 3)
 	if g := ids(t, mustNext(t, a)); len(g) != 3 {
 		t.Fatalf("got %v", g)
@@ -581,9 +592,7 @@ func TestHubResumeDuringARead(t *testing.T) {
 // the changes before the slot's new position.
 func TestHubResumeDuringAnAdvance(t *testing.T) {
 	ctx := context.Background()
-	slot := &fakeSlot{confirmed: 1, current: 1}
-	hub, _ := NewHub(ctx, slot, admitAll)
-	a, _ := hub.Open(ctx, Scope{DB: "d"}, nil)
+	slot, hub, a := hubWithStream(t)
 	slot.txn(t, 10, 1)
 	slot.txn(t, 20, 2)
 	if g := ids(t, mustNext(t, a)); len(g) != 2 {
