@@ -612,3 +612,28 @@ func TestHubResumeDuringAnAdvance(t *testing.T) {
 		t.Errorf("resuming at 10 while the slot moves to 20: %v, want ChangeStreamHistoryLost", err)
 	}
 }
+
+// A new stream (no resume token) opened while the slot moves past the end
+// of the WAL it read starts where the slot is: it has no history to lose.
+func TestHubNewStreamWhileTheSlotMoves(t *testing.T) {
+	ctx := context.Background()
+	slot := &fakeSlot{confirmed: 1, current: 50}
+	hub, _ := NewHub(ctx, slot, admitAll)
+	hub.lastOpen = time.Now().Add(-2 * Retention) // no stream for long: trim follows the WAL
+	var s *Stream
+	var err error
+	slot.onAdvance = func() {
+		slot.current = 40 // what a concurrent Open read before the slot moved to 50
+		s, err = hub.Open(ctx, Scope{DB: "d"}, nil)
+		slot.current = 50
+	}
+	if err := hub.Maintain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err != nil {
+		t.Fatalf("opening a new stream while the slot moves: %v", err)
+	}
+	if s.Position() != (Position{LSN: 50, Index: hwm}) {
+		t.Errorf("new stream at %+v, want the slot's position 50", s.Position())
+	}
+}

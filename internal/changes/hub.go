@@ -108,6 +108,11 @@ func (h *Hub) Open(ctx context.Context, scope Scope, start *Position) (*Stream, 
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if pos.LSN < h.base && start == nil {
+		// The slot moved on since the end of the WAL was read: a new
+		// stream starts where the slot is now.
+		pos = Position{LSN: h.base, Index: hwm}
+	}
 	if pos.LSN < h.base {
 		return nil, mongoerr.New(mongoerr.ChangeStreamHistoryLost, "Resume of change stream was not possible, as the resume point may no longer be in the oplog (tierdb's replication slot has moved past it)")
 	}
