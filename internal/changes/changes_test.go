@@ -306,13 +306,19 @@ func once(f *func()) {
 	}
 }
 
-func (f *fakeSlot) Peek(_ context.Context, _ int, fn func([]byte) bool) error {
+// Peek serves whole transactions from the slot's position on, stopping
+// after the one in which n messages have been served, as PostgreSQL does.
+func (f *fakeSlot) Peek(_ context.Context, n int, fn func([]byte) bool) error {
 	once(&f.onPeek)
+	served := 0
 	for i, m := range f.msgs {
 		if f.lsns[i] < f.confirmed {
 			continue
 		}
 		if !fn(m) {
+			return nil
+		}
+		if served++; m[0] == 'C' && served >= n {
 			return nil
 		}
 	}
@@ -361,12 +367,15 @@ func appendU32(b []byte, v uint32) []byte {
 	return append(b, byte(v>>24), byte(v>>16), byte(v>>8), byte(v))
 }
 
-func relationBytes() []byte {
+func relationBytes() []byte { return relBytes(1, "tbl", "_id", "doc") }
+
+// relBytes is the wire form of a relation of tierdb's data schema.
+func relBytes(id uint32, name string, cols ...string) []byte {
 	b := []byte{'R'}
-	b = appendU32(b, 1)
-	b = append(b, DataSchema+"\x00"+"tbl\x00"...)
-	b = append(b, 'f', 0, 2)
-	for _, c := range []string{"_id", "doc"} {
+	b = appendU32(b, id)
+	b = append(b, DataSchema+"\x00"+name+"\x00"...)
+	b = append(b, 'f', 0, byte(len(cols)))
+	for _, c := range cols {
 		b = append(b, 0)
 		b = append(b, c+"\x00"...)
 		b = appendU32(b, 17)
@@ -375,11 +384,14 @@ func relationBytes() []byte {
 	return b
 }
 
-func insertBytes(doc []byte) []byte {
+func insertBytes(doc []byte) []byte { return insBytes(1, []byte("k"), doc) }
+
+// insBytes is the wire form of a row inserted into relation id.
+func insBytes(id uint32, vals ...[]byte) []byte {
 	b := []byte{'I'}
-	b = appendU32(b, 1)
-	b = append(b, 'N', 0, 2)
-	for _, v := range [][]byte{[]byte("k"), doc} {
+	b = appendU32(b, id)
+	b = append(b, 'N', 0, byte(len(vals)))
+	for _, v := range vals {
 		b = append(b, 'b')
 		b = appendU32(b, uint32(len(v)))
 		b = append(b, v...)
@@ -635,5 +647,40 @@ func TestHubNewStreamWhileTheSlotMoves(t *testing.T) {
 	}
 	if s.Position() != (Position{LSN: 50, Index: hwm}) {
 		t.Errorf("new stream at %+v, want the slot's position 50", s.Position())
+	}
+}
+
+// A transaction of more rows than a read asks for that makes no change
+// (an index build writing key columns, index entries) is passed over, not
+// read again and again with every stream held before it.
+func TestHubPassesOverATransactionWithoutChanges(t *testing.T) {
+	ctx := context.Background()
+	slot, hub, a := hubWithStream(t)
+	add := func(lsn uint64, b []byte) { slot.msgs = append(slot.msgs, b); slot.lsns = append(slot.lsns, lsn) }
+	begin := appendU64(appendU64([]byte{'B'}, 10), 0)
+	add(10, relBytes(2, "c1_x_u1", "k", "id"))
+	add(10, append(begin, 0, 0, 0, 1))
+	for i := range 1500 {
+		add(10, insBytes(2, []byte{byte(i), byte(i >> 8)}, []byte("k")))
+	}
+	add(10, appendU64(appendU64(appendU64([]byte{'C', 0}, 10), 11), 0))
+	slot.txn(t, 20, 7)
+	var got []int32
+	for range 3 {
+		hub.lastPoll = time.Time{}
+		got = append(got, ids(t, mustNext(t, a))...)
+	}
+	if len(got) != 1 || got[0] != 7 {
+		t.Fatalf("got %v, want [7]", got)
+	}
+	// The slot leaves the transaction without changes behind, and keeps
+	// the one the stream's last event came from, to resume from.
+	hub.lastPoll = time.Time{}
+	mustNext(t, a)
+	if slot.confirmed != 20 {
+		t.Errorf("slot at %d, want 20 (the transaction of the last event)", slot.confirmed)
+	}
+	if _, err := hub.Open(ctx, Scope{DB: "d"}, &Position{LSN: 20, Index: 0}); err != nil {
+		t.Errorf("resuming from the last event: %v", err)
 	}
 }

@@ -108,12 +108,12 @@ func (h *Hub) Open(ctx context.Context, scope Scope, start *Position) (*Stream, 
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if pos.LSN < h.base && start == nil {
+	if pos.needs() < h.base && start == nil {
 		// The slot moved on since the end of the WAL was read: a new
 		// stream starts where the slot is now.
 		pos = Position{LSN: h.base, Index: hwm}
 	}
-	if pos.LSN < h.base {
+	if pos.needs() < h.base {
 		return nil, mongoerr.New(mongoerr.ChangeStreamHistoryLost, "Resume of change stream was not possible, as the resume point may no longer be in the oplog (tierdb's replication slot has moved past it)")
 	}
 	if pos.Less(h.trimmed) {
@@ -208,24 +208,27 @@ func (h *Hub) poll(ctx context.Context) error {
 		return err
 	}
 	defer done()
-	if err := h.trim(ctx); err != nil {
-		return busyIsNil(err)
-	}
+	// First whether another tierdb on the same PostgreSQL moved the
+	// shared slot past streams of ours (their history is gone), so that
+	// trimming never tries to move it back.
 	conf, err := h.slot.Confirmed(ctx)
 	if err != nil {
 		return err
 	}
 	h.mu.Lock()
 	if conf > h.base {
-		// Another tierdb on the same PostgreSQL moved the shared slot
-		// past streams of ours: their history is gone.
 		h.base = conf
 		for s := range h.streams {
-			if s.pos.LSN < conf {
+			if s.pos.needs() < conf {
 				s.lost = true
 			}
 		}
 	}
+	h.mu.Unlock()
+	if err := h.trim(ctx); err != nil {
+		return busyIsNil(err)
+	}
+	h.mu.Lock()
 	scanned, rewinds, room := h.scanned, h.rewinds, MaxBufferedChanges-len(h.buf)
 	roomBytes := MaxBufferedBytes - h.bytes
 	want := len(h.buf) + 1000
@@ -239,6 +242,11 @@ func (h *Hub) poll(ctx context.Context) error {
 	freshBytes := 0
 	var decodeErr error
 	msgs := 0
+	// whole is the end of the last transaction that made no change (an
+	// index build, catalog rows): the scan has passed it, and so may the
+	// slot, or a read would decode it again and, when it has more rows
+	// than a read asks for, never get past it.
+	var whole Position
 	err = h.slot.Peek(ctx, want, func(data []byte) bool {
 		if msgs++; msgs%256 == 0 {
 			runtime.Gosched() // decoding is background work: let requests run
@@ -251,7 +259,11 @@ func (h *Hub) poll(ctx context.Context) error {
 		if decodeErr = dec.Apply(m); decodeErr != nil {
 			return false
 		}
-		for _, c := range dec.Take() {
+		taken := dec.Take()
+		if commit, ok := m.(*pglogrepl.CommitMessage); ok && len(taken) == 0 {
+			whole = Position{LSN: uint64(commit.CommitLSN), Index: hwm}
+		}
+		for _, c := range taken {
 			if !scanned.Less(c.Pos) {
 				continue
 			}
@@ -278,6 +290,9 @@ func (h *Hub) poll(ctx context.Context) error {
 	h.bytes += freshBytes
 	if len(fresh) > 0 {
 		h.scanned = fresh[len(fresh)-1].Pos
+	}
+	if h.scanned.Less(whole) {
+		h.scanned = whole
 	}
 	return nil
 }
@@ -333,7 +348,7 @@ func (h *Hub) trim(ctx context.Context) error {
 		// Transactions committed before every stream's position are
 		// needed by none (one committed at target is sent again, and
 		// skipped by position).
-		target = min.LSN
+		target = min.needs()
 	}
 	if target <= h.base {
 		h.mu.Unlock()
