@@ -72,6 +72,18 @@ def test_index_build_is_not_a_change(db):
     assert [(e["operationType"], e["documentKey"]) for e in evs] == [("insert", {"_id": 3})]
 
 
+def test_events_after_a_large_transaction(db):
+    # One insert of 3000 documents is one transaction of more rows than a
+    # read of the slot asks for; the stream gets it all, then what follows
+    # (it once got nothing more).
+    with db.c.watch(max_await_time_ms=200, batch_size=5000) as s:
+        db.c.insert_many([{"_id": i} for i in range(3000)])
+        assert len(next_events(s, 3000, timeout=60)) == 3000
+        db.c.insert_one({"_id": "after"})
+        (ev,) = next_events(s, 1)
+    assert ev["documentKey"] == {"_id": "after"}
+
+
 def test_full_document_update_lookup(db):
     db.c.insert_one({"_id": 1, "n": 0})
     with db.c.watch(full_document="updateLookup", max_await_time_ms=200) as s:

@@ -684,3 +684,32 @@ func TestHubPassesOverATransactionWithoutChanges(t *testing.T) {
 		t.Errorf("resuming from the last event: %v", err)
 	}
 }
+
+// A transaction of more rows than a read asks for, consumed by the stream,
+// stays in the slot (to resume inside it) and is served again by every
+// read: the reads ask for more, and get past it to what follows.
+func TestHubGetsPastALargeConsumedTransaction(t *testing.T) {
+	slot, hub, a := hubWithStream(t)
+	big := make([]int32, 3000)
+	for i := range big {
+		big[i] = int32(i)
+	}
+	slot.txn(t, 10, big...)
+	got := 0
+	for range 5 {
+		hub.lastPoll = time.Time{}
+		got += len(mustNext(t, a))
+	}
+	if got != len(big) {
+		t.Fatalf("got %d changes of the large transaction, want %d", got, len(big))
+	}
+	slot.txn(t, 20, 7)
+	var after []int32
+	for range 3 {
+		hub.lastPoll = time.Time{}
+		after = append(after, ids(t, mustNext(t, a))...)
+	}
+	if len(after) != 1 || after[0] != 7 {
+		t.Errorf("after the large transaction got %v, want [7]", after)
+	}
+}

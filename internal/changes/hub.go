@@ -56,6 +56,12 @@ type Hub struct {
 	pollMu   sync.Mutex // one read of the slot at a time
 	lastPoll time.Time
 	known    map[string]Namespace
+	// behind is how many messages the last read served before its first
+	// new change: transactions the slot still holds but the hub has
+	// scanned. The next read asks for that many more, or a transaction
+	// of more rows than a read asks for, consumed but kept by the slot
+	// (for resuming inside it), would be all it ever reads.
+	behind int
 
 	mu    sync.Mutex
 	buf   []Change
@@ -231,7 +237,7 @@ func (h *Hub) poll(ctx context.Context) error {
 	h.mu.Lock()
 	scanned, rewinds, room := h.scanned, h.rewinds, MaxBufferedChanges-len(h.buf)
 	roomBytes := MaxBufferedBytes - h.bytes
-	want := len(h.buf) + 1000
+	want := h.behind + len(h.buf) + 1000
 	h.mu.Unlock()
 	if room <= 0 || roomBytes <= 0 {
 		return nil // the slowest stream has to catch up first
@@ -247,6 +253,7 @@ func (h *Hub) poll(ctx context.Context) error {
 	// slot, or a read would decode it again and, when it has more rows
 	// than a read asks for, never get past it.
 	var whole Position
+	behind := 0
 	err = h.slot.Peek(ctx, want, func(data []byte) bool {
 		if msgs++; msgs%256 == 0 {
 			runtime.Gosched() // decoding is background work: let requests run
@@ -260,7 +267,8 @@ func (h *Hub) poll(ctx context.Context) error {
 			return false
 		}
 		taken := dec.Take()
-		if commit, ok := m.(*pglogrepl.CommitMessage); ok && len(taken) == 0 {
+		commit, isCommit := m.(*pglogrepl.CommitMessage)
+		if isCommit && len(taken) == 0 {
 			whole = Position{LSN: uint64(commit.CommitLSN), Index: hwm}
 		}
 		for _, c := range taken {
@@ -273,6 +281,9 @@ func (h *Hub) poll(ctx context.Context) error {
 			freshBytes += c.size()
 			fresh = append(fresh, c)
 		}
+		if isCommit && len(fresh) == 0 {
+			behind = msgs
+		}
 		return true
 	})
 	if err == nil {
@@ -281,6 +292,7 @@ func (h *Hub) poll(ctx context.Context) error {
 	if err != nil {
 		return busyIsNil(err)
 	}
+	h.behind = behind
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.rewinds != rewinds {
