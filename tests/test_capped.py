@@ -153,6 +153,18 @@ def test_await_data_returns_empty_batch_at_await_time(db):
     db.command("killCursors", "c", cursors=[cid])
 
 
+def test_get_more_max_time_only_for_await_data(db):
+    # MongoDB: getMore's maxTimeMS is an await time; other cursors refuse it.
+    db.create_collection("c", capped=True, size=100000)
+    db.c.insert_many([{"_id": 0}, {"_id": 1}])
+    for opts in [{}, {"tailable": True}]:
+        cid = db.command("find", "c", batchSize=1, **opts)["cursor"]["id"]
+        with pytest.raises(OperationFailure) as e:
+            db.command("getMore", cid, collection="c", maxTimeMS=100)
+        assert e.value.code == 2
+        db.command("killCursors", "c", cursors=[cid])
+
+
 def test_position_lost_after_eviction(db):
     db.create_collection("c", capped=True, size=100000, max=2)
     db.c.insert_many([{"_id": 0}, {"_id": 1}])

@@ -234,7 +234,7 @@ func (t *tailSource) match(doc []byte) (bson.Raw, bool, error) {
 }
 
 // getMoreContext applies getMore's maxTimeMS: the await time of an
-// awaitData cursor, else a time limit as on any command.
+// awaitData cursor. Other cursors refuse it, as MongoDB does.
 func getMoreContext(ctx context.Context, cmd bson.D, src batchSource) (context.Context, context.CancelFunc, error) {
 	ms, err := getInt(cmd, "maxTimeMS", 0)
 	if err != nil {
@@ -250,11 +250,10 @@ func getMoreContext(ctx context.Context, cmd bson.D, src batchSource) (context.C
 		}
 		return withAwait(ctx, d), func() {}, nil
 	}
-	if ms == 0 {
-		return ctx, func() {}, nil
+	if ms != 0 {
+		return ctx, func() {}, mongoerr.New(mongoerr.BadValue, "cannot set maxTimeMS on getMore command for a non-awaitData cursor")
 	}
-	c, cancel := context.WithTimeout(ctx, time.Duration(ms)*time.Millisecond)
-	return c, cancel, nil
+	return ctx, func() {}, nil
 }
 
 // collectionOptions are a collection's create options, as listCollections
