@@ -2,6 +2,8 @@ package commands
 
 import (
 	"context"
+	"errors"
+	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
@@ -35,44 +37,6 @@ func (h *Handlers) aggregate(ctx context.Context, req *Request) (bson.D, error) 
 	if err != nil {
 		return nil, err
 	}
-	ctx, done, err := h.routeRead(ctx, req)
-	if err != nil {
-		return nil, err
-	}
-	defer done()
-	p, err := h.parseAggregate(ctx, req)
-	if err != nil {
-		return nil, err
-	}
-	// Documents stream through the stages one at a time: memory is what
-	// the stages keep ($group's groups, $sort's input) and the results,
-	// not every match.
-	sink := &exec.Collect{}
-	head, err := exec.Build(p.stages, sink, p.env)
-	if err != nil {
-		return nil, err
-	}
-	err = h.readInto(ctx, req.DB, p.coll, p.rs, head.Push)
-	if err != nil && err != exec.ErrDone {
-		return nil, err
-	}
-	if err := head.Finish(); err != nil {
-		return nil, err
-	}
-	return h.firstBatch(ctx, req, req.DB+"."+p.coll, &sliceSource{docs: sink.Raws}, batchSize, false)
-}
-
-// parsedAggregate is an aggregate command ready to run: the prefilter of
-// its leading $match and the stages after it, already checked.
-type parsedAggregate struct {
-	coll   string
-	first  bson.D
-	rs     *readSpec
-	stages []bson.D
-	env    *exec.Env
-}
-
-func (h *Handlers) parseAggregate(ctx context.Context, req *Request) (*parsedAggregate, error) {
 	name, err := collectionName(req)
 	if err != nil {
 		return nil, mongoerr.New(mongoerr.NotImplemented, "aggregate is supported on collections only")
@@ -81,7 +45,74 @@ func (h *Handlers) parseAggregate(ctx context.Context, req *Request) (*parsedAgg
 	if err != nil {
 		return nil, err
 	}
-	stages, err := exec.ParsePipeline(pipeline)
+	sink := &exec.Collect{}
+	if err := h.runAggregate(ctx, req, name, pipeline, sink); err != nil {
+		return nil, err
+	}
+	return h.firstBatch(ctx, req, req.DB+"."+name, &sliceSource{docs: sink.Raws}, batchSize, false)
+}
+
+// runAggregate runs pipeline over db.name (a collection, or a view: its
+// pipeline first, over the collection it reads) into sink. Documents
+// stream through the stages one at a time: memory is what the stages
+// keep ($group's groups, $sort's input) and the results, not every match.
+func (h *Handlers) runAggregate(ctx context.Context, req *Request, name string, pipeline bson.A, sink exec.Stage) error {
+	out := h.newOutput(ctx, req)
+	defer out.abort()
+	ctx, done, err := h.routeRead(ctx, req)
+	if err != nil {
+		return err
+	}
+	defer done()
+	p, err := h.parseAggregate(ctx, req, name, pipeline)
+	if err != nil {
+		return err
+	}
+	p.env.Output = out
+	head, err := exec.Build(p.stages, sink, p.env)
+	if err != nil {
+		return err
+	}
+	err = h.readInto(ctx, req.DB, p.coll, p.rs, head.Push)
+	if err == nil || err == exec.ErrDone {
+		err = head.Finish()
+	}
+	return h.memoryError(req, err)
+}
+
+// memoryError tells a stage past its memory limit apart when the command
+// allowed disk use: tierdb cannot spill, so the limit stands, but the
+// answer must not claim the permission was missing.
+func (h *Handlers) memoryError(req *Request, err error) error {
+	var me *mongoerr.Error
+	if !errors.As(err, &me) || me.Code != mongoerr.QueryExceededMemoryLimit {
+		return err
+	}
+	if allow, _ := getBool(req.Cmd, "allowDiskUse", false); !allow {
+		return err
+	}
+	return mongoerr.Newf(mongoerr.ExceededMemoryLimit, "%s; allowDiskUse was given, but tierdb cannot spill a blocking stage to disk", strings.TrimSuffix(me.Msg, "; tierdb does not spill to disk (allowDiskUse)"))
+}
+
+// parsedAggregate is an aggregate command ready to run: the collection it
+// reads, the prefilter of its leading $match and the stages after it,
+// already checked.
+type parsedAggregate struct {
+	coll   string
+	first  bson.D
+	rs     *readSpec
+	stages []bson.D
+	env    *exec.Env
+}
+
+// parseAggregate prepares pipeline over db.name; over a view, the view's
+// pipeline comes first and the collection it reads is read.
+func (h *Handlers) parseAggregate(ctx context.Context, req *Request, name string, pipeline bson.A) (*parsedAggregate, error) {
+	base, viewStages, err := h.resolveView(ctx, req.DB, name)
+	if err != nil {
+		return nil, err
+	}
+	stages, err := exec.ParsePipeline(append(viewStages, pipeline...))
 	if err != nil {
 		return nil, err
 	}
@@ -98,9 +129,9 @@ func (h *Handlers) parseAggregate(ctx context.Context, req *Request) (*parsedAgg
 		return nil, err
 	}
 	p := &parsedAggregate{
-		coll: name, first: first, stages: stages,
+		coll: base, first: first, stages: stages,
 		rs:  &readSpec{filter: filter, empty: len(first) == 0, exact: isIDEquality(first)},
-		env: &exec.Env{Ctx: ctx, Vars: vars, Read: h.reader(req)},
+		env: &exec.Env{Ctx: ctx, Vars: vars, Read: h.reader(req), DB: req.DB, Output: noOutput{}},
 	}
 	// Build the stages once before reading anything, so that a bad stage
 	// fails at once.
@@ -110,12 +141,32 @@ func (h *Handlers) parseAggregate(ctx context.Context, req *Request) (*parsedAgg
 	return p, nil
 }
 
+// noOutput stands for the real output while a pipeline is only parsed
+// (or explained): it never writes.
+type noOutput struct{}
+
+func (noOutput) Out(context.Context, string, string) (exec.OutWriter, error) {
+	return nil, mongoerr.New(mongoerr.InternalError, "a pipeline that was only parsed wrote")
+}
+
+func (noOutput) Merge(context.Context, string, string, []string) (exec.MergeTarget, error) {
+	return nil, mongoerr.New(mongoerr.InternalError, "a pipeline that was only parsed wrote")
+}
+
 // explainAggregate describes how a pipeline runs, reading nothing: the
 // leading $match as PostgreSQL's plan of the prefilter it becomes (as
 // explain does for find), then the stages tierdb runs in process, as
 // given.
 func (h *Handlers) explainAggregate(ctx context.Context, req *Request) (bson.D, error) {
-	p, err := h.parseAggregate(ctx, req)
+	name, err := collectionName(req)
+	if err != nil {
+		return nil, mongoerr.New(mongoerr.NotImplemented, "aggregate is supported on collections only")
+	}
+	pipeline, err := getArray(req.Cmd, "pipeline")
+	if err != nil {
+		return nil, err
+	}
+	p, err := h.parseAggregate(ctx, req, name, pipeline)
 	if err != nil {
 		return nil, err
 	}

@@ -74,7 +74,7 @@ var commandFields = map[string]map[string]fieldRule{
 	"drop":          {},
 	"create": {
 		"capped": unimplemented, "size": unimplemented, "max": unimplemented, "timeseries": unimplemented,
-		"clusteredIndex": unimplemented, "viewOn": unimplemented, "pipeline": unimplemented,
+		"clusteredIndex": unimplemented, "viewOn": implemented, "pipeline": implemented,
 		"validator": unimplemented, "validationLevel": unimplemented, "validationAction": unimplemented,
 		"changeStreamPreAndPostImages": unimplemented, "expireAfterSeconds": unimplemented,
 		"storageEngine": harmless, "indexOptionDefaults": harmless,

@@ -53,9 +53,17 @@ type Env struct {
 	Vars map[string]any
 	// Now is $$NOW.
 	Now bson.DateTime
+	// DB is the pipeline's database, where $out and $merge write by
+	// default.
+	DB string
+	// Output is where $out and $merge write; nil refuses them.
+	Output Output
 	// inFacet marks a $facet's sub-pipeline, where some stages are not
 	// allowed.
 	inFacet bool
+	// within names the stage whose sub-pipeline this is ($lookup,
+	// $unionWith, $merge), "" for the outermost pipeline.
+	within string
 }
 
 // ParsePipeline checks that each stage is a document of one field.
@@ -95,6 +103,11 @@ func Build(stages []bson.D, sink Stage, env *Env) (Stage, error) {
 	}
 	next := sink
 	for i := len(stages) - 1; i >= 0; i-- {
+		if name := stages[i][0].Key; (name == "$out" || name == "$merge") && !env.inFacet {
+			if err := checkWritingStage(name, i == len(stages)-1, env); err != nil {
+				return nil, err
+			}
+		}
 		st, err := newStage(stages[i], next, env)
 		if err != nil {
 			return nil, err
@@ -106,7 +119,7 @@ func Build(stages []bson.D, sink Stage, env *Env) (Stage, error) {
 
 // unsupportedStages are MongoDB stages tierdb does not run.
 var unsupportedStages = map[string]bool{
-	"$out": true, "$merge": true, "$graphLookup": true, "$geoNear": true,
+	"$graphLookup": true, "$geoNear": true,
 	"$collStats": true, "$indexStats": true, "$currentOp": true, "$listSessions": true,
 	"$listLocalSessions": true, "$planCacheStats": true, "$redact": true, "$bucketAuto": true,
 	"$densify": true, "$fill": true, "$setWindowFields": true, "$changeStream": true,
@@ -204,6 +217,10 @@ func newStage(st bson.D, next Stage, env *Env) (Stage, error) {
 		return newLookup(arg, next, env)
 	case "$unionWith":
 		return newUnionWith(arg, next, env)
+	case "$out":
+		return newOut(arg, env)
+	case "$merge":
+		return newMerge(arg, env)
 	}
 	if unsupportedStages[name] {
 		return nil, mongoerr.Newf(mongoerr.NotImplemented, "pipeline stage %s is not supported by tierdb", name)
