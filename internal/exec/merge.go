@@ -301,8 +301,11 @@ func (m *mergeStage) flush() error {
 		match, ok := found[p.key]
 		for tries := 0; ok; tries++ {
 			done, err := m.matched(p.doc, match)
-			if err != nil || done {
+			if err != nil {
 				return err
+			}
+			if done {
+				break
 			}
 			if tries == 10 {
 				return mongoerr.New(mongoerr.WriteConflict, "$merge: the target document kept changing; retry")

@@ -9,14 +9,14 @@ import (
 // Views are catalog entries only: a name, the namespace it reads and its
 // pipeline (BSON bytes that storage keeps, never reads). A view and a
 // collection never share a name.
-const viewsSQL = `
+const viewsSQL = `;
 CREATE TABLE IF NOT EXISTS ` + catalogSchema + `.views (
 	db       text NOT NULL,
 	name     text NOT NULL,
 	view_on  text NOT NULL,
 	pipeline bytea NOT NULL,
 	PRIMARY KEY (db, name)
-);`
+)`
 
 // View is one view's definition.
 type View struct {
