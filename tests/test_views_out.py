@@ -210,6 +210,11 @@ def test_view_reads_run_its_pipeline(db, src):
     # The view reads what is there now.
     src.insert_one({"_id": 10, "k": 1, "v": 100})
     assert [d["_id"] for d in db.bigodd.find()] == [4, 7, 10]
+    # $lookup and $unionWith read views too.
+    joined = list(src.aggregate([{"$match": {"_id": {"$in": [1, 4]}}},
+                                 {"$lookup": {"from": "bigodd", "localField": "_id", "foreignField": "_id", "as": "m"}}]))
+    assert [d["m"] for d in joined] == [[], [{"_id": 4, "v": 40}]]
+    assert len(list(src.aggregate([{"$unionWith": "bigodd"}]))) == 14
     # Many results come back in batches.
     src.insert_many([{"_id": i, "k": 1, "v": 1000} for i in range(11, 511)])
     assert len(list(db.bigodd.find().batch_size(50))) == 503

@@ -211,7 +211,7 @@ func (h *Handlers) readInto(ctx context.Context, db, coll string, rs *readSpec, 
 }
 
 // reader is how a pipeline's $lookup and $unionWith read the other
-// collections of the request's database: the same storage read as the
+// collections (or views) of the request's database: the same storage read as the
 // pipeline's own input, on the same node, allowed when the user may find
 // in that collection too (the dispatch wrapper checked only the
 // aggregated one).
@@ -221,7 +221,33 @@ func (h *Handlers) reader(req *Request) exec.Reader {
 			!req.Session.User.Grants.Allows(req.DB, coll, auth.Actions(auth.ActFind)) {
 			return mongoerr.Newf(mongoerr.Unauthorized, "not authorized on %s to execute command { find: %q }", req.DB, coll)
 		}
-		return h.readInto(ctx, req.DB, coll, &readSpec{filter: filter}, fn)
+		base, stages, err := h.resolveView(ctx, req.DB, coll)
+		if err != nil || len(stages) == 0 {
+			if err != nil {
+				return err
+			}
+			return h.readInto(ctx, req.DB, coll, &readSpec{filter: filter}, fn)
+		}
+		// A view: its pipeline over the collection it reads, then filter.
+		parsed, err := exec.ParsePipeline(stages)
+		if err != nil {
+			return err
+		}
+		sink := &funcSink{push: func(doc bson.D) error {
+			if !filter.Match(doc) {
+				return nil
+			}
+			return fn(doc)
+		}}
+		head, err := exec.Build(parsed, sink, &exec.Env{Ctx: ctx, Read: h.reader(req), DB: req.DB})
+		if err != nil {
+			return err
+		}
+		all, _ := query.ParseFilter(nil)
+		if err := h.readInto(ctx, req.DB, base, &readSpec{filter: all, empty: true}, head.Push); err != nil && err != exec.ErrDone {
+			return err
+		}
+		return head.Finish()
 	}
 }
 
