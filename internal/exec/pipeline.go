@@ -119,9 +119,9 @@ func Build(stages []bson.D, sink Stage, env *Env) (Stage, error) {
 
 // unsupportedStages are MongoDB stages tierdb does not run.
 var unsupportedStages = map[string]bool{
-	"$graphLookup": true, "$geoNear": true,
+	"$geoNear":   true,
 	"$collStats": true, "$indexStats": true, "$currentOp": true, "$listSessions": true,
-	"$listLocalSessions": true, "$planCacheStats": true, "$redact": true, "$bucketAuto": true,
+	"$listLocalSessions": true, "$planCacheStats": true, "$redact": true,
 	"$densify": true, "$fill": true, "$setWindowFields": true, "$changeStream": true,
 	"$documents": true, "$search": true, "$searchMeta": true, "$vectorSearch": true,
 	"$listSearchIndexes": true, "$changeStreamSplitLargeEvent": true, "$querySettings": true,
@@ -217,6 +217,10 @@ func newStage(st bson.D, next Stage, env *Env) (Stage, error) {
 		return newLookup(arg, next, env)
 	case "$unionWith":
 		return newUnionWith(arg, next, env)
+	case "$graphLookup":
+		return newGraphLookup(arg, next, env)
+	case "$bucketAuto":
+		return newBucketAuto(arg, next, env)
 	case "$out":
 		return newOut(arg, env)
 	case "$merge":

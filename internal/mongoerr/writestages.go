@@ -31,3 +31,22 @@ func init() {
 	names[GraphContainsCycle] = "GraphContainsCycle"
 	names[MergeStageNoMatchingDocument] = "MergeStageNoMatchingDocument"
 }
+
+// Codes of $graphLookup, $bucketAuto and $setWindowFields.
+const (
+	Location40100 Code = 40100
+	Location40101 Code = 40101
+	Location40103 Code = 40103
+	Location40104 Code = 40104
+	Location40105 Code = 40105
+	Location40185 Code = 40185
+	Location40239 Code = 40239
+	Location40240 Code = 40240
+	Location40241 Code = 40241
+	Location40242 Code = 40242
+	Location40243 Code = 40243
+	Location40244 Code = 40244
+	Location40245 Code = 40245
+	Location40246 Code = 40246
+	Location40327 Code = 40327
+)
