@@ -122,7 +122,7 @@ var unsupportedStages = map[string]bool{
 	"$geoNear":   true,
 	"$collStats": true, "$indexStats": true, "$currentOp": true, "$listSessions": true,
 	"$listLocalSessions": true, "$planCacheStats": true, "$redact": true,
-	"$densify": true, "$fill": true, "$setWindowFields": true, "$changeStream": true,
+	"$densify": true, "$fill": true, "$changeStream": true,
 	"$documents": true, "$search": true, "$searchMeta": true, "$vectorSearch": true,
 	"$listSearchIndexes": true, "$changeStreamSplitLargeEvent": true, "$querySettings": true,
 }
@@ -221,6 +221,8 @@ func newStage(st bson.D, next Stage, env *Env) (Stage, error) {
 		return newGraphLookup(arg, next, env)
 	case "$bucketAuto":
 		return newBucketAuto(arg, next, env)
+	case "$setWindowFields":
+		return newSetWindowFields(arg, next, env)
 	case "$out":
 		return newOut(arg, env)
 	case "$merge":
