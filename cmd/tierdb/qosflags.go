@@ -46,6 +46,7 @@ func (q *qosFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&q.parallelism, "parallelism", "0", "P: the most requests of all tiers in PostgreSQL at once; users of a tier share it fairly when it is reached (0: no limit; auto: tierdb finds P itself under sustained load, and again every 10 minutes of it)")
 	fs.IntVar(&q.fair.Restricted, "restricted", 1, "how many normal and low requests may be in PostgreSQL while the high tier is active (0: no restriction)")
 	fs.DurationVar(&q.fair.HighHold, "restricted-hold", d.Fair.HighHold, "the high tier stays active for --restricted this long after its last request ends")
+	fs.DurationVar(&q.fair.Anticipation, "fair-anticipation", d.Fair.Anticipation, "how long a fair-share round may wait, with slots free, for a user that has quota left and a request in process or just ended (0: never; rounds are then work-conserving)")
 	fs.Float64Var(&q.fair.UnfairnessBound, "fair-unfairness", d.Fair.UnfairnessBound, "U_f bound of the fair-share round quota control")
 	fs.Float64Var(&q.fair.CVBound, "fair-cv", d.Fair.CVBound, "latency CV bound of the fair-share round quota control")
 	fs.DurationVar(&q.inherit, "priority-inheritance", 0, "while high-tier requests are in process, ask PostgreSQL this often whom they wait for and give those backends the high tier's priorities (0: off)")

@@ -39,6 +39,10 @@ type FairConfig struct {
 	// stays for HighHold after its last request ends.
 	Parallelism, Restricted int
 	HighHold                time.Duration
+	// Anticipation is how long a tier's scheduling round may wait for a
+	// user with quota left whose next request is likely on its way
+	// (tierRound.anticipate; 0: never, work-conserving).
+	Anticipation time.Duration
 	// UnfairnessBound and CVBound bound the ζ control (U_f°, V_l°).
 	UnfairnessBound, CVBound float64
 }
@@ -86,7 +90,7 @@ func DefaultConfig() Config {
 		Enabled:   true,
 		Threshold: 1,
 		Nice:      [NumTiers]int{-19, 0, 19},
-		Fair:      FairConfig{UnfairnessBound: 0.10, CVBound: 1.0, HighHold: 100 * time.Millisecond},
+		Fair:      FairConfig{UnfairnessBound: 0.10, CVBound: 1.0, HighHold: 100 * time.Millisecond, Anticipation: 2 * time.Millisecond},
 		IO: IOConfig{
 			Background: IOPrio{Class: IOIdle},
 			WALWriter:  IOPrio{Class: IOBestEffort, Level: 0},
@@ -127,7 +131,7 @@ func (c Config) Validate(onlineCPUs []int) error {
 	if c.Anticipation < 0 {
 		return mongoerr.Newf(mongoerr.BadValue, "anticipation must be ≥ 0 ms, got %v", c.Anticipation)
 	}
-	if c.Fair.Parallelism < 0 || c.Fair.Restricted < 0 || c.Fair.HighHold < 0 {
+	if c.Fair.Parallelism < 0 || c.Fair.Restricted < 0 || c.Fair.HighHold < 0 || c.Fair.Anticipation < 0 {
 		return mongoerr.Newf(mongoerr.BadValue, "parallelism and restricted must be integers ≥ 0 (0: no limit), got %d and %d", c.Fair.Parallelism, c.Fair.Restricted)
 	}
 	if !(c.Fair.UnfairnessBound > 0 && c.Fair.UnfairnessBound <= 10) || !(c.Fair.CVBound > 0 && c.Fair.CVBound <= 100) {

@@ -26,6 +26,10 @@ type GateOptions struct {
 	// without a hold those gaps would let the lower tiers take every slot
 	// again. Zero: active only while high-tier requests are in process.
 	HighHold time.Duration
+	// Anticipation is how long a scheduling round may wait for a user
+	// that has quota left and whose next request is likely on its way
+	// (tierRound.anticipate). Zero: the round never waits (work-conserving).
+	Anticipation time.Duration
 	// Zeta is the initial scheduling-round quota ζ (default 8 per user
 	// that waits, see newRound).
 	Zeta int
@@ -67,9 +71,13 @@ type Gate struct {
 	// holdTimer dispatches the waiters it kept back then.
 	highUntil time.Time
 	holdTimer Timer
-	running   [NumTiers]int
-	tiers     [NumTiers]tierRound // High's stays empty
-	tokens    tokenTable
+	// anticipation is GateOptions.Anticipation; roundTimer asks the
+	// tiers again when a round that waits for anticipated users must end.
+	anticipation time.Duration
+	roundTimer   Timer
+	running      [NumTiers]int
+	tiers        [NumTiers]tierRound // High's stays empty
+	tokens       tokenTable
 	// completed counts requests that ran to their done: the throughput
 	// the calibration of P samples.
 	completed uint64
@@ -87,14 +95,14 @@ type Principal struct {
 
 // NewGate returns a Gate with nothing in process.
 func NewGate(opts GateOptions) (*Gate, error) {
-	if opts.Parallelism < 0 || opts.Restricted < 0 || opts.HighHold < 0 || opts.Zeta < 0 || opts.UnfairnessBound < 0 || opts.CVBound < 0 || opts.Window < 0 {
+	if opts.Parallelism < 0 || opts.Restricted < 0 || opts.HighHold < 0 || opts.Anticipation < 0 || opts.Zeta < 0 || opts.UnfairnessBound < 0 || opts.CVBound < 0 || opts.Window < 0 {
 		return nil, mongoerr.New(mongoerr.BadValue, "gate options must not be negative")
 	}
 	clock := opts.Clock
 	if clock == nil {
 		clock = RealClock()
 	}
-	g := &Gate{clock: clock, p: opts.Parallelism, restricted: opts.Restricted, hold: opts.HighHold, slos: map[string]*sloState{}}
+	g := &Gate{clock: clock, p: opts.Parallelism, restricted: opts.Restricted, hold: opts.HighHold, anticipation: opts.Anticipation, slos: map[string]*sloState{}}
 	for t := range g.tiers {
 		g.tiers[t].users = map[string]*fairUser{}
 		g.tiers[t].ctl = newZetaControl(opts, clock.Now())
@@ -205,6 +213,7 @@ func (g *Gate) doneFunc(t Tier, u *fairUser, since time.Time, slot uint32, gen u
 	return func() {
 		now := g.clock.Now()
 		g.mu.Lock()
+		u.lastDone = now
 		g.releaseLocked(t, u, slot, gen, now.Sub(since))
 		g.mu.Unlock()
 	}
@@ -232,18 +241,37 @@ func (g *Gate) releaseLocked(t Tier, u *fairUser, slot uint32, gen uint64, laten
 }
 
 // dispatchLocked grants free slots: tier first (normal before low), then
-// the user's share within the tier.
+// the user's share within the tier. While a tier's round waits for
+// anticipated users, its free slots stay free (lower tiers included) until
+// they come or roundTimer ends the wait.
 func (g *Gate) dispatchLocked() {
+	now := g.clock.Now()
 	for t := Normal; t < NumTiers; t++ {
 		tr := &g.tiers[t]
 		for tr.waiting > 0 && g.mayRunLocked(t) {
-			w := tr.next(g.clock.Now())
+			w, wait := tr.next(now, g.anticipation)
+			if w == nil {
+				g.armRoundTimerLocked(wait)
+				return
+			}
 			g.grantLocked(w)
 		}
 		if tr.waiting > 0 {
 			return
 		}
 	}
+}
+
+// armRoundTimerLocked dispatches again after wait.
+func (g *Gate) armRoundTimerLocked(wait time.Duration) {
+	if g.roundTimer != nil {
+		g.roundTimer.Stop()
+	}
+	g.roundTimer = g.clock.AfterFunc(wait, func() {
+		g.mu.Lock()
+		g.dispatchLocked()
+		g.mu.Unlock()
+	})
 }
 
 // startHoldLocked keeps the high tier active for the hold and arms the
@@ -260,14 +288,14 @@ func (g *Gate) startHoldLocked() {
 	})
 }
 
-// SetLimits changes P, the restricted share and the high tier's hold at
-// run time (0: none); raising them may admit waiters at once.
+// SetLimits changes P, the restricted share, the high tier's hold and the
+// rounds' anticipation at run time (0: none); raising them may admit waiters at once.
 func (g *Gate) SetLimits(c FairConfig) error {
-	if c.Parallelism < 0 || c.Restricted < 0 || c.HighHold < 0 {
-		return mongoerr.Newf(mongoerr.BadValue, "parallelism, the restricted share and the hold must not be negative, got %d, %d and %v", c.Parallelism, c.Restricted, c.HighHold)
+	if c.Parallelism < 0 || c.Restricted < 0 || c.HighHold < 0 || c.Anticipation < 0 {
+		return mongoerr.Newf(mongoerr.BadValue, "parallelism, the restricted share, the hold and the anticipation must not be negative, got %d, %d, %v and %v", c.Parallelism, c.Restricted, c.HighHold, c.Anticipation)
 	}
 	g.mu.Lock()
-	g.p, g.restricted, g.hold = c.Parallelism, c.Restricted, c.HighHold
+	g.p, g.restricted, g.hold, g.anticipation = c.Parallelism, c.Restricted, c.HighHold, c.Anticipation
 	g.dispatchLocked()
 	g.mu.Unlock()
 	return nil

@@ -336,7 +336,8 @@ func TestRoundQuotaSurvivesIdleness(t *testing.T) {
 	var got []string
 	serve := func(n int) {
 		for range n {
-			got = append(got, tr.next(t0).user.key)
+			w, _ := tr.next(t0, 0)
+			got = append(got, w.user.key)
 		}
 	}
 	serve(3) // greedy's L_i, then polite's first, which leaves the ring
@@ -346,5 +347,141 @@ func TestRoundQuotaSurvivesIdleness(t *testing.T) {
 	serve(3) // polite has none left: the next round, greedy first
 	if want := "[greedy greedy polite polite greedy greedy polite]"; fmt.Sprint(got) != want {
 		t.Fatalf("order %v, want %s", got, want)
+	}
+}
+
+// A round with anticipation waits for a user that left the ring with quota
+// left while its request is in process, and ends anyway after the
+// anticipation period.
+func TestRoundAnticipatesUsersWithQuota(t *testing.T) {
+	const d = 2 * time.Millisecond
+	t0 := time.Unix(0, 0)
+	tr := tierRound{users: map[string]*fairUser{}}
+	tr.ctl = newZetaControl(GateOptions{Zeta: 2}, t0)
+	greedy, polite := tr.user("greedy", 1, t0), tr.user("polite", 1, t0)
+	enqueue := func(u *fairUser) { tr.enqueue(&gateWaiter{user: u}) }
+	for range 6 {
+		enqueue(greedy)
+	}
+	enqueue(polite)
+	serve := func(now time.Time) string {
+		w, wait := tr.next(now, d)
+		if w == nil {
+			return "wait " + wait.String()
+		}
+		w.user.inProcess++
+		return w.user.key
+	}
+	var got []string
+	for range 3 {
+		got = append(got, serve(t0)) // greedy's L_i, then polite's first
+	}
+	// polite is in process with quota left: the round waits for it.
+	got = append(got, serve(t0), serve(t0.Add(time.Millisecond)))
+	polite.inProcess--
+	polite.lastDone = t0.Add(1500 * time.Microsecond)
+	enqueue(polite)
+	got = append(got, serve(t0.Add(1600*time.Microsecond))) // its second, in the same round
+	polite.inProcess--
+	polite.lastDone = t0.Add(1700 * time.Microsecond)
+	// polite has no quota left: a new round at once.
+	got = append(got, serve(t0.Add(1800*time.Microsecond)), serve(t0.Add(1800*time.Microsecond)))
+	// In the new round polite, which ended its request 0.2 ms ago, was
+	// carried over with a fresh quota: the round waits for it again.
+	got = append(got, serve(t0.Add(1900*time.Microsecond)))
+	// Until it has been gone for the anticipation period.
+	got = append(got, serve(t0.Add(3900*time.Microsecond)))
+	want := "[greedy greedy polite wait 2ms wait 1ms polite greedy greedy wait 2ms greedy]"
+	if fmt.Sprint(got) != want {
+		t.Fatalf("order\n got %v\nwant %s", got, want)
+	}
+}
+
+// The wait is bounded: a round ends after the anticipation period even
+// while the user it waits for is still in process.
+func TestRoundAnticipationIsBounded(t *testing.T) {
+	const d = 2 * time.Millisecond
+	t0 := time.Unix(0, 0)
+	tr := tierRound{users: map[string]*fairUser{}}
+	tr.ctl = newZetaControl(GateOptions{Zeta: 2}, t0)
+	slow, other := tr.user("slow", 1, t0), tr.user("other", 1, t0)
+	tr.enqueue(&gateWaiter{user: slow})
+	for range 4 {
+		tr.enqueue(&gateWaiter{user: other})
+	}
+	for _, want := range []string{"slow", "other", "other"} {
+		w, _ := tr.next(t0, d)
+		if w == nil || w.user.key != want {
+			t.Fatalf("got %v, want %s", w, want)
+		}
+		w.user.inProcess++
+	}
+	for _, at := range []time.Duration{0, time.Millisecond} {
+		if w, wait := tr.next(t0.Add(at), d); w != nil || wait != d-at {
+			t.Fatalf("at %v got %v after %v, want a wait of %v", at, w, wait, d-at)
+		}
+	}
+	if w, _ := tr.next(t0.Add(d), d); w == nil || w.user.key != "other" {
+		t.Fatalf("got %v, want the round to end and other to go", w)
+	}
+}
+
+// A user with a latency objective joins the ring ahead of those without
+// one, after the latency-sensitive users already waiting.
+func TestSLOUsersGoFirst(t *testing.T) {
+	t0 := time.Unix(0, 0)
+	tr := tierRound{users: map[string]*fairUser{}}
+	tr.ctl = newZetaControl(GateOptions{Zeta: 1}, t0)
+	enqueue := func(key string, slo bool) {
+		u := tr.user(key, 1, t0)
+		if slo {
+			u.slo = &sloState{scale: 1, objective: time.Millisecond}
+		}
+		tr.enqueue(&gateWaiter{user: u})
+	}
+	enqueue("be1", false)
+	enqueue("be2", false)
+	enqueue("ls1", true)
+	enqueue("be3", false)
+	enqueue("ls2", true)
+	var got []string
+	for range 5 {
+		w, _ := tr.next(t0, 0)
+		got = append(got, w.user.key)
+	}
+	if want := "[ls1 ls2 be1 be2 be3]"; fmt.Sprint(got) != want {
+		t.Fatalf("order %v, want %s", got, want)
+	}
+}
+
+// At the gate: while a round waits for an anticipated user, a free slot
+// stays free; the round timer ends the wait after the anticipation period.
+func TestGateAnticipationTimer(t *testing.T) {
+	const d = 2 * time.Millisecond
+	g, clk := newTestGate(t, GateOptions{Parallelism: 1, Zeta: 2, Anticipation: d})
+	ctx := context.Background()
+	first, _ := g.Admit(ctx, Normal, Principal{User: "first", Weight: 1})
+	polite := admitAsync(g, ctx, Normal, "polite", 1)
+	waitQueued(t, g, Normal, 1)
+	var greedy []<-chan func()
+	for i := range 3 {
+		greedy = append(greedy, admitAsync(g, ctx, Normal, "greedy", 1))
+		waitQueued(t, g, Normal, 2+i)
+	}
+	first()
+	(<-polite)() // polite's first of 2: it leaves the ring with quota left
+	(<-greedy[0])()
+	(<-greedy[1])() // greedy's quota is spent; polite ended 0 ago
+	select {
+	case <-greedy[2]:
+		t.Fatal("a new round began while polite was anticipated")
+	case <-time.After(20 * time.Millisecond):
+	}
+	clk.Advance(d)
+	select {
+	case done := <-greedy[2]:
+		done()
+	case <-time.After(2 * time.Second):
+		t.Fatal("the round never ended after the anticipation period")
 	}
 }

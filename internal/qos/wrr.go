@@ -2,6 +2,7 @@ package qos
 
 import (
 	"math"
+	"slices"
 	"time"
 )
 
@@ -17,6 +18,8 @@ type fairUser struct {
 	quota     int    // requests left in round
 	round     uint64 // the round its quota belongs to
 	inRing    bool   // in the tier's round-robin ring
+	away      bool   // in the tier's away list
+	ahead     bool   // joined the ring ahead of the others (enqueue)
 	inProcess int
 	// Measured over the current window: admissions, whether it waited at
 	// some point (a backlogged user, which U_f compares), latencies.
@@ -24,7 +27,9 @@ type fairUser struct {
 	backlogged bool
 	lat        latencyStats
 	lastSeen   time.Time
-	slo        *sloState // the user's latency objective, if any
+	// lastDone is when its last request in process ended (anticipation).
+	lastDone time.Time
+	slo      *sloState // the user's latency objective, if any
 }
 
 func (u *fairUser) pop() *gateWaiter {
@@ -47,6 +52,11 @@ type tierRound struct {
 	round   uint64      // rounds begun
 	waiting int
 	ctl     zetaControl
+	// away are users that left the ring in this round or were carried
+	// into it (newRound); holdSince is when the round began to wait for
+	// them (zero: it is not waiting). See anticipate.
+	away      []*fairUser
+	holdSince time.Time
 }
 
 // user returns the tier's entry for key, created on first use; weight is
@@ -64,10 +74,14 @@ func (tr *tierRound) user(key string, weight float64, now time.Time) *fairUser {
 	return u
 }
 
-// enqueue queues w. A user that starts waiting joins the end of the ring
-// with what is left of its quota for the current round (all of L_i if it
-// had none yet this round), so going idle and coming back never earns
-// more than L_i per round.
+// enqueue queues w. A user that starts waiting joins the ring with what
+// is left of its quota for the current round (all of L_i if it had none
+// yet this round), so going idle and coming back never earns more than L_i
+// per round. It joins at the end, unless the round anticipated it (it is
+// away with quota left, see anticipate) or it carries a latency
+// objective: then it goes ahead of the others, after those that went
+// ahead before it, still within its quota (for a latency-sensitive user,
+// the quota the SLO controller sets, slo.go).
 func (tr *tierRound) enqueue(w *gateWaiter) {
 	u := w.user
 	u.queue = append(u.queue, w)
@@ -78,10 +92,21 @@ func (tr *tierRound) enqueue(w *gateWaiter) {
 		return
 	}
 	u.inRing = true
-	tr.ring = append(tr.ring, u)
 	if u.round != tr.round {
 		u.quota, u.round = tr.ctl.quota(u.weight), tr.round
+		u.ahead = u.slo != nil
+	} else {
+		u.ahead = u.slo != nil || u.away && u.quota > 0
 	}
+	if !u.ahead {
+		tr.ring = append(tr.ring, u)
+		return
+	}
+	i := min(tr.cur, len(tr.ring))
+	for i < len(tr.ring) && tr.ring[i].ahead {
+		i++
+	}
+	tr.ring = slices.Insert(tr.ring, i, u)
 }
 
 // withdraw forgets a cancelled waiter (it stays in its user's queue until
@@ -94,11 +119,16 @@ func (tr *tierRound) withdraw(w *gateWaiter) {
 // next picks the waiter to admit (tr.waiting > 0): the current user's next
 // request while its round quota L_i lasts (seed 004: L_i requests in a
 // row, for per-user locality), then the next user's in ring order. When no
-// waiting user has quota left, a new round begins.
-func (tr *tierRound) next(now time.Time) *gateWaiter {
+// waiting user has quota left, a new round begins, unless the round still
+// anticipates users (anticipate): then next admits nobody and says how
+// long to wait before asking again.
+func (tr *tierRound) next(now time.Time, anticipation time.Duration) (*gateWaiter, time.Duration) {
 	for looked := 0; ; looked++ {
 		if looked > len(tr.ring) {
-			tr.newRound(now)
+			if wait := tr.anticipate(now, anticipation); wait > 0 {
+				return nil, wait
+			}
+			tr.newRound(now, anticipation)
 			looked = 0
 		}
 		if tr.cur >= len(tr.ring) {
@@ -115,15 +145,54 @@ func (tr *tierRound) next(now time.Time) *gateWaiter {
 		}
 		u.quota--
 		tr.waiting--
+		tr.holdSince = time.Time{}
 		w := u.pop()
 		switch {
 		case u.pending == 0:
 			tr.leaveRing(tr.cur)
+			if !u.away {
+				u.away = true
+				tr.away = append(tr.away, u)
+			}
 		case u.quota == 0:
 			tr.cur++
 		}
-		return w
+		return w, 0
 	}
+}
+
+// anticipate says how long the round should still wait before it ends.
+//
+// Seed 004's rounds assume that every backlogged user issues its quota in
+// each round. A user with one request at a time is backlogged only
+// between its round trips: while its request is in process, or its client
+// turns around, the others' quotas run out, a new round begins and they
+// get fresh ones, so the round-robin gives each user what it asks for
+// rather than an equal share. Instead, such a user stays in the round
+// (away): it keeps its quota when it leaves the ring, gets one in the
+// next round if it is still active then (newRound), and while it has
+// quota left and a request in process, or ended one less than d ago, the
+// round waits for its next request (the idea of anticipatory disk
+// scheduling): for at most d from when it began to wait, then the round
+// ends anyway. This is not work-conserving: slots can stay free for up to
+// d while requests wait. d = 0 turns it off.
+func (tr *tierRound) anticipate(now time.Time, d time.Duration) time.Duration {
+	if d <= 0 {
+		return 0
+	}
+	if tr.holdSince.IsZero() {
+		tr.holdSince = now
+	}
+	left := tr.holdSince.Add(d).Sub(now)
+	if left <= 0 {
+		return 0
+	}
+	for _, u := range tr.away {
+		if u.round == tr.round && u.quota > 0 && !u.inRing && (u.inProcess > 0 || now.Sub(u.lastDone) < d) {
+			return left
+		}
+	}
+	return 0
 }
 
 func (tr *tierRound) leaveRing(i int) {
@@ -134,14 +203,31 @@ func (tr *tierRound) leaveRing(i int) {
 }
 
 // newRound starts a scheduling round: the ζ control runs (at most once per
-// window), then every waiting user gets L_i = φ_i·ζ.
-func (tr *tierRound) newRound(now time.Time) {
+// window), then every waiting user, and every user away that is still
+// active (anticipate), gets L_i = φ_i·ζ.
+func (tr *tierRound) newRound(now time.Time, anticipation time.Duration) {
 	tr.ctl.roundEnded(tr, now)
 	tr.round++
 	for _, u := range tr.ring {
 		u.quota, u.round = tr.ctl.quota(u.weight), tr.round
 	}
 	tr.cur = 0
+	// Users away from the ring that are still active are carried into the
+	// new round with its quota.
+	kept := 0
+	for _, u := range tr.away {
+		if anticipation > 0 && (u.inProcess > 0 || now.Sub(u.lastDone) < anticipation) {
+			if !u.inRing {
+				u.quota, u.round = tr.ctl.quota(u.weight), tr.round
+			}
+			tr.away[kept] = u
+			kept++
+		} else {
+			u.away = false
+		}
+	}
+	clear(tr.away[kept:])
+	tr.away, tr.holdSince = tr.away[:kept], time.Time{}
 }
 
 // latencyStats accumulates what a coefficient of variation needs.
