@@ -262,6 +262,32 @@ def test_view_definitions_are_checked(db):
     assert code_of(lambda: db.command("create", "v21", viewOn="v20")) == 170
 
 
+def test_coll_mod_changes_a_view(db, src):
+    db.command("create", "sel", viewOn="src", pipeline=[{"$match": {"k": 0}}])
+    db.command("create", "top", viewOn="sel")
+    assert db.top.count_documents({}) == 4
+    db.command("collMod", "sel", pipeline=[{"$match": {"k": 1}}, {"$limit": 2}])
+    assert [d["_id"] for d in db.top.find()] == [1, 4]
+    assert {c["name"]: c for c in db.list_collections()}["sel"]["options"]["pipeline"] == [{"$match": {"k": 1}}, {"$limit": 2}]
+    db.command("collMod", "sel", viewOn="other", pipeline=[])
+    assert db.top.count_documents({}) == 0
+    # A cycle, a bad pipeline, an unknown option: refused, the view unchanged.
+    assert code_of(lambda: db.command("collMod", "sel", viewOn="top")) == 93
+    assert code_of(lambda: db.command("collMod", "sel", pipeline=[{"$out": "x"}])) == 167
+    assert code_of(lambda: db.command("collMod", "sel", validator={})) == 72
+    assert {c["name"]: c for c in db.list_collections()}["sel"]["options"] == {"viewOn": "other", "pipeline": []}
+    assert code_of(lambda: db.command("collMod", "src", validator={})) == 238
+    assert code_of(lambda: db.command("collMod", "nothere", pipeline=[])) == 26
+
+
+def test_out_honours_the_write_concern(db, src):
+    src.aggregate([{"$out": "copy"}], comment="wc")
+    db.command("aggregate", "src", pipeline=[{"$out": "copy2"}], cursor={}, writeConcern={"w": 1, "j": True})
+    assert db.copy2.count_documents({}) == 10
+    # w: 2 without replicas cannot be satisfied.
+    assert code_of(lambda: db.command("aggregate", "src", pipeline=[{"$merge": "copy3"}], cursor={}, writeConcern={"w": 2})) == 100
+
+
 def test_views_survive_a_restart_and_drop_database(new_server):
     t = new_server()
     t.start()

@@ -45,11 +45,27 @@ func (h *Handlers) aggregate(ctx context.Context, req *Request) (bson.D, error) 
 	if err != nil {
 		return nil, err
 	}
-	sink := &exec.Collect{}
-	if err := h.runAggregate(ctx, req, name, pipeline, sink); err != nil {
-		return nil, err
+	run := func(ctx context.Context, req *Request) (bson.D, error) {
+		sink := &exec.Collect{}
+		if err := h.runAggregate(ctx, req, name, pipeline, sink); err != nil {
+			return nil, err
+		}
+		return h.firstBatch(ctx, req, req.DB+"."+name, &sliceSource{docs: sink.Raws}, batchSize, false)
 	}
-	return h.firstBatch(ctx, req, req.DB+"."+name, &sliceSource{docs: sink.Raws}, batchSize, false)
+	if writes(pipeline) {
+		// $out and $merge honour the command's write concern.
+		return h.withWriteConcern(ctx, req, run)
+	}
+	return run(ctx, req)
+}
+
+// writes reports whether a pipeline ends in $out or $merge.
+func writes(pipeline bson.A) bool {
+	if len(pipeline) == 0 {
+		return false
+	}
+	last, ok := pipeline[len(pipeline)-1].(bson.D)
+	return ok && len(last) == 1 && (last[0].Key == "$out" || last[0].Key == "$merge")
 }
 
 // runAggregate runs pipeline over db.name (a collection, or a view: its

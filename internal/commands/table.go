@@ -277,6 +277,7 @@ func (h *Handlers) commands() map[string]*command {
 		"create":          {handler: h.createCollectionOrView, writes: true, help: "create a collection", access: onColl(auth.ActCreateCollection)},
 		"drop":            {handler: h.onViews(h.drop, h.dropView), writes: true, help: "drop a collection", access: onColl(auth.ActDropCollection)},
 		"dropDatabase":    {handler: h.dropDatabaseAndViews, writes: true, help: "drop a database", access: onDB(auth.ActDropDatabase)},
+		"collMod":         {handler: h.collModView, writes: true, help: "change a view's viewOn and pipeline (the user needs createCollection and dropCollection on it)", access: onColl(auth.ActCreateCollection, auth.ActDropCollection)},
 		"createIndexes":   {handler: h.onViews(h.createIndexes, nil), writes: true, help: "create indexes", access: onColl(auth.ActCreateIndex)},
 		"listIndexes":     {handler: h.onViews(h.listIndexes, nil), help: "indexes of a collection", access: onColl(auth.ActListIndexes)},
 		"dropIndexes":     {handler: h.onViews(h.dropIndexes, nil), writes: true, help: "drop indexes", access: onColl(auth.ActDropIndex)},

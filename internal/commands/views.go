@@ -331,3 +331,72 @@ func (h *Handlers) viewInfos(ctx context.Context, db string, filter *query.Filte
 	}
 	return out, nil
 }
+
+// collModView is collMod on a view: a new viewOn and/or pipeline, checked
+// as create checks them, and refused if the views would form a cycle.
+// collMod of a collection changes nothing tierdb implements and is
+// refused.
+func (h *Handlers) collModView(ctx context.Context, req *Request) (bson.D, error) {
+	name, err := collectionName(req)
+	if err != nil {
+		return nil, err
+	}
+	v, err := h.viewOf(ctx, req.DB, name)
+	if err != nil {
+		return nil, err
+	}
+	if v == nil {
+		if _, err := h.store.Collection(ctx, req.DB, name); err != nil {
+			return nil, err
+		}
+		return nil, mongoerr.New(mongoerr.NotImplemented, "collMod of a collection is not supported by tierdb (only of a view's viewOn and pipeline)")
+	}
+	for _, e := range req.Cmd[1:] {
+		switch {
+		case e.Key == "viewOn" || e.Key == "pipeline" || isGenericField(e.Key):
+		default:
+			return nil, mongoerr.Newf(mongoerr.InvalidOptions, "option not supported on a view: %s", e.Key)
+		}
+	}
+	if x, ok := lookup(req.Cmd, "viewOn"); ok {
+		s, ok := x.(string)
+		if !ok {
+			return nil, typeErr("collMod.viewOn", "string", x)
+		}
+		if s == "" {
+			return nil, mongoerr.New(mongoerr.BadValue, "'viewOn' cannot be empty")
+		}
+		v.viewOn = s
+	}
+	if x, ok := lookup(req.Cmd, "pipeline"); ok {
+		a, ok := x.(bson.A)
+		if !ok {
+			return nil, typeErr("collMod.pipeline", "array", x)
+		}
+		if err := h.checkViewPipeline(ctx, req, a); err != nil {
+			return nil, err
+		}
+		v.pipeline = a
+	}
+	raw, err := bsonx.Marshal(bson.D{{Key: "pipeline", Value: v.pipeline}})
+	if err != nil {
+		return nil, err
+	}
+	noCycle := func(view func(db, name string) (*storage.View, error)) error {
+		on := v.viewOn
+		for depth := 0; ; depth++ {
+			if on == name {
+				return mongoerr.Newf(mongoerr.GraphContainsCycle, "View cycle detected: %s.%s would read itself", req.DB, name)
+			}
+			if depth == maxViewDepth {
+				return mongoerr.Newf(mongoerr.ViewDepthLimitExceeded, "View depth too deep; maximum depth is %d", maxViewDepth)
+			}
+			next, err := view(req.DB, on)
+			if err != nil || next == nil {
+				return err
+			}
+			on = next.ViewOn
+		}
+	}
+	return bson.D{}, h.store.ModifyView(ctx, storage.View{DB: req.DB, Name: name, ViewOn: v.viewOn, Pipeline: raw}, noCycle)
+}
