@@ -308,12 +308,20 @@ def test_views_survive_a_restart_and_drop_database(new_server):
 
 # --- memory -----------------------------------------------------------------
 
-def test_memory_limit_with_allow_disk_use_says_tierdb_cannot_spill(db):
+def test_sort_past_the_memory_limit_spills_unless_disk_use_is_refused(db):
     db.one.insert_one({"_id": 1})
-    pipeline = [{"$project": {"r": {"$range": [0, 3_000_000]}}}, {"$unwind": "$r"}, {"$sort": {"r": -1}}]
-    with pytest.raises(OperationFailure) as e:
-        list(db.one.aggregate(pipeline, allowDiskUse=True))
-    assert e.value.code == 146 and "cannot spill" in str(e.value), e.value.details
+    # 300,000 documents of 400 bytes and more: past 100 MB as $sort counts
+    # them.
+    pipeline = [{"$project": {"pad": {"$literal": "x" * 400}, "r": {"$range": [0, 300_000]}}}, {"$unwind": "$r"},
+                {"$sort": {"r": -1}}, {"$limit": 3}, {"$project": {"_id": 0, "r": 1}}]
+    top = [{"r": 299_999}, {"r": 299_998}, {"r": 299_997}]
+    assert list(db.one.aggregate(pipeline, allowDiskUse=True)) == top
+    assert list(db.one.aggregate(pipeline)) == top  # MongoDB 6.0's default allows disk use
     with pytest.raises(OperationFailure) as e:
         list(db.one.aggregate(pipeline, allowDiskUse=False))
     assert e.value.code == 292
+    # $group does not spill: with disk use allowed the error says so.
+    group = pipeline[:2] + [{"$group": {"_id": "$r", "pads": {"$push": "$pad"}}}]
+    with pytest.raises(OperationFailure) as e:
+        list(db.one.aggregate(group, allowDiskUse=True))
+    assert e.value.code == 146 and "spills only $sort" in str(e.value), e.value.details

@@ -97,17 +97,18 @@ func (h *Handlers) runAggregate(ctx context.Context, req *Request, name string, 
 }
 
 // memoryError tells a stage past its memory limit apart when the command
-// allowed disk use: tierdb cannot spill, so the limit stands, but the
+// allowed disk use (as MongoDB 6.0 does by default): tierdb spills only
+// $sort, so for the other blocking stages the limit stands, but the
 // answer must not claim the permission was missing.
 func (h *Handlers) memoryError(req *Request, err error) error {
 	var me *mongoerr.Error
 	if !errors.As(err, &me) || me.Code != mongoerr.QueryExceededMemoryLimit {
 		return err
 	}
-	if allow, _ := getBool(req.Cmd, "allowDiskUse", false); !allow {
+	if allow, _ := getBool(req.Cmd, "allowDiskUse", true); !allow {
 		return err
 	}
-	return mongoerr.Newf(mongoerr.ExceededMemoryLimit, "%s; allowDiskUse was given, but tierdb cannot spill a blocking stage to disk", strings.TrimSuffix(me.Msg, "; tierdb does not spill to disk (allowDiskUse)"))
+	return mongoerr.Newf(mongoerr.ExceededMemoryLimit, "%s; disk use is allowed, but tierdb spills only $sort to disk, not this stage", strings.TrimSuffix(me.Msg, "; tierdb does not spill to disk (allowDiskUse)"))
 }
 
 // parsedAggregate is an aggregate command ready to run: the collection it
@@ -144,10 +145,14 @@ func (h *Handlers) parseAggregate(ctx context.Context, req *Request, name string
 	if err != nil {
 		return nil, err
 	}
+	allowDisk, err := getBool(req.Cmd, "allowDiskUse", true)
+	if err != nil {
+		return nil, err
+	}
 	p := &parsedAggregate{
 		coll: base, first: first, stages: stages,
 		rs:  &readSpec{filter: filter, empty: len(first) == 0, exact: isIDEquality(first)},
-		env: &exec.Env{Ctx: ctx, Vars: vars, Read: h.reader(req), DB: req.DB, Output: noOutput{}},
+		env: &exec.Env{Ctx: ctx, Vars: vars, Read: h.reader(req), DB: req.DB, Output: noOutput{}, AllowDiskUse: allowDisk},
 	}
 	// Build the stages once before reading anything, so that a bad stage
 	// fails at once.

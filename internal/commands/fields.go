@@ -50,8 +50,8 @@ var commandFields = map[string]map[string]fieldRule{
 	"distinct": {"key": implemented, "query": implemented, "hint": harmless},
 	"aggregate": {
 		"pipeline": implemented, "cursor": implemented, "explain": implemented,
-		"hint": harmless, "allowDiskUse": harmless, "bypassDocumentValidation": harmless,
-		"let": implemented,
+		"hint": harmless, "bypassDocumentValidation": harmless,
+		"let": implemented, "allowDiskUse": implemented,
 	},
 	"getMore":     {"batchSize": implemented, "collection": implemented, "maxTimeMS": implemented, "term": harmless, "lastKnownCommittedOpTime": harmless},
 	"killCursors": {"cursors": implemented},

@@ -58,6 +58,10 @@ type Env struct {
 	DB string
 	// Output is where $out and $merge write; nil refuses them.
 	Output Output
+	// AllowDiskUse lets $sort spill to temporary files in TempDir ("":
+	// the OS's temporary directory) past the memory limit.
+	AllowDiskUse bool
+	TempDir      string
 	// inFacet marks a $facet's sub-pipeline, where some stages are not
 	// allowed.
 	inFacet bool
@@ -196,7 +200,7 @@ func newStage(st bson.D, next Stage, env *Env) (Stage, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &sortStage{next: next, sort: s}, nil
+		return &sortStage{next: next, sort: s, spill: env.AllowDiskUse, tempDir: env.TempDir}, nil
 	case "$group":
 		d, err := stageDoc(st)
 		if err != nil {
@@ -305,22 +309,40 @@ func (s *countStage) Finish() error {
 
 // sortStage holds its input, sorted at Finish. What it holds is counted as
 // the decoded documents' estimated size (DocMemory), not their BSON bytes.
+// With allowDiskUse it spills sorted runs to temporary files instead of
+// failing (spill.go).
 type sortStage struct {
 	next Stage
 	sort query.Sort
 	docs []bson.D
 	mem  int
+	// spill: past the limit, write a run to tempDir ("": the OS's).
+	spill   bool
+	tempDir string
+	runs    []*sortRun
 }
 
+// sortMemoryBytes is what $sort holds before it spills or fails (a
+// variable for tests).
+var sortMemoryBytes = MaxMemoryBytes
+
 func (s *sortStage) Push(doc bson.D) error {
-	if s.mem += DocMemory(doc); s.mem > MaxMemoryBytes {
+	s.mem += DocMemory(doc)
+	s.docs = append(s.docs, doc)
+	if s.mem <= sortMemoryBytes {
+		return nil
+	}
+	if !s.spill {
+		s.docs = nil
 		return Exceeded("$sort")
 	}
-	s.docs = append(s.docs, doc)
-	return nil
+	return s.spillRun()
 }
 
 func (s *sortStage) Finish() error {
+	if s.runs != nil {
+		return s.mergeRuns()
+	}
 	sortDocs(s.docs, s.sort)
 	return flush(&s.docs, s.next)
 }

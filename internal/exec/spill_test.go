@@ -1,0 +1,51 @@
+package exec
+
+import (
+	"testing"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+)
+
+// A $sort allowed to use disk spills runs past its memory limit and
+// merges them in order, equal keys in input order; without the
+// permission it fails.
+func TestSortSpillsToDisk(t *testing.T) {
+	old := sortMemoryBytes
+	sortMemoryBytes = 20_000
+	defer func() { sortMemoryBytes = old }()
+	var input []bson.D
+	for i := range 5000 {
+		input = append(input, bson.D{{Key: "_id", Value: int32(i)}, {Key: "k", Value: int32((i * 7919) % 100)}})
+	}
+	stage := parse(t, `{"$sort":{"k":-1}}`)
+	env := &Env{AllowDiskUse: true, TempDir: t.TempDir()}
+	sink := &docsSink{what: "test"}
+	head, err := Build([]bson.D{stage}, sink, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range input {
+		if err := head.Push(d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if runs := len(head.(*sortStage).runs); runs < 10 {
+		t.Fatalf("%d runs spilled", runs)
+	}
+	if err := head.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	if len(sink.docs) != len(input) {
+		t.Fatalf("%d documents out of %d", len(sink.docs), len(input))
+	}
+	for i := 1; i < len(sink.docs); i++ {
+		a, b := sink.docs[i-1], sink.docs[i]
+		ka, kb := a[1].Value.(int32), b[1].Value.(int32)
+		if ka < kb || (ka == kb && a[0].Value.(int32) > b[0].Value.(int32)) {
+			t.Fatalf("out of order at %d: %v then %v", i, a, b)
+		}
+	}
+	if _, err := run(t, &Env{}, input, stage); !hasCode(err, 292) {
+		t.Fatalf("without disk use: %v", err)
+	}
+}
