@@ -213,10 +213,16 @@ func (t *mergeTarget) Insert(docs []bson.D) error {
 	return insertAll(t.o.ctx, t.o.h.store, t.col, docs)
 }
 
-func (t *mergeTarget) Replace(token any, doc bson.D) (bool, error) {
-	next, err := prepareDoc(doc)
-	if err != nil {
-		return false, err
+func (t *mergeTarget) Replace(tokens []any, docs []bson.D) ([]bool, error) {
+	keys := make([][]byte, len(docs))
+	olds := make([][]byte, len(docs))
+	prepared := make([]storage.Doc, len(docs))
+	for i, d := range docs {
+		next, err := prepareDoc(d)
+		if err != nil {
+			return nil, err
+		}
+		keys[i], olds[i], prepared[i] = storage.IDKey(next.ID), tokens[i].(bson.Raw), next
 	}
-	return t.o.h.store.Replace(t.o.ctx, t.col, storage.IDKey(next.ID), token.(bson.Raw), next)
+	return t.o.h.store.ReplaceMany(t.o.ctx, t.col, keys, olds, prepared)
 }

@@ -296,40 +296,107 @@ func (m *mergeStage) flush() error {
 	if err != nil {
 		return err
 	}
-	var inserts []bson.D
+	var w mergeWrites
 	for _, p := range batch {
 		match, ok := found[p.key]
-		for tries := 0; ok; tries++ {
-			done, err := m.matched(p.doc, match)
-			if err != nil {
-				return err
-			}
-			if done {
-				break
-			}
-			if tries == 10 {
-				return mongoerr.New(mongoerr.WriteConflict, "$merge: the target document kept changing; retry")
-			}
-			// It changed since it was read: read it again.
-			again, err := m.find([]pendingMerge{p})
-			if err != nil {
-				return err
-			}
-			match, ok = again[p.key]
-		}
 		if !ok {
 			switch m.whenNotMatched {
 			case "insert":
-				inserts = append(inserts, p.doc)
+				w.inserts = append(w.inserts, p.doc)
 			case "fail":
-				if err := m.insert(inserts); err != nil {
+				if err := m.write(&w); err != nil {
 					return err
 				}
 				return mongoerr.New(mongoerr.MergeStageNoMatchingDocument, "$merge could not find a matching document in the target collection for at least one document in the source collection")
 			}
+			continue
+		}
+		out, skip, err := m.matched(p.doc, match)
+		if err != nil {
+			// The results before this one are written, as MongoDB's
+			// would be.
+			if werr := m.write(&w); werr != nil {
+				return werr
+			}
+			return err
+		}
+		if !skip {
+			w.pending = append(w.pending, p)
+			w.tokens = append(w.tokens, match.token)
+			w.docs = append(w.docs, out)
 		}
 	}
-	return m.insert(inserts)
+	return m.write(&w)
+}
+
+// mergeWrites are a batch's writes: replacements of matched documents
+// (for the results pending) and inserts.
+type mergeWrites struct {
+	pending []pendingMerge
+	tokens  []any
+	docs    []bson.D
+	inserts []bson.D
+}
+
+// write replaces, then inserts. A matched document that changed since it
+// was read is read again and the result applied to it anew; a batch that
+// fails (a duplicate key) is replayed one document at a time, so that
+// the results before the failing one are written.
+func (m *mergeStage) write(w *mergeWrites) error {
+	if len(w.docs) > 0 {
+		oks, err := m.target.Replace(w.tokens, w.docs)
+		if err != nil && len(w.docs) > 1 {
+			oks = make([]bool, len(w.docs))
+			for i := range w.docs {
+				one, err := m.target.Replace(w.tokens[i:i+1], w.docs[i:i+1])
+				if err != nil {
+					return err
+				}
+				oks[i] = one[0]
+			}
+		} else if err != nil {
+			return err
+		}
+		for i, ok := range oks {
+			if !ok {
+				if err := m.retry(w.pending[i]); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return m.insert(w.inserts)
+}
+
+// retry applies a result to its matched document again, after it changed
+// under the first try.
+func (m *mergeStage) retry(p pendingMerge) error {
+	for range 10 {
+		again, err := m.find([]pendingMerge{p})
+		if err != nil {
+			return err
+		}
+		match, ok := again[p.key]
+		if !ok {
+			// It is gone: the result no longer matches anything.
+			if m.whenNotMatched == "insert" {
+				return m.insert([]bson.D{p.doc})
+			}
+			if m.whenNotMatched == "fail" {
+				return mongoerr.New(mongoerr.MergeStageNoMatchingDocument, "$merge could not find a matching document in the target collection for at least one document in the source collection")
+			}
+			return nil
+		}
+		out, skip, err := m.matched(p.doc, match)
+		if err != nil || skip {
+			return err
+		}
+		oks, err := m.target.Replace([]any{match.token}, []bson.D{out})
+		if err != nil || oks[0] {
+			return err
+		}
+	}
+	return mongoerr.New(mongoerr.WriteConflict, "$merge: the target document kept changing; retry")
 }
 
 func (m *mergeStage) insert(docs []bson.D) error {
@@ -340,14 +407,13 @@ func (m *mergeStage) insert(docs []bson.D) error {
 }
 
 // matched applies whenMatched to a result and the target document it
-// matched; done is false when that document changed since it was read.
-func (m *mergeStage) matched(doc bson.D, match mergeMatch) (done bool, err error) {
-	var out bson.D
+// matched: the replacement, or skip to leave the document as it is.
+func (m *mergeStage) matched(doc bson.D, match mergeMatch) (out bson.D, skip bool, err error) {
 	switch m.whenMatched {
 	case "keepExisting":
-		return true, nil
+		return nil, true, nil
 	case "fail":
-		return true, mongoerr.Newf(mongoerr.DuplicateKey, "$merge with whenMatched: fail found a document of %s.%s with the same 'on' fields (%s)", m.ns.DB, m.ns.Coll, strings.Join(m.on, ", "))
+		return nil, false, mongoerr.Newf(mongoerr.DuplicateKey, "$merge with whenMatched: fail found a document of %s.%s with the same 'on' fields (%s)", m.ns.DB, m.ns.Coll, strings.Join(m.on, ", "))
 	case "replace":
 		out = doc
 	case "merge":
@@ -357,13 +423,11 @@ func (m *mergeStage) matched(doc bson.D, match mergeMatch) (done bool, err error
 		}
 	case "pipeline":
 		if out, err = m.runPipeline(doc, match.doc); err != nil {
-			return true, err
+			return nil, false, err
 		}
 	}
-	if out, err = keepID(out, match.doc); err != nil {
-		return true, err
-	}
-	return m.target.Replace(match.token, out)
+	out, err = keepID(out, match.doc)
+	return out, false, err
 }
 
 // keepID gives a replacement the _id of the document it replaces, which

@@ -39,9 +39,11 @@ type MergeTarget interface {
 	Find(filter bson.D, fn func(doc bson.D, token any) error) error
 	// Insert inserts documents (a duplicate key fails the batch).
 	Insert(docs []bson.D) error
-	// Replace replaces the document Find gave with token by doc, unless
-	// it changed since (ok false).
-	Replace(token any, doc bson.D) (ok bool, err error)
+	// Replace replaces the documents Find gave with tokens by docs, in
+	// one transaction; ok[i] is false where a document changed since it
+	// was read (it is left as it is). An error leaves them all as they
+	// were.
+	Replace(tokens []any, docs []bson.D) (ok []bool, err error)
 }
 
 // writeBatchDocs and writeBatchBytes bound what a writing stage holds

@@ -19,6 +19,7 @@ type memOutput struct {
 	committed map[string]bool
 	inserts   int // Insert calls, to see batching
 	finds     int
+	replaces  int
 }
 
 func newMemOutput() *memOutput {
@@ -98,9 +99,14 @@ func (t *memTarget) Insert(docs []bson.D) error {
 	return nil
 }
 
-func (t *memTarget) Replace(token any, doc bson.D) (bool, error) {
-	t.docs[token.(string)] = doc
-	return true, nil
+func (t *memTarget) Replace(tokens []any, docs []bson.D) ([]bool, error) {
+	t.o.replaces++
+	oks := make([]bool, len(docs))
+	for i, d := range docs {
+		t.docs[tokens[i].(string)] = d
+		oks[i] = true
+	}
+	return oks, nil
 }
 
 func (o *memOutput) dump(ns string) string {
@@ -179,8 +185,8 @@ func TestMergeBatchesAndRepeatedKeys(t *testing.T) {
 	if _, err := run(t, &Env{DB: "d", Output: o}, input, parse(t, `{"$merge":"t"}`)); err != nil {
 		t.Fatal(err)
 	}
-	if len(o.colls["d.t"]) != 600 || o.finds > 4 {
-		t.Fatalf("%d documents, %d reads", len(o.colls["d.t"]), o.finds)
+	if len(o.colls["d.t"]) != 600 || o.finds > 4 || o.replaces > 2 {
+		t.Fatalf("%d documents, %d reads, %d replace batches", len(o.colls["d.t"]), o.finds, o.replaces)
 	}
 	if d := o.colls["d.t"][idKey(bson.D{{Key: "_id", Value: int32(5)}})]; len(d) != 3 {
 		t.Fatalf("document 5 is %v, want both fields merged", d)
