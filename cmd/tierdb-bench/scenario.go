@@ -25,7 +25,7 @@ func runScenario(args []string) error {
 	out := fs.String("out", "", "output directory (default bench-results/<scenario>-<timestamp>)")
 	tierdbBin := fs.String("tierdb", "", "tierdb executable to run the servers from (default: the tierdb next to tierdb-bench, else ./bin/tierdb, else on $PATH)")
 	repeat := fs.Int("repeat", 0, "repetitions (default: the scenario's)")
-	layout := fs.String("layout", bench.LayoutSplit, "split: servers and load generator on disjoint CPUs; shared: all on all CPUs")
+	layout := fs.String("layout", "", "split: servers and load generator on disjoint CPUs; shared: all on all CPUs (default: the scenario's, else split)")
 	serverCPUs := fs.String("server-cpus", "", "with --layout split: the servers' CPUs, e.g. 1 or 2-3 (default: the last half)")
 	pgQuota := fs.Float64("pg-cpu-quota", 0, "cap PostgreSQL at this many CPUs with a cgroup v1 quota, e.g. 0.5; with replicas, each node gets its own cgroup with this cap (0: the scenario's pgCPUQuota, else no cap)")
 	quick := fs.Bool("quick", false, "shortened runs (one repetition, a quarter of every time span and operation count), for CI")

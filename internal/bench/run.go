@@ -67,6 +67,9 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 	if lo.PGCPUQuota == 0 {
 		lo.PGCPUQuota = sc.PGCPUQuota
 	}
+	if lo.Mode == "" {
+		lo.Mode = sc.Layout
+	}
 	lo.Nodes = sc.Replicas + 1
 	layout, err := planLayout(lo)
 	if err != nil {

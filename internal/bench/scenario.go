@@ -54,6 +54,11 @@ type Scenario struct {
 	// overrides it): with replicas each node gets its own cgroup with this
 	// quota, emulating equal-capacity nodes on one machine.
 	PGCPUQuota float64 `yaml:"pgCPUQuota,omitempty" json:"pgCPUQuota,omitempty"`
+	// Layout is the scenario's default for --layout (which overrides it):
+	// split (the default) or shared, for experiments that need every CPU
+	// of the machine on the server side (e.g. more than one server CPU on a
+	// two-CPU machine).
+	Layout string `yaml:"layout,omitempty" json:"layout,omitempty"`
 	// Period is the length of the per-period series of a replicated run
 	// (read throughput, p80 read latency, share of reads on standbys,
 	// balance fraction); default 10s as in seed 001.

@@ -46,6 +46,10 @@ func (s Stats) metric(name string) float64 {
 		return s.Max
 	case "throughput":
 		return s.Throughput
+	case "before":
+		return s.Before
+	case "during":
+		return s.During
 	}
 	return math.NaN()
 }
@@ -94,6 +98,16 @@ type Summary struct {
 	// TotalThroughput maps a variant to VariantSummary.Throughput, for the
 	// targets on all groups together.
 	TotalThroughput map[string]float64 `json:"-"`
+}
+
+// variant returns the summary of the variant.
+func (s *Summary) variant(name string) (VariantSummary, bool) {
+	for _, v := range s.Variants {
+		if v.Variant == name {
+			return v, true
+		}
+	}
+	return VariantSummary{}, false
 }
 
 // Find returns the summary of group under variant.

@@ -351,3 +351,32 @@ func TestMeanCI95(t *testing.T) {
 		}
 	}
 }
+
+// physics = before − X·c_ts/c: 31 noise clients did 1000 ops/s before;
+// the time-sensitive client does 100 ops/s at twice the noise's CPU per
+// operation, so physics leaves 800 and 600 during is 0.75 of it.
+func TestMinVsPhysics(t *testing.T) {
+	sc := &Scenario{
+		Groups:   []Group{{Name: "ts", Role: RoleTimeSensitive}, {Name: "noise", Role: RoleNoise}},
+		Variants: []Variant{{Name: "on"}},
+	}
+	sum := &Summary{
+		Groups: []GroupSummary{
+			{Variant: "on", Group: "ts", Median: Stats{Throughput: 100}},
+			{Variant: "on", Group: "noise", Median: Stats{Before: 1000, During: 600}},
+		},
+		Variants: []VariantSummary{
+			{Variant: BaselineVariant, TierdbCPUPerOp: 60, PostgresCPUPerOp: 140},
+			{Variant: "on", TierdbCPUPerOp: 40, PostgresCPUPerOp: 60},
+		},
+	}
+	half := 0.5
+	r := evaluate(sc, Target{Variant: "on", Group: "noise", MinVsPhysics: &half}, sum)
+	if r.Missing != "" || math.Abs(r.Value-0.75) > 1e-9 || !r.Pass {
+		t.Fatalf("got %+v, want 0.75 and a pass", r)
+	}
+	sum.Groups[1].Median.During = 300
+	if r := evaluate(sc, Target{Variant: "on", Group: "noise", MinVsPhysics: &half}, sum); r.Pass {
+		t.Fatalf("300 of 800 passed: %+v", r)
+	}
+}

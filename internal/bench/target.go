@@ -14,7 +14,9 @@ type Target struct {
 	// Group is the group measured; empty means all groups together, which
 	// only makes sense for throughput.
 	Group string `yaml:"group,omitempty" json:"group,omitempty"`
-	// Metric: mean, p50, p99, p999, max (latency) or throughput (ops/s).
+	// Metric: mean, p50, p99, p999, max (latency) or throughput (ops/s);
+	// minVsBest also takes before and during, a noise group's throughput
+	// before and during the time-sensitive phase.
 	Metric string `yaml:"metric,omitempty" json:"metric,omitempty"`
 
 	// MinReduction: 1 − variant/reference ≥ value (0.7 = at least 70% lower).
@@ -28,6 +30,19 @@ type Target struct {
 	MaxNoiseDrop *float64 `yaml:"maxNoiseDrop,omitempty" json:"maxNoiseDrop,omitempty"`
 	// MinRecovery: after/before ≥ value for a noise group's throughput.
 	MinRecovery *float64 `yaml:"minRecovery,omitempty" json:"minRecovery,omitempty"`
+	// MinVsPhysics: during/physics ≥ value for a noise group's throughput
+	// during the time-sensitive phase, physics being what the server has
+	// left for the noise once the time-sensitive clients are served:
+	//
+	//	physics = before − X·c_ts/c
+	//
+	// before: the noise's throughput before the phase; X: the
+	// time-sensitive groups' throughput; c_ts: server CPU (tierdb and
+	// PostgreSQL) per operation of the time-sensitive clients alone (the
+	// idle baseline); c: server CPU per operation of the variant, all
+	// groups. So each time-sensitive operation displaces c_ts/c noise
+	// operations of a saturated server. Needs the baseline.
+	MinVsPhysics *float64 `yaml:"minVsPhysics,omitempty" json:"minVsPhysics,omitempty"`
 	// MinVsBest: variant/max(metric of the BestOf variants) ≥ value, for
 	// throughput (1.2 = at least 20% above the better of them).
 	MinVsBest *float64 `yaml:"minVsBest,omitempty" json:"minVsBest,omitempty"`
@@ -48,6 +63,9 @@ var (
 	latencyMetrics = []string{"mean", "p50", "p99", "p999", "max"}
 	allMetrics     = append(slices.Clone(latencyMetrics), "throughput")
 	fairMetrics    = []string{"unfairness", "unfairnessSpan", "latencyCV", "userSpread"}
+	// throughputMetrics: a group's throughput over its whole run, or a
+	// noise group's before and during the time-sensitive phase.
+	throughputMetrics = []string{"throughput", "before", "during"}
 )
 
 func (t Target) kind() string {
@@ -62,6 +80,8 @@ func (t Target) kind() string {
 		return "maxNoiseDrop"
 	case t.MinRecovery != nil:
 		return "minRecovery"
+	case t.MinVsPhysics != nil:
+		return "minVsPhysics"
 	case t.MinVsBest != nil:
 		return "minVsBest"
 	case t.MaxViolations != nil:
@@ -79,7 +99,7 @@ func (t Target) validate(where string, s *Scenario) []string {
 		bad("name is required (the report prints it)")
 	}
 	n := 0
-	for _, p := range []*float64{t.MinReduction, t.MaxVsBaseline, t.Within, t.MaxNoiseDrop, t.MinRecovery, t.MinVsBest, t.MaxViolations, t.AtMost} {
+	for _, p := range []*float64{t.MinReduction, t.MaxVsBaseline, t.Within, t.MaxNoiseDrop, t.MinRecovery, t.MinVsPhysics, t.MinVsBest, t.MaxViolations, t.AtMost} {
 		if p != nil {
 			n++
 			if *p < 0 {
@@ -88,7 +108,7 @@ func (t Target) validate(where string, s *Scenario) []string {
 		}
 	}
 	if n != 1 {
-		bad("exactly one of minReduction, maxVsBaseline, within, maxNoiseDrop, minRecovery, minVsBest, maxViolations, atMost is needed")
+		bad("exactly one of minReduction, maxVsBaseline, within, maxNoiseDrop, minRecovery, minVsPhysics, minVsBest, maxViolations, atMost is needed")
 		return errs
 	}
 	if _, ok := s.Variant(t.Variant); !ok {
@@ -106,8 +126,11 @@ func (t Target) validate(where string, s *Scenario) []string {
 	}
 	switch t.kind() {
 	case "minVsBest":
-		if t.Metric != "throughput" {
-			bad("minVsBest compares throughput; set metric: throughput")
+		if !slices.Contains(throughputMetrics, t.Metric) {
+			bad("minVsBest compares throughput; set metric to one of %v", throughputMetrics)
+		}
+		if t.Metric != "throughput" && t.Group == "" {
+			bad("metric %s is a noise group's throughput: set group", t.Metric)
 		}
 		if len(t.BestOf) == 0 {
 			bad("minVsBest needs bestOf: the variants to beat")
@@ -158,7 +181,10 @@ func (t Target) validate(where string, s *Scenario) []string {
 		default:
 			bad("atMost takes a metric of %v or %v, got %q", fairMetrics, latencyMetrics, t.Metric)
 		}
-	case "maxNoiseDrop", "minRecovery":
+	case "maxNoiseDrop", "minRecovery", "minVsPhysics":
+		if t.kind() == "minVsPhysics" && !s.BaselineOn() {
+			bad("minVsPhysics needs the baseline run (baseline: true)")
+		}
 		if t.Metric != "" && t.Metric != "throughput" {
 			bad("%s is about throughput; leave metric out", t.kind())
 		}
@@ -210,7 +236,7 @@ func evaluate(s *Scenario, t Target, sum *Summary) TargetResult {
 		return gs.Median.metric(t.Metric), true
 	}
 	unit := func(v float64) string {
-		if t.Metric == "throughput" || t.Group == "" {
+		if slices.Contains(throughputMetrics, t.Metric) || t.Group == "" {
 			return fmt.Sprintf("%.0f ops/s", v)
 		}
 		return fmtMicros(v)
@@ -308,7 +334,41 @@ func evaluate(s *Scenario, t Target, sum *Summary) TargetResult {
 			r.Pass = r.Value >= r.Limit && m.After > 0
 			r.Measured = fmt.Sprintf("%.0f ops/s after vs %.0f before: %s", m.After, m.Before, fmtChange(m.After/m.Before))
 		}
+	case "minVsPhysics":
+		return physicsTarget(r, s, sum)
 	}
+	return r
+}
+
+// physicsTarget checks a minVsPhysics target (see Target.MinVsPhysics).
+func physicsTarget(r TargetResult, s *Scenario, sum *Summary) TargetResult {
+	t := r.Target
+	gs, ok := sum.Find(t.Variant, t.Group)
+	v, ok2 := sum.variant(t.Variant)
+	b, ok3 := sum.variant(BaselineVariant)
+	if !ok || !ok2 || !ok3 || gs.Median.Before <= 0 {
+		r.Missing = "no noise throughput before the phase, or no baseline"
+		return r
+	}
+	var x float64
+	for _, g := range s.groupsWithRole(RoleTimeSensitive) {
+		if ts, ok := sum.Find(t.Variant, g.Name); ok {
+			x += ts.Median.Throughput
+		}
+	}
+	cts, c := b.TierdbCPUPerOp+b.PostgresCPUPerOp, v.TierdbCPUPerOp+v.PostgresCPUPerOp
+	if cts <= 0 || c <= 0 {
+		r.Missing = "no server CPU figures"
+		return r
+	}
+	physics := gs.Median.Before - x*cts/c
+	if physics <= 0 {
+		r.Missing = fmt.Sprintf("physics leaves the noise nothing (%.0f ops/s of time-sensitive work at %.1f noise operations each)", x, cts/c)
+		return r
+	}
+	r.Value, r.Limit = gs.Median.During/physics, *t.MinVsPhysics
+	r.Pass = r.Value >= r.Limit
+	r.Measured = fmt.Sprintf("%.0f ops/s during vs %.0f physics leaves (%.0f before − %.0f time-sensitive ops/s × %.2f): %.2f×", gs.Median.During, physics, gs.Median.Before, x, cts/c, r.Value)
 	return r
 }
 

@@ -42,6 +42,9 @@ func (s *Scenario) Validate() error {
 	if s.PGCPUQuota < 0 {
 		bad("pgCPUQuota cannot be negative")
 	}
+	if s.Layout != "" && s.Layout != LayoutSplit && s.Layout != LayoutShared {
+		bad("layout must be %s or %s, got %q", LayoutSplit, LayoutShared, s.Layout)
+	}
 	if s.Period < Duration(100e6) {
 		bad("period must be at least 100ms, got %s", s.Period)
 	}

@@ -90,7 +90,7 @@ func DefaultConfig() Config {
 		Enabled:   true,
 		Threshold: 1,
 		Nice:      [NumTiers]int{-19, 0, 19},
-		Fair:      FairConfig{UnfairnessBound: 0.10, CVBound: 1.0, HighHold: 100 * time.Millisecond, Anticipation: 2 * time.Millisecond},
+		Fair:      FairConfig{UnfairnessBound: 0.10, CVBound: 1.0, HighHold: 100 * time.Millisecond},
 		IO: IOConfig{
 			Background: IOPrio{Class: IOIdle},
 			WALWriter:  IOPrio{Class: IOBestEffort, Level: 0},

@@ -153,7 +153,7 @@ func (g *Gate) Admit(ctx context.Context, t Tier, p Principal) (done func(), err
 		return nil, err
 	}
 	w := &gateWaiter{user: u, tier: t, wake: make(chan struct{}, 1)}
-	g.tiers[t].enqueue(w)
+	g.tiers[t].enqueue(w, g.anticipation > 0)
 	g.mu.Unlock()
 	select {
 	case <-w.wake:

@@ -328,7 +328,7 @@ func TestRoundQuotaSurvivesIdleness(t *testing.T) {
 	tr := tierRound{users: map[string]*fairUser{}}
 	tr.ctl = newZetaControl(GateOptions{Zeta: 2}, t0)
 	greedy, polite := tr.user("greedy", 1, t0), tr.user("polite", 1, t0)
-	enqueue := func(u *fairUser) { tr.enqueue(&gateWaiter{user: u}) }
+	enqueue := func(u *fairUser) { tr.enqueue(&gateWaiter{user: u}, false) }
 	for range 6 {
 		enqueue(greedy)
 	}
@@ -359,7 +359,7 @@ func TestRoundAnticipatesUsersWithQuota(t *testing.T) {
 	tr := tierRound{users: map[string]*fairUser{}}
 	tr.ctl = newZetaControl(GateOptions{Zeta: 2}, t0)
 	greedy, polite := tr.user("greedy", 1, t0), tr.user("polite", 1, t0)
-	enqueue := func(u *fairUser) { tr.enqueue(&gateWaiter{user: u}) }
+	enqueue := func(u *fairUser) { tr.enqueue(&gateWaiter{user: u}, true) }
 	for range 6 {
 		enqueue(greedy)
 	}
@@ -405,9 +405,9 @@ func TestRoundAnticipationIsBounded(t *testing.T) {
 	tr := tierRound{users: map[string]*fairUser{}}
 	tr.ctl = newZetaControl(GateOptions{Zeta: 2}, t0)
 	slow, other := tr.user("slow", 1, t0), tr.user("other", 1, t0)
-	tr.enqueue(&gateWaiter{user: slow})
+	tr.enqueue(&gateWaiter{user: slow}, true)
 	for range 4 {
-		tr.enqueue(&gateWaiter{user: other})
+		tr.enqueue(&gateWaiter{user: other}, true)
 	}
 	for _, want := range []string{"slow", "other", "other"} {
 		w, _ := tr.next(t0, d)
@@ -437,7 +437,7 @@ func TestSLOUsersGoFirst(t *testing.T) {
 		if slo {
 			u.slo = &sloState{scale: 1, objective: time.Millisecond}
 		}
-		tr.enqueue(&gateWaiter{user: u})
+		tr.enqueue(&gateWaiter{user: u}, false)
 	}
 	enqueue("be1", false)
 	enqueue("be2", false)
@@ -483,5 +483,27 @@ func TestGateAnticipationTimer(t *testing.T) {
 		done()
 	case <-time.After(2 * time.Second):
 		t.Fatal("the round never ended after the anticipation period")
+	}
+}
+
+// A user the round anticipates (away with quota left) goes ahead when it
+// comes back; without anticipation it joins the end.
+func TestAnticipatedUserGoesAhead(t *testing.T) {
+	for _, anticipating := range []bool{true, false} {
+		t0 := time.Unix(0, 0)
+		tr := tierRound{users: map[string]*fairUser{}}
+		tr.ctl = newZetaControl(GateOptions{Zeta: 2}, t0)
+		x, y := tr.user("x", 1, t0), tr.user("y", 1, t0)
+		tr.enqueue(&gateWaiter{user: x}, anticipating)
+		tr.enqueue(&gateWaiter{user: y}, anticipating)
+		tr.enqueue(&gateWaiter{user: y}, anticipating)
+		if w, _ := tr.next(t0, 0); w.user != x {
+			t.Fatalf("first: %s", w.user.key)
+		}
+		tr.enqueue(&gateWaiter{user: x}, anticipating)
+		want := map[bool]string{true: "x", false: "y"}[anticipating]
+		if w, _ := tr.next(t0, 0); w.user.key != want {
+			t.Fatalf("anticipating %v: %s went next, want %s", anticipating, w.user.key, want)
+		}
 	}
 }

@@ -77,12 +77,15 @@ func (tr *tierRound) user(key string, weight float64, now time.Time) *fairUser {
 // enqueue queues w. A user that starts waiting joins the ring with what
 // is left of its quota for the current round (all of L_i if it had none
 // yet this round), so going idle and coming back never earns more than L_i
-// per round. It joins at the end, unless the round anticipated it (it is
-// away with quota left, see anticipate) or it carries a latency
-// objective: then it goes ahead of the others, after those that went
-// ahead before it, still within its quota (for a latency-sensitive user,
-// the quota the SLO controller sets, slo.go).
-func (tr *tierRound) enqueue(w *gateWaiter) {
+// per round. It joins at the end, unless it carries a latency objective
+// or the round anticipates it (anticipating, and it is away with quota
+// left, see anticipate): then it goes ahead of the others, after those
+// that went ahead before it, still within its quota (for a
+// latency-sensitive user, the quota the SLO controller sets, slo.go).
+// Without anticipation a returning user does not go ahead: with many
+// users, those that have not yet been served in the round would wait
+// behind every other user's whole quota.
+func (tr *tierRound) enqueue(w *gateWaiter, anticipating bool) {
 	u := w.user
 	u.queue = append(u.queue, w)
 	u.pending++
@@ -96,7 +99,7 @@ func (tr *tierRound) enqueue(w *gateWaiter) {
 		u.quota, u.round = tr.ctl.quota(u.weight), tr.round
 		u.ahead = u.slo != nil
 	} else {
-		u.ahead = u.slo != nil || u.away && u.quota > 0
+		u.ahead = u.slo != nil || anticipating && u.away && u.quota > 0
 	}
 	if !u.ahead {
 		tr.ring = append(tr.ring, u)
