@@ -204,6 +204,11 @@ def test_view_reads_run_its_pipeline(db, src):
     assert v.count_documents({}) == 7 and v.count_documents({"k": 0}) == 3
     assert v.distinct("k") == [0, 1, 2] and v.distinct("k", {"_id": {"$lt": 5}}) == [0, 1]
     assert list(v.aggregate([{"$group": {"_id": None, "s": {"$sum": "$double"}}}])) == [{"_id": None, "s": 840}]
+    # explain shows the aggregation a find or count on a view runs.
+    plan = db.command("explain", {"find": "big", "filter": {"k": 1}})
+    assert [list(st)[0] for st in plan["stages"]] == ["$cursor", "$set", "$match"]
+    plan = db.command("explain", {"count": "big", "query": {"k": 1}})
+    assert [list(st)[0] for st in plan["stages"]] == ["$cursor", "$set", "$match", "$count"]
     # A view on the view.
     db.create_collection("bigodd", viewOn="big", pipeline=[{"$match": {"k": 1}}, {"$project": {"v": 1}}])
     assert list(db.bigodd.find()) == [{"_id": 4, "v": 40}, {"_id": 7, "v": 70}]

@@ -103,46 +103,9 @@ func (h *Handlers) viewPipeline(ctx context.Context, req *Request, stages bson.A
 // as stages after the view's pipeline.
 func (h *Handlers) findOnView(ctx context.Context, req *Request, _ *viewDef) (bson.D, error) {
 	name, _ := collectionName(req)
-	var stages bson.A
-	for _, f := range []struct{ field, stage string }{{"filter", "$match"}, {"sort", "$sort"}} {
-		d, err := getDoc(req.Cmd, f.field)
-		if err != nil {
-			return nil, err
-		}
-		if len(d) > 0 {
-			stages = append(stages, bson.D{{Key: f.stage, Value: d}})
-		}
-	}
-	skip, err := getInt(req.Cmd, "skip", 0)
+	stages, singleBatch, err := findStages(req.Cmd)
 	if err != nil {
 		return nil, err
-	}
-	if skip < 0 {
-		return nil, mongoerr.New(mongoerr.BadValue, "skip value must be non-negative")
-	}
-	limit, err := getInt(req.Cmd, "limit", 0)
-	if err != nil {
-		return nil, err
-	}
-	singleBatch, err := getBool(req.Cmd, "singleBatch", false)
-	if err != nil {
-		return nil, err
-	}
-	if limit < 0 {
-		limit, singleBatch = -limit, true
-	}
-	if skip > 0 {
-		stages = append(stages, bson.D{{Key: "$skip", Value: skip}})
-	}
-	if limit > 0 {
-		stages = append(stages, bson.D{{Key: "$limit", Value: limit}})
-	}
-	proj, err := getDoc(req.Cmd, "projection")
-	if err != nil {
-		return nil, err
-	}
-	if len(proj) > 0 {
-		stages = append(stages, bson.D{{Key: "$project", Value: proj}})
 	}
 	batchSize, err := getBatchSize(req.Cmd, defaultFirstBatch)
 	if err != nil {
@@ -153,6 +116,89 @@ func (h *Handlers) findOnView(ctx context.Context, req *Request, _ *viewDef) (bs
 		return nil, err
 	}
 	return h.firstBatch(ctx, req, req.DB+"."+name, &sliceSource{docs: sink.Raws}, batchSize, singleBatch)
+}
+
+// findStages are the stages a find's filter, sort, skip, limit and
+// projection become over a view.
+func findStages(cmd bson.D) (stages bson.A, singleBatch bool, err error) {
+	stages = bson.A{}
+	for _, f := range []struct{ field, stage string }{{"filter", "$match"}, {"sort", "$sort"}} {
+		d, err := getDoc(cmd, f.field)
+		if err != nil {
+			return nil, false, err
+		}
+		if len(d) > 0 {
+			stages = append(stages, bson.D{{Key: f.stage, Value: d}})
+		}
+	}
+	skip, err := getInt(cmd, "skip", 0)
+	if err != nil {
+		return nil, false, err
+	}
+	if skip < 0 {
+		return nil, false, mongoerr.New(mongoerr.BadValue, "skip value must be non-negative")
+	}
+	limit, err := getInt(cmd, "limit", 0)
+	if err != nil {
+		return nil, false, err
+	}
+	if singleBatch, err = getBool(cmd, "singleBatch", false); err != nil {
+		return nil, false, err
+	}
+	if limit < 0 {
+		limit, singleBatch = -limit, true
+	}
+	if skip > 0 {
+		stages = append(stages, bson.D{{Key: "$skip", Value: skip}})
+	}
+	if limit > 0 {
+		stages = append(stages, bson.D{{Key: "$limit", Value: limit}})
+	}
+	proj, err := getDoc(cmd, "projection")
+	if err != nil {
+		return nil, false, err
+	}
+	if len(proj) > 0 {
+		stages = append(stages, bson.D{{Key: "$project", Value: proj}})
+	}
+	return stages, singleBatch, nil
+}
+
+// explainOnViews answers explain of a find or count over a view as the
+// explain of the aggregation it runs; anything else goes to next.
+func (h *Handlers) explainOnViews(next handlerFunc) handlerFunc {
+	return func(ctx context.Context, req *Request) (bson.D, error) {
+		inner, err := getDoc(req.Cmd, "explain")
+		if err != nil || len(inner) == 0 || (inner[0].Key != "find" && inner[0].Key != "count") {
+			return next(ctx, req)
+		}
+		sub := &Request{DB: req.DB, Cmd: inner, Session: req.Session}
+		name, err := collectionName(sub)
+		if err != nil {
+			return next(ctx, req)
+		}
+		v, err := h.viewOf(ctx, req.DB, name)
+		if err != nil || v == nil {
+			if err != nil {
+				return nil, err
+			}
+			return next(ctx, req)
+		}
+		var stages bson.A
+		if inner[0].Key == "find" {
+			if stages, _, err = findStages(inner); err != nil {
+				return nil, err
+			}
+		} else {
+			q, err := getDoc(inner, "query")
+			if err != nil {
+				return nil, err
+			}
+			stages = bson.A{bson.D{{Key: "$match", Value: q}}, bson.D{{Key: "$count", Value: "n"}}}
+		}
+		agg := bson.D{{Key: "aggregate", Value: name}, {Key: "pipeline", Value: stages}}
+		return h.explainAggregate(ctx, &Request{DB: req.DB, Cmd: agg, Session: req.Session})
+	}
 }
 
 // countOnView is count over a view.
