@@ -189,6 +189,20 @@ def test_out_and_merge_need_write_rights_on_the_target(new_server):
     list(writer.shop.orders.aggregate([{"$out": "copy"}]))
     list(writer.shop.orders.aggregate([{"$merge": "copy2"}]))
     assert shop.copy.count_documents({}) == 3 and shop.copy2.count_documents({}) == 3
+    # A view must not let its creator read what it could not.
+    shop.secret.insert_one({"_id": "s"})
+    shop.command("createRole", "viewMaker", roles=[], privileges=[
+        {"resource": {"db": "shop", "collection": ""}, "actions": ["createCollection"]},
+        {"resource": {"db": "shop", "collection": "orders"}, "actions": ["find"]},
+        {"resource": {"db": "shop", "collection": "peek"}, "actions": ["find"]}])
+    shop.command("createUser", "maker", pwd=pw, roles=["viewMaker"])
+    maker = t.client(username="maker", password=pw, authSource="shop")
+    with pytest.raises(OperationFailure) as e:
+        maker.shop.command("create", "peek", viewOn="secret")
+    assert e.value.code == 13
+    maker.shop.command("create", "peek", viewOn="orders", pipeline=[{"$match": {"_id": {"$lt": 2}}}])
+    assert list(maker.shop.peek.find()) == [{"_id": 0}, {"_id": 1}]
+    maker.close()
     reader.close()
     writer.close()
     admin.close()

@@ -5,6 +5,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"tierdb/internal/auth"
 	"tierdb/internal/bsonx"
 	"tierdb/internal/exec"
 	"tierdb/internal/mongoerr"
@@ -288,6 +289,9 @@ func (h *Handlers) createView(ctx context.Context, req *Request, name string) (b
 	if viewOn == name {
 		return nil, mongoerr.Newf(mongoerr.GraphContainsCycle, "View cycle detected: %s.%s is defined on itself", req.DB, name)
 	}
+	if err := h.mayRead(req, viewOn); err != nil {
+		return nil, err
+	}
 	if _, _, err := h.resolveView(ctx, req.DB, viewOn); err != nil {
 		return nil, err
 	}
@@ -412,6 +416,9 @@ func (h *Handlers) collModView(ctx context.Context, req *Request) (bson.D, error
 		if s == "" {
 			return nil, mongoerr.New(mongoerr.BadValue, "'viewOn' cannot be empty")
 		}
+		if err := h.mayRead(req, s); err != nil {
+			return nil, err
+		}
 		v.viewOn = s
 	}
 	if x, ok := lookup(req.Cmd, "pipeline"); ok {
@@ -445,4 +452,14 @@ func (h *Handlers) collModView(ctx context.Context, req *Request) (bson.D, error
 		}
 	}
 	return bson.D{}, h.store.ModifyView(ctx, storage.View{DB: req.DB, Name: name, ViewOn: v.viewOn, Pipeline: raw}, noCycle)
+}
+
+// mayRead refuses a view on a collection the user may not read itself: a
+// view must not let its creator read what it reads.
+func (h *Handlers) mayRead(req *Request, coll string) error {
+	s := req.Session
+	if h.opts.Auth == nil || s == nil || s.User == nil || s.User.Grants.Allows(req.DB, coll, auth.Actions(auth.ActFind)) {
+		return nil
+	}
+	return mongoerr.Newf(mongoerr.Unauthorized, "not authorized on %s to read %s, which the view would read", req.DB, coll)
 }
