@@ -274,6 +274,7 @@ def test_view_definitions_are_checked(db):
     assert code_of(lambda: db.command("create", "v", viewOn="")) == 2
     assert code_of(lambda: db.command("create", "v", viewOn="v")) == 93
     assert code_of(lambda: db.command("create", "v", pipeline=[])) == 72
+    assert code_of(lambda: db.command("create", "v", viewOn="src", storageEngine={"x": {}})) == 72
     assert "v" not in db.list_collection_names()
     db.command("create", "v0", viewOn="src")
     for i in range(1, 21):

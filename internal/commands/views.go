@@ -269,6 +269,14 @@ func (f *funcSink) Finish() error         { return nil }
 
 // createView is create with viewOn and pipeline.
 func (h *Handlers) createView(ctx context.Context, req *Request, name string) (bson.D, error) {
+	for _, e := range req.Cmd[1:] {
+		switch {
+		case e.Key == "viewOn" || e.Key == "pipeline" || e.Key == "collation" || isGenericField(e.Key):
+		case neutral(e.Value):
+		default:
+			return nil, mongoerr.Newf(mongoerr.InvalidOptions, "option not supported on a view: %s", e.Key)
+		}
+	}
 	viewOnV, _ := lookup(req.Cmd, "viewOn")
 	viewOn, ok := viewOnV.(string)
 	if !ok {
