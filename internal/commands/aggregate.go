@@ -108,7 +108,7 @@ func (h *Handlers) memoryError(req *Request, err error) error {
 	if allow, _ := getBool(req.Cmd, "allowDiskUse", true); !allow {
 		return err
 	}
-	return mongoerr.Newf(mongoerr.ExceededMemoryLimit, "%s; disk use is allowed, but tierdb spills only $sort to disk, not this stage", strings.TrimSuffix(me.Msg, "; tierdb does not spill to disk (allowDiskUse)"))
+	return mongoerr.Newf(mongoerr.ExceededMemoryLimit, "%s; disk use is allowed, but tierdb spills only $sort to disk, not this stage", strings.TrimSuffix(me.Msg, exec.ExceededHint))
 }
 
 // parsedAggregate is an aggregate command ready to run: the collection it

@@ -33,9 +33,12 @@ type Stage interface {
 // ErrDone: a stage needs no more input ($limit reached).
 var ErrDone = errors.New("pipeline needs no more documents")
 
+// ExceededHint ends Exceeded's message.
+const ExceededHint = "; only $sort spills to disk, and only when allowDiskUse allows it"
+
 // Exceeded is the error of a stage past the memory limit.
 func Exceeded(what string) error {
-	return mongoerr.Newf(mongoerr.QueryExceededMemoryLimit, "%s exceeded the memory limit of %d bytes; tierdb does not spill to disk (allowDiskUse)", what, MaxMemoryBytes)
+	return mongoerr.Newf(mongoerr.QueryExceededMemoryLimit, "%s exceeded the memory limit of %d bytes%s", what, MaxMemoryBytes, ExceededHint)
 }
 
 // Reader streams the documents of a collection of the pipeline's database
