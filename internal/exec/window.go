@@ -267,7 +267,7 @@ func (o *windowOutput) parseShift(arg any, scope *expr.Scope) error {
 				return err
 			}
 			v, err := x.Eval(expr.NewCtx(bson.D{}, nil, 0))
-			if err != nil {
+			if err != nil || expr.IsMissing(v) {
 				return mongoerr.New(mongoerr.FailedToParse, "'$shift:default' expression must yield a constant value")
 			}
 			o.shiftDefault = v
