@@ -328,7 +328,7 @@ def test_views_survive_a_restart_and_drop_database(new_server):
 
 # --- memory -----------------------------------------------------------------
 
-def test_sort_past_the_memory_limit_spills_unless_disk_use_is_refused(db):
+def test_sort_and_group_spill_past_the_memory_limit_unless_disk_use_is_refused(db):
     db.one.insert_one({"_id": 1})
     # 300,000 documents of 400 bytes and more: past 100 MB as $sort counts
     # them.
@@ -340,8 +340,16 @@ def test_sort_past_the_memory_limit_spills_unless_disk_use_is_refused(db):
     with pytest.raises(OperationFailure) as e:
         list(db.one.aggregate(pipeline, allowDiskUse=False))
     assert e.value.code == 292
-    # $group does not spill: with disk use allowed the error says so.
-    group = pipeline[:2] + [{"$group": {"_id": "$r", "pads": {"$push": "$pad"}}}]
+    # $group spills the documents of groups it cannot hold and groups them
+    # in a later pass.
+    group = pipeline[:2] + [{"$group": {"_id": "$r", "pads": {"$push": "$pad"}}}, {"$count": "n"}]
+    assert list(db.one.aggregate(group)) == [{"n": 300_000}]
     with pytest.raises(OperationFailure) as e:
-        list(db.one.aggregate(group, allowDiskUse=True))
-    assert e.value.code == 146 and "spills only $sort" in str(e.value), e.value.details
+        list(db.one.aggregate(group, allowDiskUse=False))
+    assert e.value.code == 292
+    # The other blocking stages do not spill: with disk use allowed the
+    # error says so.
+    windows = pipeline[:2] + [{"$setWindowFields": {"output": {"n": {"$documentNumber": {}}}}}, {"$limit": 1}]
+    with pytest.raises(OperationFailure) as e:
+        list(db.one.aggregate(windows, allowDiskUse=True))
+    assert e.value.code == 146 and "spills only $sort and $group" in str(e.value), e.value.details

@@ -98,7 +98,7 @@ func (h *Handlers) runAggregate(ctx context.Context, req *Request, name string, 
 
 // memoryError tells a stage past its memory limit apart when the command
 // allowed disk use (as MongoDB 6.0 does by default): tierdb spills only
-// $sort, so for the other blocking stages the limit stands, but the
+// $sort and $group, so for the other blocking stages the limit stands, but the
 // answer must not claim the permission was missing.
 func (h *Handlers) memoryError(req *Request, err error) error {
 	var me *mongoerr.Error
@@ -108,7 +108,7 @@ func (h *Handlers) memoryError(req *Request, err error) error {
 	if allow, _ := getBool(req.Cmd, "allowDiskUse", true); !allow {
 		return err
 	}
-	return mongoerr.Newf(mongoerr.ExceededMemoryLimit, "%s; disk use is allowed, but tierdb spills only $sort to disk, not this stage", strings.TrimSuffix(me.Msg, exec.ExceededHint))
+	return mongoerr.Newf(mongoerr.ExceededMemoryLimit, "%s; disk use is allowed, but tierdb spills only $sort and $group to disk, not this stage", strings.TrimSuffix(me.Msg, exec.ExceededHint))
 }
 
 // parsedAggregate is an aggregate command ready to run: the collection it

@@ -8,8 +8,8 @@
 // collection ($lookup, $graphLookup, $unionWith) it reads through the
 // Reader the handler passes in Env, and $out and $merge write through the
 // Env's Output. It never holds more than the memory limit
-// (MaxMemoryBytes) in a blocking stage ($sort, when allowed, spills sorted
-// runs to unlinked temporary files instead), and never ignores a stage,
+// (MaxMemoryBytes) in a blocking stage ($sort and $group, when allowed,
+// spill to unlinked temporary files instead), and never ignores a stage,
 // option or operator it does not implement: those are refused with
 // MongoDB's codes.
 package exec

@@ -34,7 +34,7 @@ type Stage interface {
 var ErrDone = errors.New("pipeline needs no more documents")
 
 // ExceededHint ends Exceeded's message.
-const ExceededHint = "; only $sort spills to disk, and only when allowDiskUse allows it"
+const ExceededHint = "; only $sort and $group spill to disk, and only when allowDiskUse allows it"
 
 // Exceeded is the error of a stage past the memory limit.
 func Exceeded(what string) error {

@@ -28,36 +28,69 @@ type sortRun struct {
 	doc bson.D // the run's next document, nil when it is exhausted
 }
 
-// spill writes docs, sorted, as a run.
-func (s *sortStage) spillRun() error {
-	sortDocs(s.docs, s.sort)
-	f, err := os.CreateTemp(s.tempDir, "tierdb-sort-*")
+// spillFile is a temporary file of documents, written in order and read
+// back once.
+type spillFile struct {
+	f *os.File
+	w *bufio.Writer
+}
+
+func newSpillFile(dir, what string) (*spillFile, error) {
+	f, err := os.CreateTemp(dir, "tierdb-"+what+"-*")
 	if err != nil {
-		return mongoerr.Newf(mongoerr.ExceededMemoryLimit, "$sort could not spill to disk: %v", err)
+		return nil, spillError(what, err)
 	}
 	os.Remove(f.Name()) //nolint:errcheck // the open file stays readable
-	w := bufio.NewWriterSize(f, 1<<20)
+	return &spillFile{f: f, w: bufio.NewWriterSize(f, 1<<20)}, nil
+}
+
+func spillError(what string, err error) error {
+	return mongoerr.Newf(mongoerr.ExceededMemoryLimit, "%s could not spill to disk: %v", what, err)
+}
+
+func (s *spillFile) write(d bson.D) error {
+	raw, err := bsonx.Marshal(d)
+	if err != nil {
+		return err
+	}
+	if _, err := s.w.Write(raw); err != nil {
+		return spillError("a stage", err)
+	}
+	return nil
+}
+
+// run ends the writing and reads the file from its start.
+func (s *spillFile) run() (*sortRun, error) {
+	if err := s.w.Flush(); err != nil {
+		s.f.Close()
+		return nil, spillError("a stage", err)
+	}
+	if _, err := s.f.Seek(0, io.SeekStart); err != nil {
+		s.f.Close()
+		return nil, err
+	}
+	return &sortRun{f: s.f, r: bufio.NewReaderSize(s.f, 64<<10)}, nil
+}
+
+// spillRun writes the documents held, sorted, as a run.
+func (s *sortStage) spillRun() error {
+	sortDocs(s.docs, s.sort)
+	f, err := newSpillFile(s.tempDir, "sort")
+	if err != nil {
+		return err
+	}
 	for i, d := range s.docs {
-		raw, err := bsonx.Marshal(d)
-		if err != nil {
-			f.Close()
+		if err := f.write(d); err != nil {
+			f.f.Close()
 			return err
-		}
-		if _, err := w.Write(raw); err != nil {
-			f.Close()
-			return mongoerr.Newf(mongoerr.ExceededMemoryLimit, "$sort could not spill to disk: %v", err)
 		}
 		s.docs[i] = nil
 	}
-	if err := w.Flush(); err != nil {
-		f.Close()
-		return mongoerr.Newf(mongoerr.ExceededMemoryLimit, "$sort could not spill to disk: %v", err)
-	}
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		f.Close()
+	r, err := f.run()
+	if err != nil {
 		return err
 	}
-	s.runs = append(s.runs, &sortRun{f: f, r: bufio.NewReaderSize(f, 64<<10)})
+	s.runs = append(s.runs, r)
 	s.docs, s.mem = nil, 0
 	return nil
 }
