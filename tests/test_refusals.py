@@ -17,7 +17,7 @@ from pymongo.read_concern import ReadConcern
     ({"find": "c", "let": {"x": 1}}, 238),
     ({"create": "c2", "capped": True, "size": 1000}, 238),
     ({"create": "c2", "validator": {"a": {"$exists": True}}}, 238),
-    ({"update": "c", "updates": [{"q": {}, "u": {"$set": {"a": 1}}, "arrayFilters": [{"x.a": 1}]}]}, 238),
+    ({"update": "c", "updates": [{"q": {}, "u": {"$set": {"a": 1}}, "sort": {"a": 1}}]}, 238),
     ({"update": "c", "updates": [{"q": {}, "u": {"$set": {"a": 1}}, "mutli": True}]}, 40415),
     ({"delete": "c", "deletes": [{"q": {}, "limit": 0, "hint2": 1}]}, 40415),
     ({"find": "c", "readConcern": {"level": "linearizable"}}, 238),

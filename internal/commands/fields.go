@@ -60,13 +60,13 @@ var commandFields = map[string]map[string]fieldRule{
 		// tierdb has no document validation to bypass.
 		"bypassDocumentValidation": harmless,
 	},
-	"update": {"updates": implemented, "ordered": implemented, "bypassDocumentValidation": harmless, "let": unimplemented},
-	"delete": {"deletes": implemented, "ordered": implemented, "let": unimplemented},
+	"update": {"updates": implemented, "ordered": implemented, "bypassDocumentValidation": harmless, "let": implemented},
+	"delete": {"deletes": implemented, "ordered": implemented, "let": implemented},
 	"findAndModify": {
 		"query": implemented, "sort": implemented, "fields": implemented, "remove": implemented,
 		"update": implemented, "new": implemented, "upsert": implemented,
 		"bypassDocumentValidation": harmless, "hint": harmless,
-		"arrayFilters": unimplemented, "let": unimplemented,
+		"arrayFilters": implemented, "let": implemented,
 	},
 	"createIndexes": {"indexes": implemented, "commitQuorum": harmless},
 	"dropIndexes":   {"index": implemented},
@@ -84,7 +84,7 @@ var commandFields = map[string]map[string]fieldRule{
 // statementFields are the fields of one update or delete statement.
 var statementFields = map[string]map[string]fieldRule{
 	"update": {"q": implemented, "u": implemented, "multi": implemented, "upsert": implemented,
-		"hint": harmless, "arrayFilters": unimplemented, "sort": unimplemented},
+		"hint": harmless, "arrayFilters": implemented, "c": implemented, "sort": unimplemented},
 	"delete": {"q": implemented, "limit": implemented, "hint": harmless},
 }
 

@@ -46,32 +46,45 @@ func (h *Handlers) findAndModify(ctx context.Context, req *Request) (bson.D, err
 	if remove && (upsert || returnNew) {
 		return nil, mongoerr.New(mongoerr.FailedToParse, "Cannot specify both an update and remove=true or upsert/new with remove")
 	}
+	arrayFilters, hasFilters := lookup(req.Cmd, "arrayFilters")
+	if remove && hasFilters {
+		return nil, mongoerr.New(mongoerr.FailedToParse, "Cannot specify arrayFilters and remove=true")
+	}
+	if _, isPipeline := u.(bson.A); isPipeline && hasFilters {
+		return nil, mongoerr.New(mongoerr.FailedToParse, "Cannot specify arrayFilters and a pipeline update")
+	}
+	env, err := newUpdateEnv(req.Cmd)
+	if err != nil {
+		return nil, err
+	}
 	var upd *update.Update
 	if hasUpdate {
-		if upd, err = update.Parse(u); err != nil {
+		if upd, err = env.parseUpdateArg(u, arrayFilters, hasFilters, nil, "findAndModify.arrayFilters"); err != nil {
 			return nil, err
 		}
 	}
-	rs, err := parseReadSpec(q, sortDoc, nil, 0, 1)
+	rs, err := env.readSpec(q, sortDoc, 1)
 	if err != nil {
 		return nil, err
 	}
 	var proj *update.Projection
 	if len(fields) > 0 {
-		if proj, err = update.ParseProjection(fields); err != nil {
+		if proj, err = update.ParseProjection(fields, rs.filter); err != nil {
 			return nil, err
 		}
 	}
-	project := func(d bson.D) any {
+	// A positional projection reads the array position the query matches
+	// in the document returned (with new: true, the updated one).
+	project := func(d bson.D) (any, error) {
 		if d == nil {
-			return nil
+			return nil, nil
 		}
 		if proj != nil {
 			return proj.Apply(d)
 		}
-		return d
+		return d, nil
 	}
-	reply := func(n int, updatedExisting bool, upsertedID any, value bson.D) bson.D {
+	reply := func(n int, updatedExisting bool, upsertedID any, value bson.D) (bson.D, error) {
 		leo := bson.D{{Key: "n", Value: int32(n)}}
 		if !remove {
 			leo = append(leo, bson.E{Key: "updatedExisting", Value: updatedExisting})
@@ -79,7 +92,11 @@ func (h *Handlers) findAndModify(ctx context.Context, req *Request) (bson.D, err
 		if upsertedID != nil {
 			leo = append(leo, bson.E{Key: "upserted", Value: upsertedID})
 		}
-		return bson.D{{Key: "lastErrorObject", Value: leo}, {Key: "value", Value: project(value)}}
+		v, err := project(value)
+		if err != nil {
+			return nil, err
+		}
+		return bson.D{{Key: "lastErrorObject", Value: leo}, {Key: "value", Value: v}}, nil
 	}
 
 	col, err := h.store.Collection(ctx, req.DB, name)
@@ -132,9 +149,9 @@ func (h *Handlers) findAndModify(ctx context.Context, req *Request) (bson.D, err
 			if returnNew {
 				value = prepared.D
 			}
-			return reply(1, false, id, value), nil
+			return reply(1, false, id, value)
 		case doc == nil:
-			return reply(0, false, nil, nil), nil
+			return reply(0, false, nil, nil)
 		case remove:
 			id, _ := lookup(doc, "_id")
 			n, err := h.store.Delete(ctx, col, []storage.Row{{Key: storage.IDKey(id), Doc: raw}})
@@ -142,21 +159,21 @@ func (h *Handlers) findAndModify(ctx context.Context, req *Request) (bson.D, err
 				return nil, err
 			}
 			if n == 1 {
-				return reply(1, false, nil, doc), nil
+				return reply(1, false, nil, doc)
 			}
 		default:
 			matched, _, newDoc, err := h.modify(ctx, col, rs.filter, doc, raw, func(d bson.D) (bson.D, bool, error) {
 				doc = d
-				return upd.Apply(d, false)
+				return applyMatched(upd, rs.filter, d)
 			})
 			if err != nil {
 				return nil, err
 			}
 			if matched {
 				if returnNew {
-					return reply(1, true, nil, newDoc), nil
+					return reply(1, true, nil, newDoc)
 				}
-				return reply(1, true, nil, doc), nil
+				return reply(1, true, nil, doc)
 			}
 		}
 	}

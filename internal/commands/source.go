@@ -50,7 +50,7 @@ func parseReadSpec(filter, sortDoc, proj bson.D, skip, limit int64) (*readSpec, 
 	}
 	rs := &readSpec{filter: f, empty: len(filter) == 0, exact: isIDEquality(filter), sort: s, skip: skip, limit: limit}
 	if len(proj) > 0 {
-		if rs.proj, err = update.ParseProjection(proj); err != nil {
+		if rs.proj, err = update.ParseProjection(proj, f); err != nil {
 			return nil, err
 		}
 	}
@@ -151,7 +151,7 @@ func (s *scanSource) next(ctx context.Context, n int) ([]bson.Raw, bool, error) 
 		}
 		raw := bson.Raw(row.Doc)
 		if !s.raw && s.spec.proj != nil {
-			b, err := bsonx.Marshal(s.spec.proj.Apply(doc))
+			b, err := projectRaw(s.spec.proj, doc)
 			if err != nil {
 				return nil, false, err
 			}
@@ -292,7 +292,7 @@ func sortAll(ctx context.Context, scan *scanSource, rs *readSpec) (batchSource, 
 	for i, it := range items {
 		out[i] = it.raw
 		if rs.proj != nil {
-			b, err := bsonx.Marshal(rs.proj.Apply(it.doc))
+			b, err := projectRaw(rs.proj, it.doc)
 			if err != nil {
 				return nil, err
 			}

@@ -239,6 +239,10 @@ func (h *Handlers) update(ctx context.Context, req *Request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
+	env, err := newUpdateEnv(req.Cmd)
+	if err != nil {
+		return nil, err
+	}
 	var n, nModified int64
 	var errs []indexedError
 	upserted := bson.A{}
@@ -247,7 +251,7 @@ func (h *Handlers) update(ctx context.Context, req *Request) (bson.D, error) {
 		if !ok {
 			errs = append(errs, indexedError{i, mongoerr.New(mongoerr.TypeMismatch, "update statements must be objects")})
 		} else {
-			res, err := h.updateStatement(ctx, req.DB, name, stmt)
+			res, err := h.updateStatement(ctx, req.DB, name, stmt, env)
 			if err != nil {
 				errs = append(errs, indexedError{i, err})
 			} else {
@@ -275,7 +279,7 @@ type updateResult struct {
 	upsertedID        any
 }
 
-func (h *Handlers) updateStatement(ctx context.Context, db, name string, stmt bson.D) (updateResult, error) {
+func (h *Handlers) updateStatement(ctx context.Context, db, name string, stmt bson.D, env *updateEnv) (updateResult, error) {
 	var res updateResult
 	q, err := getDoc(stmt, "q")
 	if err != nil {
@@ -299,11 +303,16 @@ func (h *Handlers) updateStatement(ctx context.Context, db, name string, stmt bs
 	if err := checkCollation(stmt); err != nil {
 		return res, err
 	}
-	rs, err := parseReadSpec(q, nil, nil, 0, 0)
+	rs, err := env.readSpec(q, nil, 0)
 	if err != nil {
 		return res, err
 	}
-	upd, err := update.Parse(u)
+	constants, err := getDoc(stmt, "c")
+	if err != nil {
+		return res, err
+	}
+	arrayFilters, hasFilters := lookup(stmt, "arrayFilters")
+	upd, err := env.parseUpdateArg(u, arrayFilters, hasFilters, constants, "update.updates.arrayFilters")
 	if err != nil {
 		return res, err
 	}
@@ -322,7 +331,7 @@ func (h *Handlers) updateStatement(ctx context.Context, db, name string, stmt bs
 			return res, err
 		}
 	}
-	apply := func(d bson.D) (bson.D, bool, error) { return upd.Apply(d, false) }
+	apply := func(d bson.D) (bson.D, bool, error) { return applyMatched(upd, rs.filter, d) }
 	// Two rounds at most: a duplicate key on the upsert's insert may mean a
 	// concurrent upsert inserted the match first (then the second round
 	// updates it), or a genuine clash with a unique index (then it is the
@@ -430,6 +439,10 @@ func (h *Handlers) delete(ctx context.Context, req *Request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
+	env, err := newUpdateEnv(req.Cmd)
+	if err != nil {
+		return nil, err
+	}
 	var n int64
 	var errs []indexedError
 	col, err := h.store.Collection(ctx, req.DB, name)
@@ -442,7 +455,7 @@ func (h *Handlers) delete(ctx context.Context, req *Request) (bson.D, error) {
 		if !ok {
 			err = mongoerr.New(mongoerr.TypeMismatch, "delete statements must be objects")
 		} else {
-			deleted, err = h.deleteStatement(ctx, col, stmt)
+			deleted, err = h.deleteStatement(ctx, col, stmt, env)
 		}
 		n += deleted
 		if err != nil {
@@ -455,7 +468,7 @@ func (h *Handlers) delete(ctx context.Context, req *Request) (bson.D, error) {
 	return writeReply(n, errs), nil
 }
 
-func (h *Handlers) deleteStatement(ctx context.Context, col *storage.Collection, stmt bson.D) (int64, error) {
+func (h *Handlers) deleteStatement(ctx context.Context, col *storage.Collection, stmt bson.D, env *updateEnv) (int64, error) {
 	q, err := getDoc(stmt, "q")
 	if err != nil {
 		return 0, err
@@ -476,7 +489,7 @@ func (h *Handlers) deleteStatement(ctx context.Context, col *storage.Collection,
 	if limit != 0 && limit != 1 {
 		return 0, mongoerr.Newf(mongoerr.FailedToParse, "The limit field in delete objects must be 0 or 1. Got %d", limit)
 	}
-	rs, err := parseReadSpec(q, nil, nil, 0, 0)
+	rs, err := env.readSpec(q, nil, 0)
 	if err != nil || col == nil {
 		return 0, err
 	}

@@ -19,7 +19,7 @@ type Filter struct {
 
 // ParseFilter parses a query filter. Invalid filters fail with BadValue and
 // MongoDB's messages (e.g. "unknown operator: $foo"); operators tierdb does
-// not implement ($where, $expr, $text, geo and bit operators, ...) fail with
+// not implement ($where, $text, geo operators, ...) fail with
 // NotImplemented. An empty filter matches every document.
 func ParseFilter(filter bson.D) (*Filter, error) {
 	return ParseFilterVars(filter, nil)

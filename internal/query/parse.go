@@ -13,8 +13,7 @@ import (
 func unsupportedOp(op string) bool {
 	switch op {
 	case "$where", "$text", "$jsonSchema", "$sampleRate",
-		"$geoWithin", "$geoIntersects", "$near", "$nearSphere", "$within",
-		"$bitsAllSet", "$bitsAllClear", "$bitsAnySet", "$bitsAnyClear":
+		"$geoWithin", "$geoIntersects", "$near", "$nearSphere", "$within":
 		return true
 	}
 	return false
@@ -239,6 +238,12 @@ func parseOp(path, op string, arg any) (fieldExpr, error) {
 		return parseElemMatch(path, arg)
 	case "$not":
 		return parseNot(path, arg)
+	case "$bitsAllSet", "$bitsAnySet", "$bitsAllClear", "$bitsAnyClear":
+		p, err := parseBits(path, op, arg)
+		if err != nil {
+			return nil, err
+		}
+		return leafExpr{pred: p, mode: leafExpand}, nil
 	case "$mod":
 		p, err := parseMod(arg)
 		if err != nil {

@@ -64,7 +64,12 @@ func TestParseFilterErrors(t *testing.T) {
 		{`{"$alwaysTrue": 2}`, mongoerr.BadValue, "$alwaysTrue must be an integer value of 1"},
 		{`{"$where": "true"}`, mongoerr.NotImplemented, "$where is not supported"},
 		{`{"$expr": {"$eq": [1, 1]}}`, mongoerr.NotImplemented, "$expr is not supported"},
-		{`{"a": {"$bitsAllSet": 1}}`, mongoerr.NotImplemented, "$bitsAllSet is not supported"},
+		{`{"a": {"$bitsAllSet": "x"}}`, mongoerr.BadValue, `a takes an Array, a number, or a BinData but received: $bitsAllSet: "x"`},
+		{`{"a": {"$bitsAllClear": 1.2}}`, mongoerr.FailedToParse, "Expected an integer: $bitsAllClear: 1.2"},
+		{`{"a": {"$bitsAnySet": -1}}`, mongoerr.FailedToParse, "Expected a non-negative number in: $bitsAnySet: -1"},
+		{`{"a": {"$bitsAnySet": [1, -1]}}`, mongoerr.FailedToParse, "Failed to parse bit position. Expected a non-negative number in: 1: -1"},
+		{`{"a": {"$bitsAnySet": [true]}}`, mongoerr.BadValue, "Failed to parse bit position. Expected a number in: 0: true"},
+		{`{"a": {"$bitsAnyClear": [1.5]}}`, mongoerr.FailedToParse, "Failed to parse bit position. Expected an integer: 0: 1.5"},
 		{`{"a": {"$near": [0, 0]}}`, mongoerr.NotImplemented, "$near is not supported"},
 	}
 	for _, c := range cases {

@@ -151,37 +151,36 @@ func walkArray(arr bson.A, rest []string, mode leafMode, fn visitFn) bool {
 	}
 	idx, isIndex := arrayIndex(rest[0])
 	for i, e := range arr {
-		e = normalize(e)
-		offset := isIndex && i == idx
-		switch x := e.(type) {
-		case bson.D:
-			if walkDoc(x, rest, mode, fn) {
-				return true
-			}
-			if offset {
-				if len(rest) == 1 {
-					if fn(x, false) {
-						return true
-					}
-				} else if walkDoc(x, rest[1:], mode, fn) {
-					return true
-				}
-			}
-		case bson.A:
-			if offset {
-				if len(rest) == 1 {
-					if fn(x, false) {
-						return true
-					}
-				} else if walkArray(x, rest[1:], mode, fn) {
-					return true
-				}
-			}
-		default:
-			if offset && len(rest) == 1 && fn(x, false) {
-				return true
-			}
+		if walkElem(normalize(e), isIndex && i == idx, rest, mode, fn) {
+			return true
 		}
+	}
+	return false
+}
+
+// walkElem walks rest from one element of an array met before the path's
+// end; offset says the next component is the element's own index.
+func walkElem(e any, offset bool, rest []string, mode leafMode, fn visitFn) bool {
+	switch x := e.(type) {
+	case bson.D:
+		if walkDoc(x, rest, mode, fn) {
+			return true
+		}
+		if offset {
+			if len(rest) == 1 {
+				return fn(x, false)
+			}
+			return walkDoc(x, rest[1:], mode, fn)
+		}
+	case bson.A:
+		if offset {
+			if len(rest) == 1 {
+				return fn(x, false)
+			}
+			return walkArray(x, rest[1:], mode, fn)
+		}
+	default:
+		return offset && len(rest) == 1 && fn(x, false)
 	}
 	return false
 }

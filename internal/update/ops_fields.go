@@ -91,6 +91,9 @@ func parseRename(from string, fromParts []string, arg any) (fieldOp, error) {
 	if err != nil {
 		return fieldOp{}, err
 	}
+	if hasPositional(toParts) {
+		return fieldOp{}, mongoerr.Newf(mongoerr.BadValue, "The destination field for $rename may not be dynamic: %s", to)
+	}
 	if from == to {
 		return fieldOp{}, mongoerr.Newf(mongoerr.BadValue,
 			"The source and target field for $rename must differ: %s: %s", from, formatValue(arg))

@@ -21,12 +21,23 @@ type Update struct {
 	// order creates new fields in MongoDB's order.
 	ops []fieldOp
 	now func() time.Time
+	// positional: some op's path has "$", "$[]" or "$[<id>]".
+	positional bool
+	// matchPosition: some op's path has "$", so Apply needs the array
+	// position the query matched.
+	matchPosition bool
+	filters       map[string]*arrayFilter
+	// pipeline is set for a pipeline-style update (see FromPipeline).
+	pipeline Pipeline
 }
 
 // Options tunes Parse.
 type Options struct {
 	// Now is the clock used by $currentDate; time.Now when nil.
 	Now func() time.Time
+	// ArrayFilters is the statement's arrayFilters option, the filters
+	// "$[<identifier>]" paths name; nil when absent.
+	ArrayFilters bson.A
 }
 
 // fieldOp is one modification of one path, e.g. the "a.b" entry of a $set.
@@ -74,7 +85,9 @@ func ParseWithOptions(u any, opts Options) (*Update, error) {
 			return nil, &mongoerr.Error{Code: mongoerr.InvalidBSON, Msg: "invalid update document", Cause: err}
 		}
 	case bson.A:
-		return nil, mongoerr.New(mongoerr.NotImplemented, "pipeline-style updates are not supported")
+		// Pipelines need the expression language: callers compile them
+		// with exec and wrap them with FromPipeline.
+		return nil, mongoerr.New(mongoerr.InternalError, "pipeline-style updates are compiled by exec, see FromPipeline")
 	default:
 		return nil, mongoerr.Newf(mongoerr.TypeMismatch,
 			"Update argument must be either an object or an array, not %s", query.TypeName(u))
@@ -91,7 +104,11 @@ func ParseWithOptions(u any, opts Options) (*Update, error) {
 		return &Update{replacement: copyDoc(d), isReplacement: true, now: now}, nil
 	}
 
-	res := &Update{now: now}
+	filters, err := parseArrayFilters(opts.ArrayFilters)
+	if err != nil {
+		return nil, err
+	}
+	res := &Update{now: now, filters: filters}
 	seen := newPathSet()
 	for _, e := range d {
 		parse, ok := operatorParser(e.Key)
@@ -111,6 +128,16 @@ func ParseWithOptions(u any, opts Options) (*Update, error) {
 				return nil, err
 			}
 			op := fieldOp{op: e.Key, path: f.Key, parts: parts, onInsert: e.Key == "$setOnInsert"}
+			if hasPositional(parts) {
+				if e.Key == "$rename" {
+					return nil, mongoerr.Newf(mongoerr.BadValue, "The source field for $rename may not be dynamic: %s", f.Key)
+				}
+				if err := checkPositionalPath(f.Key, parts, filters); err != nil {
+					return nil, err
+				}
+				res.positional = true
+				res.matchPosition = res.matchPosition || slices.Contains(parts, "$")
+			}
 			if e.Key == "$rename" {
 				// A rename touches two paths; both take part in conflict
 				// detection, and the op lives at its destination.
@@ -129,9 +156,19 @@ func ParseWithOptions(u any, opts Options) (*Update, error) {
 			res.ops = append(res.ops, op)
 		}
 	}
+	for _, f := range filters {
+		if !f.used {
+			return nil, mongoerr.Newf(mongoerr.FailedToParse,
+				"The array filter for identifier '%s' was not used in the update %s", f.id, formatValue(d))
+		}
+	}
 	slices.SortStableFunc(res.ops, func(a, b fieldOp) int { return comparePaths(a.parts, b.parts) })
 	return res, nil
 }
+
+// NeedsMatchPosition reports whether applying the update needs the array
+// position its query matched (a "$" path): see ApplyParams.Matched.
+func (u *Update) NeedsMatchPosition() bool { return u.matchPosition }
 
 // operatorParser returns the argument parser of an update operator.
 func operatorParser(name string) (func(path string, arg any) (modifier, error), bool) {
@@ -160,6 +197,8 @@ func operatorParser(name string) (func(path string, arg any) (modifier, error), 
 		return parsePull, true
 	case "$pullAll":
 		return parsePullAll, true
+	case "$bit":
+		return parseBit, true
 	case "$rename":
 		// Handled by parseRename, which needs more than the argument.
 		return nil, true

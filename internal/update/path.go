@@ -19,8 +19,7 @@ func splitUpdatePath(path string) ([]string, error) {
 				"The update path '%s' contains an empty field name, which is not allowed.", path)
 		}
 		if isPositional(p) {
-			return nil, mongoerr.Newf(mongoerr.NotImplemented,
-				"positional update operators ('$', '$[]', '$[<identifier>]') are not supported: '%s'", path)
+			continue // checked by checkPositionalPath
 		}
 		if p[0] == '$' {
 			return nil, mongoerr.Newf(mongoerr.DollarPrefixedFieldName,
@@ -28,10 +27,6 @@ func splitUpdatePath(path string) ([]string, error) {
 		}
 	}
 	return parts, nil
-}
-
-func isPositional(p string) bool {
-	return p == "$" || strings.HasPrefix(p, "$[")
 }
 
 // arrayIndex reports whether p addresses an array element, and which.
@@ -99,10 +94,14 @@ func isDigits(s string) bool {
 type pathSet struct {
 	full     map[string]bool
 	prefixes map[string]bool
+	// arrayNode records, for each prefix, whether its children are array
+	// placeholders ("$[]", "$[<id>]") rather than fields: MongoDB's
+	// update tree cannot mix the two under one node.
+	arrayNode map[string]bool
 }
 
 func newPathSet() *pathSet {
-	return &pathSet{full: map[string]bool{}, prefixes: map[string]bool{}}
+	return &pathSet{full: map[string]bool{}, prefixes: map[string]bool{}, arrayNode: map[string]bool{}}
 }
 
 func (s *pathSet) add(path string, parts []string) error {
@@ -118,11 +117,24 @@ func (s *pathSet) add(path string, parts []string) error {
 			}
 		}
 	}
+	if conflict == "" {
+		for i := 1; i < len(parts); i++ {
+			p := strings.Join(parts[:i], ".")
+			kind, seen := s.arrayNode[p]
+			if seen && kind != isArrayPlaceholder(parts[i]) {
+				conflict = p
+				break
+			}
+		}
+	}
 	if conflict != "" {
 		return mongoerr.Newf(mongoerr.ConflictingUpdateOperators,
 			"Updating the path '%s' would create a conflict at '%s'", path, conflict)
 	}
 	s.full[path] = true
+	for i := 1; i < len(parts); i++ {
+		s.arrayNode[strings.Join(parts[:i], ".")] = isArrayPlaceholder(parts[i])
+	}
 	for i := 1; i < len(parts); i++ {
 		s.prefixes[strings.Join(parts[:i], ".")] = true
 	}

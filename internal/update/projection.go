@@ -16,6 +16,15 @@ type Projection struct {
 	// excluded); otherwise everything but the excluded paths is.
 	inclusion bool
 	root      *projNode
+	// positional is the path of a positional projection ("a.b.$" names
+	// a.b), nil when there is none; filter is the query it reads the
+	// matched array position from.
+	positional []string
+	filter     *query.Filter
+	// elemMatch are the top-level fields projected with $elemMatch, in
+	// the projection's order: MongoDB returns them after the other
+	// fields (since 4.4), whatever their place in the document.
+	elemMatch []string
 }
 
 type projAction int
@@ -41,10 +50,13 @@ type projNode struct {
 
 // ParseProjection parses a find projection: inclusion ({a: 1}) or
 // exclusion ({a: 0}), with _id included unless {_id: 0}; dotted paths and
-// embedded specs ({a: {b: 1}}); and the $slice and $elemMatch operators.
-// The positional "$" form and aggregation expressions are not supported.
-func ParseProjection(spec bson.D) (*Projection, error) {
-	p := &Projection{root: &projNode{}}
+// embedded specs ({a: {b: 1}}); the $slice and $elemMatch operators; and
+// the positional form {"a.$": 1}, which returns the element of a that
+// filter (the query; nil when there is none) matched. Aggregation
+// expressions are not supported.
+func ParseProjection(spec bson.D, filter *query.Filter) (*Projection, error) {
+	p := &Projection{root: &projNode{}, filter: filter}
+	hasElemMatch := false
 	type mode int
 	const (
 		undecided mode = iota
@@ -56,6 +68,20 @@ func ParseProjection(spec bson.D) (*Projection, error) {
 	walk = func(prefix string, spec bson.D) error {
 		for _, e := range spec {
 			path := prefix + e.Key
+			if at, end, ok := positionalAt(e.Key); ok && (isInclusionValue(e.Value) || !isInclusionType(e.Value)) {
+				if err := p.parsePositional(path, prefix, e, at, end, hasElemMatch); err != nil {
+					return err
+				}
+				if m == excluding {
+					return mongoerr.Newf(codeProjectionInclusionInExclusion,
+						"Cannot do inclusion on field %s in exclusion projection", path)
+				}
+				m = including
+				if err := p.root.insert(p.positional, &projNode{action: actInclude}); err != nil {
+					return err
+				}
+				continue
+			}
 			parts, err := splitProjectionPath(path, e.Key)
 			if err != nil {
 				return err
@@ -78,8 +104,12 @@ func ParseProjection(spec bson.D) (*Projection, error) {
 					}
 					continue
 				}
-				if err := parseProjectionOperator(n, path, parts, v); err != nil {
+				if err := parseProjectionOperator(n, path, parts, v, p.positional != nil); err != nil {
 					return err
+				}
+				if n.action == actElemMatch {
+					hasElemMatch = true
+					p.elemMatch = append(p.elemMatch, path)
 				}
 			default:
 				return mongoerr.Newf(mongoerr.NotImplemented,
@@ -138,9 +168,6 @@ func splitProjectionPath(path, key string) ([]string, error) {
 		switch {
 		case c == "":
 			return nil, mongoerr.New(mongoerr.Code(15998), "FieldPath field names may not be empty strings.")
-		case c == "$" || strings.HasPrefix(c, "$["):
-			return nil, mongoerr.Newf(mongoerr.NotImplemented,
-				"the positional projection operator is not supported: %s", path)
 		case c[0] == '$':
 			return nil, mongoerr.Newf(mongoerr.Code(16410),
 				"FieldPath field names may not start with '$'. Consider using $getField or $setField.")
@@ -149,7 +176,7 @@ func splitProjectionPath(path, key string) ([]string, error) {
 	return parts, nil
 }
 
-func parseProjectionOperator(n *projNode, path string, parts []string, v bson.D) error {
+func parseProjectionOperator(n *projNode, path string, parts []string, v bson.D, hasPositional bool) error {
 	if len(v) != 1 {
 		return mongoerr.Newf(mongoerr.BadValue,
 			"projection operator object for %s must have exactly one field: %s", path, formatValue(v))
@@ -157,34 +184,44 @@ func parseProjectionOperator(n *projNode, path string, parts []string, v bson.D)
 	switch op, arg := v[0].Key, v[0].Value; op {
 	case "$slice":
 		n.action = actSlice
-		if lim, ok := integral(arg); ok {
-			n.limit = lim
+		if isNumber(arg) {
+			// MongoDB reads the number as an int, truncating.
+			n.limit = sliceInt(arg)
 			return nil
 		}
 		a, ok := arg.(bson.A)
 		if !ok {
-			return mongoerr.New(mongoerr.BadValue, "$slice only supports numbers and [skip, limit] arrays")
+			return mongoerr.New(mongoerr.Code(31273), "$slice only supports numbers and [skip, limit] arrays")
 		}
 		if len(a) != 2 {
-			return mongoerr.New(mongoerr.BadValue, "$slice array argument must be of the form [skip, limit]")
+			return mongoerr.New(mongoerr.Code(31272), "$slice array argument should be of form [skip, limit]")
 		}
-		skip, ok1 := integral(a[0])
-		lim, ok2 := integral(a[1])
-		if !ok1 || !ok2 {
-			return mongoerr.New(mongoerr.BadValue, "$slice array arguments must be integers")
+		if !isNumber(a[0]) {
+			if s, ok := a[0].(string); ok && strings.HasPrefix(s, "$") {
+				return mongoerr.Newf(mongoerr.NotImplemented,
+					"projection expressions (the $slice expression) are not supported: %s", path)
+			}
+			return mongoerr.Newf(mongoerr.Code(31257), "$slice expects the skip argument to be a number, got %s", query.TypeName(a[0]))
 		}
+		if !isNumber(a[1]) {
+			return mongoerr.Newf(mongoerr.Code(31258), "$slice expects the limit argument to be a number, got %s", query.TypeName(a[1]))
+		}
+		skip, lim := sliceInt(a[0]), sliceInt(a[1])
 		if lim <= 0 {
-			return mongoerr.New(mongoerr.BadValue, "$slice limit must be positive")
+			return mongoerr.Newf(mongoerr.Code(31259), "$slice limit must be positive, got %d", lim)
 		}
 		n.skip, n.limit = &skip, lim
 		return nil
 	case "$elemMatch":
-		if len(parts) > 1 {
-			return mongoerr.New(mongoerr.BadValue, "Cannot use $elemMatch projection on a nested field.")
-		}
 		spec, ok := arg.(bson.D)
 		if !ok {
-			return mongoerr.New(mongoerr.BadValue, "elemMatch: Invalid argument, object required.")
+			return mongoerr.Newf(mongoerr.Code(31274), "elemMatch: Invalid argument, object required, but got %s", query.TypeName(arg))
+		}
+		if hasPositional {
+			return mongoerr.New(mongoerr.Code(31255), "Cannot specify positional operator and $elemMatch.")
+		}
+		if len(parts) > 1 {
+			return mongoerr.New(mongoerr.Code(31275), "Cannot use $elemMatch projection on a nested field.")
 		}
 		match, err := elemMatchMatcher(spec)
 		if err != nil {
@@ -228,12 +265,26 @@ func (t *projNode) insert(parts []string, n *projNode) error {
 	return nil
 }
 
-// Apply returns the projection of doc. doc is not modified.
-func (p *Projection) Apply(doc bson.D) bson.D {
-	if p.inclusion {
-		return p.root.includeDoc(doc, true)
+// Apply returns the projection of doc. doc is not modified. Only a
+// positional projection can fail: when the query recorded no matched
+// position for an array on its path (51246), or one past the projected
+// array's end (51247).
+func (p *Projection) Apply(doc bson.D) (bson.D, error) {
+	if !p.inclusion {
+		return p.root.excludeDoc(doc), nil
 	}
-	return p.root.excludeDoc(doc)
+	out := p.root.includeDoc(doc, true)
+	for _, name := range p.elemMatch {
+		if j := fieldIndex(doc, name); j >= 0 {
+			if v, ok := p.root.children[name].applyElemMatch(doc[j].Value); ok {
+				out = append(out, bson.E{Key: name, Value: v})
+			}
+		}
+	}
+	if p.positional == nil {
+		return out, nil
+	}
+	return p.applyPositional(doc, out)
 }
 
 // includeDoc keeps the fields of d that the tree names. At the top level
@@ -247,6 +298,9 @@ func (t *projNode) includeDoc(d bson.D, top bool) bson.D {
 				out = append(out, bson.E{Key: e.Key, Value: deepCopy(e.Value)})
 			}
 			continue
+		}
+		if top && child.action == actElemMatch {
+			continue // appended by Apply, after the other fields
 		}
 		if v, ok := child.include(e.Value); ok {
 			out = append(out, bson.E{Key: e.Key, Value: v})

@@ -6,6 +6,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"tierdb/internal/mongoerr"
+	"tierdb/internal/query"
 )
 
 func TestProjection(t *testing.T) {
@@ -38,28 +39,28 @@ func TestProjection(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			p, err := ParseProjection(tc.spec)
+			p, err := ParseProjection(tc.spec, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
 			before := copyDoc(doc)
-			checkDoc(t, p.Apply(doc), tc.want)
+			checkDoc(t, mustApply(t, p, doc), tc.want)
 			checkDoc(t, doc, before)
 		})
 	}
 }
 
 func TestProjectionIDSubfield(t *testing.T) {
-	p, err := ParseProjection(d("_id.x", 1))
+	p, err := ParseProjection(d("_id.x", 1), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkDoc(t, p.Apply(d("_id", d("x", 1, "y", 2), "a", 1)), d("_id", d("x", 1)))
-	p, err = ParseProjection(d("_id.x", 0))
+	checkDoc(t, mustApply(t, p, d("_id", d("x", 1, "y", 2), "a", 1)), d("_id", d("x", 1)))
+	p, err = ParseProjection(d("_id.x", 0), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkDoc(t, p.Apply(d("_id", d("x", 1, "y", 2), "a", 1)), d("_id", d("y", 2), "a", 1))
+	checkDoc(t, mustApply(t, p, d("_id", d("x", 1, "y", 2), "a", 1)), d("_id", d("y", 2), "a", 1))
 }
 
 func TestProjectionSlice(t *testing.T) {
@@ -90,11 +91,11 @@ func TestProjectionSlice(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			p, err := ParseProjection(tc.spec)
+			p, err := ParseProjection(tc.spec, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			checkDoc(t, p.Apply(doc), tc.want)
+			checkDoc(t, mustApply(t, p, doc), tc.want)
 		})
 	}
 }
@@ -112,7 +113,6 @@ func TestProjectionErrors(t *testing.T) {
 			code: codeProjectionInclusionInExclusion, msg: "Cannot do inclusion on field b.c in exclusion projection"},
 		{name: "mixed inside embedded spec", spec: d("a", d("b", 1, "c", 0)),
 			code: codeProjectionExclusionInInclusion, msg: "field a.c"},
-		{name: "positional", spec: d("a.$", 1), code: mongoerr.NotImplemented},
 		{name: "path collision, prefix first", spec: d("a", 1, "a.b", 1),
 			code: codeProjectionPathCollisionSub, msg: "Path collision at a.b remaining portion b"},
 		{name: "path collision, prefix last", spec: d("a.b", 1, "a", 1),
@@ -124,15 +124,18 @@ func TestProjectionErrors(t *testing.T) {
 		{name: "empty sub-projection", spec: d("a", d()), code: mongoerr.FailedToParse},
 		{name: "expression", spec: d("a", "$b"), code: mongoerr.NotImplemented},
 		{name: "unknown operator", spec: d("a", d("$meta", "textScore")), code: mongoerr.NotImplemented},
-		{name: "bad slice", spec: d("a", d("$slice", "x")), code: mongoerr.BadValue},
-		{name: "bad slice array", spec: d("a", d("$slice", a(int32(1)))), code: mongoerr.BadValue},
-		{name: "slice non-positive limit", spec: d("a", d("$slice", a(int32(1), int32(0)))), code: mongoerr.BadValue},
-		{name: "elemMatch nested", spec: d("a.b", d("$elemMatch", d("x", 1))), code: mongoerr.BadValue},
-		{name: "elemMatch not a document", spec: d("a", d("$elemMatch", int32(1))), code: mongoerr.BadValue},
+		{name: "bad slice", spec: d("a", d("$slice", "x")), code: mongoerr.Code(31273)},
+		{name: "bad slice array", spec: d("a", d("$slice", a(int32(1)))), code: mongoerr.Code(31272)},
+		{name: "slice skip not a number", spec: d("a", d("$slice", a("x", int32(1)))), code: mongoerr.Code(31257)},
+		{name: "slice limit not a number", spec: d("a", d("$slice", a(int32(1), "x"))), code: mongoerr.Code(31258)},
+		{name: "slice non-positive limit", spec: d("a", d("$slice", a(int32(1), int32(0)))), code: mongoerr.Code(31259)},
+		{name: "elemMatch nested", spec: d("a.b", d("$elemMatch", d("x", 1))), code: mongoerr.Code(31275)},
+		{name: "elemMatch not a document", spec: d("a", d("$elemMatch", int32(1))), code: mongoerr.Code(31274)},
+		{name: "positional without a query", spec: d("a.$", 1), code: mongoerr.Code(51050)},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := ParseProjection(tc.spec)
+			_, err := ParseProjection(tc.spec, nil)
 			checkErr(t, err, tc.code, tc.msg)
 		})
 	}
@@ -153,20 +156,82 @@ func TestProjectionElemMatch(t *testing.T) {
 			want: d("_id", 1, "o", "keep")},
 		{name: "not an array drops the field", spec: d("o", d("$elemMatch", d("s", 1))),
 			want: d("_id", 1)},
+		// MongoDB 4.4+: the $elemMatch field comes after the other
+		// included fields, in the projection's order.
+		{name: "after the other fields", spec: d("n", d("$elemMatch", d("$gt", 3)), "o", 1, "g", d("$elemMatch", d("k", "z"))),
+			want: d("_id", 1, "o", "keep", "n", a(5), "g", a(d("s", 95, "k", "z")))},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			p, err := ParseProjection(tc.spec)
+			p, err := ParseProjection(tc.spec, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			checkDoc(t, p.Apply(doc), tc.want)
+			checkDoc(t, mustApply(t, p, doc), tc.want)
 		})
 	}
-	_, err := ParseProjection(d("g", d("$elemMatch", d("s", 1)), "o", 0))
+	_, err := ParseProjection(d("g", d("$elemMatch", d("s", 1)), "o", 0), nil)
 	checkErr(t, err, codeProjectionExclusionInInclusion, "")
-	_, err = ParseProjection(d("g", d("$elemMatch", d("s", d("$bogus", 1)))))
+	_, err = ParseProjection(d("g", d("$elemMatch", d("s", d("$bogus", 1)))), nil)
 	if err == nil {
 		t.Fatal("invalid $elemMatch accepted")
+	}
+}
+
+func mustApply(t *testing.T, p *Projection, doc bson.D) bson.D {
+	t.Helper()
+	out, err := p.Apply(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestPositionalProjection(t *testing.T) {
+	filter := func(f bson.D) *query.Filter {
+		q, err := query.ParseFilter(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return q
+	}
+	doc := d("_id", 1, "a", a(1, 5, 9), "b", d("c", a(d("x", 1, "y", 2), d("x", 3, "y", 4))), "z", 7)
+	cases := []struct {
+		name  string
+		query bson.D
+		spec  bson.D
+		want  bson.D
+		code  mongoerr.Code
+	}{
+		{name: "array of scalars", query: d("a", d("$gt", 4)), spec: d("a.$", 1), want: d("_id", 1, "a", a(5))},
+		{name: "with other fields", query: d("a", 9), spec: d("z", 1, "a.$", 1), want: d("_id", 1, "a", a(9), "z", 7)},
+		{name: "nested path", query: d("b.c.x", 3), spec: d("b.c.$", 1), want: d("_id", 1, "b", d("c", a(d("x", 3, "y", 4))))},
+		{name: "sub-field of the element", query: d("b.c.x", 3), spec: d("b.c.y.$", 1), want: d("_id", 1, "b", d("c", a(d("y", 4))))},
+		{name: "elemMatch query", query: d("b.c", d("$elemMatch", d("y", 2))), spec: d("b.c.$", 1), want: d("_id", 1, "b", d("c", a(d("x", 1, "y", 2))))},
+		{name: "no array on the path leaves it", query: d("z", 7), spec: d("z.$", 1), want: d("_id", 1, "z", 7)},
+		{name: "no position recorded", query: d("z", 7, "a", a(1, 5, 9)), spec: d("a.$", 1), code: mongoerr.Code(51246)},
+		{name: "query not on the field", query: d("z", 7), spec: d("a.$", 1), code: mongoerr.Code(31277)},
+		{name: "two positionals", query: d("a", 1), spec: d("a.$", 1, "b.$", 1), code: mongoerr.Code(31276)},
+		{name: "positional and elemMatch", query: d("a", 1), spec: d("b", d("$elemMatch", d("x", 1)), "a.$", 1), code: mongoerr.Code(31256)},
+		{name: "positional with a sub-object", query: d("a", 1), spec: d("a.$", d("x", 1)), code: mongoerr.Code(31271)},
+		{name: "positional in exclusion", query: d("a", 1), spec: d("z", 0, "a.$", 1), code: codeProjectionInclusionInExclusion},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := filter(tc.query)
+			p, err := ParseProjection(tc.spec, f)
+			if err == nil {
+				if !f.Match(doc) {
+					t.Fatal("query does not match the document")
+				}
+				var got bson.D
+				got, err = p.Apply(doc)
+				if err == nil && tc.code == 0 {
+					checkDoc(t, got, tc.want)
+					return
+				}
+			}
+			checkErr(t, err, tc.code, "")
+		})
 	}
 }

@@ -339,10 +339,10 @@ func TestConflictsAndParse(t *testing.T) {
 			code: codeEmptyFieldName, msg: "'a..b' contains an empty field name"},
 		{name: "trailing dot", update: d("$set", d("a.", 1)),
 			code: codeEmptyFieldName},
-		{name: "positional", update: d("$set", d("a.$", 1)),
-			code: mongoerr.NotImplemented},
-		{name: "all positional", update: d("$inc", d("a.$[].b", int32(1))),
-			code: mongoerr.NotImplemented},
+		{name: "positional without a query match", update: d("$set", d("a.$", 1)),
+			code: mongoerr.BadValue, msg: "The positional operator did not find the match needed from the query."},
+		{name: "all positional on a missing array", update: d("$inc", d("a.$[].b", int32(1))),
+			code: mongoerr.BadValue, msg: "The path 'a' must exist in the document in order to apply array updates."},
 		{name: "dollar field", update: d("$set", d("a.$b", 1)),
 			code: mongoerr.DollarPrefixedFieldName, msg: "'$b'"},
 		{name: "empty update document replaces", doc: d("_id", 1, "a", 1), update: d(),
@@ -355,7 +355,7 @@ func TestConflictsAndParse(t *testing.T) {
 
 func TestParseNonDocuments(t *testing.T) {
 	_, err := Parse(bson.A{d("$set", d("a", 1))})
-	checkErr(t, err, mongoerr.NotImplemented, "pipeline-style updates are not supported")
+	checkErr(t, err, mongoerr.InternalError, "compiled by exec")
 	_, err = Parse(int32(3))
 	checkErr(t, err, mongoerr.TypeMismatch, "")
 	raw, err := bson.Marshal(d("$set", d("a", int32(1))))
@@ -432,7 +432,7 @@ func TestConcurrentUse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := ParseProjection(d("l", d("$slice", int32(1)), "s", 0))
+	p, err := ParseProjection(d("l", d("$slice", int32(1)), "s", 0), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -444,7 +444,11 @@ func TestConcurrentUse(t *testing.T) {
 			if err != nil {
 				t.Error(err)
 			}
-			done <- p.Apply(out)
+			projected, err := p.Apply(out)
+			if err != nil {
+				t.Error(err)
+			}
+			done <- projected
 		}()
 	}
 	for range 4 {
