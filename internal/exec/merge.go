@@ -38,12 +38,6 @@ type pendingMerge struct {
 	vals []any
 }
 
-// mergeStages are the stages a whenMatched pipeline may hold, as in an
-// update's pipeline.
-var mergeStages = map[string]bool{
-	"$addFields": true, "$set": true, "$project": true, "$unset": true, "$replaceRoot": true, "$replaceWith": true,
-}
-
 func newMerge(arg any, env *Env) (Stage, error) {
 	m := &mergeStage{env: env, on: []string{"_id"}, whenMatched: "merge", whenNotMatched: "insert", ev: newEvaluator(env), keys: map[string]bool{}}
 	var let bson.D
@@ -92,7 +86,8 @@ func newMerge(arg any, env *Env) (Stage, error) {
 						return nil, err
 					}
 					for _, st := range stages {
-						if !mergeStages[st[0].Key] {
+						// The stages of an update's pipeline.
+						if !updateStages[st[0].Key] {
 							return nil, mongoerr.Newf(mongoerr.InvalidOptions, "%s is not allowed to be used within a $merge's whenMatched pipeline", st[0].Key)
 						}
 					}
