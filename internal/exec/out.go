@@ -3,6 +3,7 @@ package exec
 import (
 	"context"
 	"strings"
+	"unicode/utf8"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
@@ -93,7 +94,8 @@ func parseNamespace(stage string, v any, env *Env) (Namespace, error) {
 		return ns, mongoerr.Newf(mongoerr.Location51191, "$merge 'into' field must be either a string or an object, but found %s", query.TypeName(v))
 	}
 	if ns.Coll == "" || ns.DB == "" || strings.ContainsAny(ns.Coll, "$\x00") || strings.ContainsAny(ns.DB, "/\\. \"$\x00") ||
-		strings.HasPrefix(ns.Coll, ".") || strings.HasSuffix(ns.Coll, ".") {
+		strings.HasPrefix(ns.Coll, ".") || strings.HasSuffix(ns.Coll, ".") || len(ns.DB) > 63 || len(ns.DB)+1+len(ns.Coll) > 255 ||
+		!utf8.ValidString(ns.DB+ns.Coll) {
 		return ns, mongoerr.Newf(mongoerr.InvalidNamespace, "Invalid %s target namespace, %s.%s", stage, ns.DB, ns.Coll)
 	}
 	if strings.HasPrefix(ns.Coll, "system.") {
