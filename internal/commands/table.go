@@ -274,8 +274,8 @@ func (h *Handlers) commands() map[string]*command {
 		// databases and collections
 		"listDatabases":   {handler: h.listDatabases, help: "databases with their sizes", access: onCluster(auth.ActListDatabases)},
 		"listCollections": {handler: h.listCollections, help: "collections of a database", access: onDB(auth.ActListCollections)},
-		"create":          {handler: h.createCollectionOrView, writes: true, help: "create a collection", access: onColl(auth.ActCreateCollection)},
-		"drop":            {handler: h.onViews(h.drop, h.dropView), writes: true, help: "drop a collection", access: onColl(auth.ActDropCollection)},
+		"create":          {handler: h.createCollectionOrView, writes: true, help: "create a collection, or a view (viewOn, pipeline)", access: onColl(auth.ActCreateCollection)},
+		"drop":            {handler: h.onViews(h.drop, h.dropView), writes: true, help: "drop a collection or a view", access: onColl(auth.ActDropCollection)},
 		"dropDatabase":    {handler: h.dropDatabaseAndViews, writes: true, help: "drop a database", access: onDB(auth.ActDropDatabase)},
 		"collMod":         {handler: h.collModView, writes: true, help: "change a view's viewOn and pipeline (the user needs createCollection and dropCollection on it)", access: onColl(auth.ActCreateCollection, auth.ActDropCollection)},
 		"createIndexes":   {handler: h.onViews(h.createIndexes, nil), writes: true, help: "create indexes", access: onColl(auth.ActCreateIndex)},
