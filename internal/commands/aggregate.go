@@ -111,6 +111,23 @@ func (h *Handlers) memoryError(req *Request, err error) error {
 	return mongoerr.Newf(mongoerr.ExceededMemoryLimit, "%s; disk use is allowed, but tierdb spills only $sort and $group to disk, not this stage", strings.TrimSuffix(me.Msg, exec.ExceededHint))
 }
 
+// findDiskUse keeps find's memory error honest: its in-memory sort does
+// not spill, so with allowDiskUse: true it answers ExceededMemoryLimit,
+// not that disk use was not allowed.
+func findDiskUse(next handlerFunc) handlerFunc {
+	return func(ctx context.Context, req *Request) (bson.D, error) {
+		reply, err := next(ctx, req)
+		var me *mongoerr.Error
+		if err == nil || !errors.As(err, &me) || me.Code != mongoerr.QueryExceededMemoryLimit {
+			return reply, err
+		}
+		if allow, _ := getBool(req.Cmd, "allowDiskUse", false); !allow {
+			return reply, err
+		}
+		return nil, mongoerr.Newf(mongoerr.ExceededMemoryLimit, "%s; allowDiskUse was given, but find's in-memory sort does not spill", me.Msg)
+	}
+}
+
 // parsedAggregate is an aggregate command ready to run: the collection it
 // reads, the prefilter of its leading $match and the stages after it,
 // already checked.

@@ -37,9 +37,10 @@ var commandFields = map[string]map[string]fieldRule{
 		"hint": harmless,
 		// Sharding and storage options with no effect on one node's result.
 		"allowPartialResults": harmless, "readOnce": harmless, "oplogReplay": harmless,
-		// tierdb never spills; a sort past its memory limit fails
-		// (QueryExceededMemoryLimit) with or without the permission.
-		"allowDiskUse": harmless,
+		// find's in-memory sort never spills; past its memory limit it
+		// fails, with ExceededMemoryLimit when the permission was given
+		// (findDiskUse), else QueryExceededMemoryLimitNoDiskUseAllowed.
+		"allowDiskUse": implemented,
 		// An idle cursor still times out (--cursor-timeout) and then
 		// answers CursorNotFound: an error, never a wrong result.
 		"noCursorTimeout": harmless,

@@ -283,7 +283,7 @@ func (h *Handlers) commands() map[string]*command {
 		"dropIndexes":     {handler: h.onViews(h.dropIndexes, nil), writes: true, help: "drop indexes", access: onColl(auth.ActDropIndex)},
 		// CRUD
 		"insert":        {handler: h.onViews(h.insert, nil), writes: true, help: "insert documents", counter: opInsert, access: onColl(auth.ActInsert)},
-		"find":          {handler: h.onViews(h.find, h.findOnView), help: "query documents", counter: opQuery, access: onColl(auth.ActFind)},
+		"find":          {handler: findDiskUse(h.onViews(h.find, h.findOnView)), help: "query documents", counter: opQuery, access: onColl(auth.ActFind)},
 		"getMore":       {handler: h.getMore, help: "next batch of a cursor", counter: opGetMore, access: onColl(auth.ActFind)},
 		"killCursors":   {handler: h.killCursors, help: "close cursors", internal: true, access: onColl(auth.ActKillCursors)},
 		"update":        {handler: h.onViews(h.update, nil), writes: true, help: "update documents", counter: opUpdate, access: onColl(auth.ActUpdate)},

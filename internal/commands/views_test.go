@@ -1,9 +1,12 @@
 package commands
 
 import (
+	"context"
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"tierdb/internal/mongoerr"
 )
 
 // A find over a view becomes stages after the view's pipeline, in the
@@ -44,6 +47,27 @@ func TestWrites(t *testing.T) {
 	} {
 		if writes(c.pipeline) != c.want {
 			t.Errorf("%v: want %v", c.pipeline, c.want)
+		}
+	}
+}
+
+// find's sort past the memory limit answers 146 when allowDiskUse: true
+// was given (it cannot spill), 292 otherwise.
+func TestFindDiskUse(t *testing.T) {
+	failing := func(context.Context, *Request) (bson.D, error) {
+		return nil, mongoerr.New(mongoerr.QueryExceededMemoryLimit, "Sort exceeded memory limit")
+	}
+	for _, c := range []struct {
+		cmd  bson.D
+		want mongoerr.Code
+	}{
+		{bson.D{{Key: "find", Value: "c"}}, mongoerr.QueryExceededMemoryLimit},
+		{bson.D{{Key: "find", Value: "c"}, {Key: "allowDiskUse", Value: false}}, mongoerr.QueryExceededMemoryLimit},
+		{bson.D{{Key: "find", Value: "c"}, {Key: "allowDiskUse", Value: true}}, mongoerr.ExceededMemoryLimit},
+	} {
+		_, err := findDiskUse(failing)(context.Background(), &Request{Cmd: c.cmd})
+		if e, ok := mongoerr.As(err); !ok || e.Code != c.want {
+			t.Errorf("%v: %v, want %d", c.cmd, err, c.want)
 		}
 	}
 }
