@@ -245,7 +245,7 @@ def test_latency_objectives_are_set_checked_and_reported(authed):
             time.sleep(0.2)
         s = slos["admin.ls"]
         assert s["p999ObjectiveMs"] == 20 and s["state"] in ("met", "missed", "cannot be met")
-        assert s["weightScale"] > 0
+        assert 0 < s["urgentAfterMs"] <= 20 and s["ahead"] >= 0
     finally:
         ls.close()
     admin.admin.command("updateUser", "ls", slo={})

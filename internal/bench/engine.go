@@ -444,8 +444,14 @@ func (e *engine) runOne(ctx context.Context, rep int, v Variant) (run RunResult,
 		}
 	}
 	if v.QoS == "on" {
+		// Per-user logins see only their own part of qosStatus: ask as the
+		// administrator that created them.
+		status := conns[0][0].client
+		if users != nil {
+			status = users.admin
+		}
 		var reply bson.Raw
-		if err := conns[0][0].client.Database("admin").RunCommand(ctx, bson.D{{Key: "qosStatus", Value: 1}}).Decode(&reply); err == nil {
+		if err := status.Database("admin").RunCommand(ctx, bson.D{{Key: "qosStatus", Value: 1}}).Decode(&reply); err == nil {
 			if js, err := bson.MarshalExtJSON(reply, false, false); err == nil {
 				run.QoSStatus = js
 			}

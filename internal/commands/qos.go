@@ -223,8 +223,9 @@ func fairStatus(st qos.GateStats) bson.D {
 	}
 }
 
-// sloStatus is each latency objective: met or not, and the weight scale
-// the controller gives the user.
+// sloStatus is each latency objective: met or not, how long the user's
+// requests now wait in the round before they go ahead of it, and how many
+// did.
 func sloStatus(slos []qos.SLOStats) bson.A {
 	out := bson.A{}
 	for _, s := range slos {
@@ -239,7 +240,8 @@ func sloStatus(slos []qos.SLOStats) bson.A {
 			{Key: "user", Value: s.User},
 			{Key: "p999ObjectiveMs", Value: float64(s.Objective) / float64(time.Millisecond)},
 			{Key: "p999Ms", Value: float64(s.P999) / float64(time.Millisecond)},
-			{Key: "weightScale", Value: s.Scale},
+			{Key: "urgentAfterMs", Value: float64(s.UrgentAfter) / float64(time.Millisecond)},
+			{Key: "ahead", Value: int64(s.Ahead)},
 			{Key: "state", Value: state},
 		})
 	}

@@ -111,7 +111,7 @@ func (h *Handlers) statusUsers(accounts []*userAccount, gate qos.GateStats, qosO
 			// Not in the gate's current window: the weight it would get.
 			if !inGate && a.name != "" && h.opts.Auth != nil {
 				if pr := h.opts.Auth.Lookup(a.user); pr != nil {
-					u.Weight = userWeight(pr.User) * scaleOf(slos, a.name)
+					u.Weight = userWeight(pr.User)
 				}
 			}
 			if s, ok := slos[a.name]; ok && a.name != "" {
@@ -128,15 +128,6 @@ func (h *Handlers) statusUsers(accounts []*userAccount, gate qos.GateStats, qosO
 		}
 	}
 	return out
-}
-
-// scaleOf is the weight scale the SLO controller gives a user (1 without
-// an objective).
-func scaleOf(slos map[string]qos.SLOStats, user string) float64 {
-	if s, ok := slos[user]; ok && s.Scale > 0 {
-		return s.Scale
-	}
-	return 1
 }
 
 func (h *Handlers) statusReplicas(s *status.Snapshot, now time.Time) {

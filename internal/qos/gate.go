@@ -115,6 +115,7 @@ func NewGate(opts GateOptions) (*Gate, error) {
 type gateWaiter struct {
 	user      *fairUser
 	tier      Tier
+	since     time.Time // when it arrived
 	wake      chan struct{}
 	granted   bool
 	cancelled bool
@@ -139,7 +140,6 @@ func (g *Gate) Admit(ctx context.Context, t Tier, p Principal) (done func(), err
 	var slo *sloState
 	if p.SLO > 0 {
 		slo = g.sloLocked(p.User, p.SLO)
-		weight *= slo.scale
 	}
 	u := g.tiers[t].user(p.User, weight, now)
 	u.slo = slo
@@ -152,7 +152,7 @@ func (g *Gate) Admit(ctx context.Context, t Tier, p Principal) (done func(), err
 		g.mu.Unlock()
 		return nil, err
 	}
-	w := &gateWaiter{user: u, tier: t, wake: make(chan struct{}, 1)}
+	w := &gateWaiter{user: u, tier: t, since: now, wake: make(chan struct{}, 1)}
 	g.tiers[t].enqueue(w, g.anticipation > 0)
 	g.mu.Unlock()
 	select {
@@ -241,18 +241,25 @@ func (g *Gate) releaseLocked(t Tier, u *fairUser, slot uint32, gen uint64, laten
 }
 
 // dispatchLocked grants free slots: tier first (normal before low), then
-// the user's share within the tier. While a tier's round waits for
-// anticipated users, its free slots stay free (lower tiers included) until
-// they come or roundTimer ends the wait.
+// within the tier a latency-sensitive user's request that has waited past
+// its urgency point (slo.go), then the users' shares. While a tier's round
+// waits for anticipated users, its free slots stay free (lower tiers
+// included) until they come or roundTimer ends the wait.
 func (g *Gate) dispatchLocked() {
+	if g.tiers[Normal].waiting == 0 && g.tiers[Low].waiting == 0 {
+		return
+	}
 	now := g.clock.Now()
 	for t := Normal; t < NumTiers; t++ {
 		tr := &g.tiers[t]
 		for tr.waiting > 0 && g.mayRunLocked(t) {
-			w, wait := tr.next(now, g.anticipation)
+			w := tr.urgent(now)
 			if w == nil {
-				g.armRoundTimerLocked(wait)
-				return
+				var wait time.Duration
+				if w, wait = tr.next(now, g.anticipation); w == nil {
+					g.armRoundTimerLocked(wait)
+					return
+				}
 			}
 			g.grantLocked(w)
 		}
@@ -356,7 +363,7 @@ func (g *Gate) Stats() GateStats {
 func (g *Gate) sloLocked(user string, objective time.Duration) *sloState {
 	s := g.slos[user]
 	if s == nil {
-		s = &sloState{scale: 1}
+		s = newSLOState(objective)
 		g.slos[user] = s
 	}
 	s.objective = objective
@@ -393,7 +400,7 @@ func (g *Gate) SLOs() []SLOStats {
 	defer g.mu.Unlock()
 	var out []SLOStats
 	for user, s := range g.slos {
-		out = append(out, SLOStats{User: user, Objective: s.objective, P999: s.p999, Scale: s.scale, Met: s.met, Unmeetable: s.unmeetable})
+		out = append(out, SLOStats{User: user, Objective: s.objective, P999: s.p999, UrgentAfter: s.urgentAfter(), Ahead: s.ahead, Met: s.met, Unmeetable: s.unmeetable})
 	}
 	slices.SortFunc(out, func(a, b SLOStats) int { return strings.Compare(a.User, b.User) })
 	return out

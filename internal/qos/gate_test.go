@@ -426,34 +426,6 @@ func TestRoundAnticipationIsBounded(t *testing.T) {
 	}
 }
 
-// A user with a latency objective joins the ring ahead of those without
-// one, after the latency-sensitive users already waiting.
-func TestSLOUsersGoFirst(t *testing.T) {
-	t0 := time.Unix(0, 0)
-	tr := tierRound{users: map[string]*fairUser{}}
-	tr.ctl = newZetaControl(GateOptions{Zeta: 1}, t0)
-	enqueue := func(key string, slo bool) {
-		u := tr.user(key, 1, t0)
-		if slo {
-			u.slo = &sloState{scale: 1, objective: time.Millisecond}
-		}
-		tr.enqueue(&gateWaiter{user: u}, false)
-	}
-	enqueue("be1", false)
-	enqueue("be2", false)
-	enqueue("ls1", true)
-	enqueue("be3", false)
-	enqueue("ls2", true)
-	var got []string
-	for range 5 {
-		w, _ := tr.next(t0, 0)
-		got = append(got, w.user.key)
-	}
-	if want := "[ls1 ls2 be1 be2 be3]"; fmt.Sprint(got) != want {
-		t.Fatalf("order %v, want %s", got, want)
-	}
-}
-
 // At the gate: while a round waits for an anticipated user, a free slot
 // stays free; the round timer ends the wait after the anticipation period.
 func TestGateAnticipationTimer(t *testing.T) {

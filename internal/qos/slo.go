@@ -6,33 +6,57 @@ import (
 )
 
 // SLO mode (seed 004 §5.3, after PSLO): a user may carry a p99.9 latency
-// objective. Every period the controller compares each such user's p99.9
-// over its recent requests with the objective and scales the user's weight:
-// doubled while the objective is missed, cut by a fifth while the p99.9 is
-// under half of it, so latency-sensitive users get the least share that
-// meets their objective and best-effort users the rest. A user whose weight
-// is at the top of its range and still misses is reported as unmeetable.
+// objective o. Its waiting requests take their turn in the round-robin like
+// everyone's, but one that has waited u·o (its urgency point) is admitted
+// ahead of the round (Gate.urgentLocked): earliest deadline first among
+// latency-sensitive users. Every period the controller compares the user's
+// p99.9 over its recent requests with o and moves u:
 //
-// Weights only decide who goes first when requests wait for a slot: with
-// no parallelism limit (P = 0) nothing waits and no objective can be
-// enforced this way; the controller then reports the misses as they are.
+//	p99.9 > o        u ← max(u_min, u/2)     (serve it sooner)
+//	p99.9 < o/2      u ← min(u_max, 1.1·u)   (it can wait longer)
+//
+// so a latency-sensitive user is served ahead only as much as its
+// objective needs (the least share), and best-effort users get the rest.
+// An objective missed with u at u_min is reported as unmeetable.
+//
+// Why deadlines, not weights: a weight sets how many of a user's queued
+// requests go per round, and a user with one request in flight (the usual
+// latency-sensitive client) has one queued whatever its weight; its
+// latency is the round's length. Measured on apples-slo, scaling weights
+// was no better than fixed equal ones.
+//
+// Nothing waits with no parallelism limit (P = 0): no objective can then
+// be enforced this way; the controller reports the misses as they are.
 
 const (
-	sloSamples  = 4096 // latencies kept per user: enough for a p99.9
-	sloMinScale = 1.0 / 16
-	sloMaxScale = 64
+	sloSamples    = 4096 // latencies kept per user: enough for a p99.9
+	sloMinUrgency = 1.0 / 32
+	sloMaxUrgency = 0.9
+	sloUrgency    = 0.5 // to begin with
 )
 
 // sloState is one user's objective and the controller's view of it.
 type sloState struct {
 	objective time.Duration
-	scale     float64 // multiplies the user's weight
+	urgency   float64 // u: a request waiting u·objective goes ahead
 	lat       []time.Duration
 	next      int
 	p999      time.Duration
 	// met: the last p99.9 was within the objective; unmeetable: it was
-	// missed with the scale at its top.
+	// missed with the urgency at its lowest.
 	met, unmeetable bool
+	// ahead counts requests admitted ahead of the round since the last
+	// period.
+	ahead uint64
+}
+
+func newSLOState(objective time.Duration) *sloState {
+	return &sloState{objective: objective, urgency: sloUrgency}
+}
+
+// urgentAfter is how long a request of the user may wait in the round.
+func (s *sloState) urgentAfter() time.Duration {
+	return time.Duration(s.urgency * float64(s.objective))
 }
 
 func (s *sloState) add(d time.Duration) {
@@ -55,22 +79,25 @@ func (s *sloState) adjust() {
 	s.met = s.p999 <= s.objective
 	s.unmeetable = false
 	switch {
-	case !s.met && s.scale >= sloMaxScale:
+	case !s.met && s.urgency <= sloMinUrgency:
 		s.unmeetable = true
 	case !s.met:
-		s.scale = min(sloMaxScale, s.scale*2)
+		s.urgency = max(sloMinUrgency, s.urgency/2)
 	case s.p999 < s.objective/2:
-		s.scale = max(sloMinScale, s.scale*0.8)
+		s.urgency = min(sloMaxUrgency, s.urgency*1.1)
 	}
 	s.lat, s.next = s.lat[:0], 0
 }
 
 // SLOStats is one objective as the controller sees it.
 type SLOStats struct {
-	User       string
-	Objective  time.Duration
-	P999       time.Duration // over the last period with requests
-	Scale      float64       // the user's weight is multiplied by it
-	Met        bool
-	Unmeetable bool
+	User      string
+	Objective time.Duration
+	P999      time.Duration // over the last period with requests
+	// UrgentAfter is how long the user's requests now wait in the round
+	// before they go ahead of it; Ahead counts those that did.
+	UrgentAfter time.Duration
+	Ahead       uint64
+	Met         bool
+	Unmeetable  bool
 }

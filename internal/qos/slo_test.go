@@ -2,15 +2,16 @@ package qos
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 )
 
-// The controller doubles the weight of a user missing its objective, up to
-// its top, where it reports the objective unmeetable; and gives share back
-// while the p99.9 is under half the objective.
+// The controller halves the urgency point of a user missing its objective,
+// down to its floor, where it reports the objective unmeetable; and lets
+// requests wait longer while the p99.9 is under half the objective.
 func TestSLOFeedback(t *testing.T) {
-	s := &sloState{objective: 20 * time.Millisecond, scale: 1}
+	s := newSLOState(20 * time.Millisecond)
 	fill := func(d time.Duration) {
 		for range 2000 {
 			s.add(d)
@@ -18,26 +19,26 @@ func TestSLOFeedback(t *testing.T) {
 	}
 	fill(30 * time.Millisecond)
 	s.adjust()
-	if s.met || s.scale != 2 || s.p999 != 30*time.Millisecond {
-		t.Fatalf("missed: met %v scale %v p999 %v; want a doubled weight", s.met, s.scale, s.p999)
+	if s.met || s.urgency != sloUrgency/2 || s.p999 != 30*time.Millisecond {
+		t.Fatalf("missed: met %v urgency %v p999 %v; want the urgency halved", s.met, s.urgency, s.p999)
 	}
 	for range 10 {
 		fill(30 * time.Millisecond)
 		s.adjust()
 	}
-	if s.scale != sloMaxScale || !s.unmeetable {
-		t.Fatalf("scale %v unmeetable %v; want the top and unmeetable", s.scale, s.unmeetable)
+	if s.urgency != sloMinUrgency || !s.unmeetable {
+		t.Fatalf("urgency %v unmeetable %v; want the floor and unmeetable", s.urgency, s.unmeetable)
 	}
 	fill(5 * time.Millisecond)
 	s.adjust()
-	if !s.met || s.unmeetable || s.scale != sloMaxScale*0.8 {
-		t.Fatalf("comfortable: met %v scale %v; want the weight cut by a fifth", s.met, s.scale)
+	if !s.met || s.unmeetable || s.urgency != sloMinUrgency*1.1 {
+		t.Fatalf("comfortable: met %v urgency %v; want it 10%% later", s.met, s.urgency)
 	}
 	fill(15 * time.Millisecond) // met, not under half: hold
-	scale := s.scale
+	u := s.urgency
 	s.adjust()
-	if s.scale != scale {
-		t.Fatalf("scale moved from %v to %v while the objective was just met", scale, s.scale)
+	if s.urgency != u {
+		t.Fatalf("urgency moved from %v to %v while the objective was just met", u, s.urgency)
 	}
 	// One slow request in a thousand is the p99.9.
 	for i := range 1000 {
@@ -53,9 +54,52 @@ func TestSLOFeedback(t *testing.T) {
 	}
 }
 
-// Through the gate: a user's objective scales the weight its requests get,
-// and objectives no request carries any more are forgotten.
-func TestGateSLOScalesWeight(t *testing.T) {
+// In the round: a latency-sensitive user's request waits its turn until
+// it has waited past its urgency point, then goes ahead of the round,
+// furthest past it first, without spending quota.
+func TestUrgentRequestsGoAhead(t *testing.T) {
+	t0 := time.Unix(0, 0)
+	tr := tierRound{users: map[string]*fairUser{}}
+	tr.ctl = newZetaControl(GateOptions{Zeta: 1}, t0)
+	enqueue := func(key string, objective time.Duration, at time.Duration) {
+		u := tr.user(key, 1, t0)
+		if objective > 0 {
+			u.slo = newSLOState(objective) // urgent after objective/2
+		}
+		tr.enqueue(&gateWaiter{user: u, since: t0.Add(at)}, false)
+	}
+	enqueue("be1", 0, 0)
+	enqueue("be2", 0, 0)
+	enqueue("ls1", 20*time.Millisecond, 0) // urgent from 10 ms
+	enqueue("ls2", 10*time.Millisecond, 0) // urgent from 5 ms
+	enqueue("be3", 0, 0)
+	var got []string
+	serve := func(at time.Duration) {
+		now := t0.Add(at)
+		w := tr.urgent(now)
+		if w == nil {
+			w, _ = tr.next(now, 0)
+		}
+		got = append(got, w.user.key)
+	}
+	serve(time.Millisecond)      // nobody urgent: the round
+	serve(11 * time.Millisecond) // both urgent, ls2 the more late
+	serve(11 * time.Millisecond) // ls1
+	serve(11 * time.Millisecond) // the round again
+	if want := "[be1 ls2 ls1 be2]"; fmt.Sprint(got) != want {
+		t.Fatalf("order %v, want %s", got, want)
+	}
+	if tr.waiting != 1 || len(tr.sensitive) != 0 {
+		t.Fatalf("waiting %d, sensitive %d: want 1 and 0", tr.waiting, len(tr.sensitive))
+	}
+	if w, _ := tr.next(t0, 0); w.user.key != "be3" {
+		t.Fatalf("last %s, want be3", w.user.key)
+	}
+}
+
+// Through the gate: objectives no request carries any more are forgotten,
+// and qosStatus's figures come from the controller.
+func TestGateSLOs(t *testing.T) {
 	g, clk := newTestGate(t, GateOptions{Parallelism: 4})
 	p := Principal{User: "ls", Weight: 1, SLO: time.Millisecond}
 	for range 50 {
@@ -65,13 +109,8 @@ func TestGateSLOScalesWeight(t *testing.T) {
 	}
 	g.AdjustSLOs()
 	st := g.SLOs()
-	if len(st) != 1 || st[0].Met || st[0].Scale != 2 {
-		t.Fatalf("SLOs %+v; want ls missing with scale 2", st)
-	}
-	done, _ := g.Admit(context.Background(), Normal, p)
-	done()
-	if w := g.Stats().Tiers[Normal].Users[0].Weight; w != 2 {
-		t.Fatalf("weight %v, want 2 (1 scaled by 2)", w)
+	if len(st) != 1 || st[0].Met || st[0].UrgentAfter != 250*time.Microsecond {
+		t.Fatalf("SLOs %+v; want ls missing, urgent after 250µs", st)
 	}
 	// No more requests: the user's entry goes at a window's end, then the
 	// objective at the next period.
@@ -83,4 +122,33 @@ func TestGateSLOScalesWeight(t *testing.T) {
 	if len(g.SLOs()) != 0 {
 		t.Fatal("an objective nobody carries was kept")
 	}
+}
+
+// At the gate: the freed slot goes to a latency-sensitive request past its
+// urgency point before best-effort requests that came earlier.
+func TestGateServesUrgentFirst(t *testing.T) {
+	g, clk := newTestGate(t, GateOptions{Parallelism: 1})
+	ctx := context.Background()
+	first, _ := g.Admit(ctx, Normal, Principal{User: "first", Weight: 1})
+	be := admitAsync(g, ctx, Normal, "be", 1)
+	waitQueued(t, g, Normal, 1)
+	ls := make(chan func(), 1)
+	go func() {
+		done, err := g.Admit(ctx, Normal, Principal{User: "ls", Weight: 1, SLO: 2 * time.Millisecond})
+		if err == nil {
+			ls <- done
+		}
+	}()
+	waitQueued(t, g, Normal, 2)
+	clk.Advance(time.Millisecond) // ls is urgent from 1 ms
+	first()
+	select {
+	case done := <-ls:
+		done()
+	case <-be:
+		t.Fatal("the best-effort request went before the urgent one")
+	case <-time.After(2 * time.Second):
+		t.Fatal("nothing was admitted")
+	}
+	(<-be)()
 }

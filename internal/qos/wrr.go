@@ -20,6 +20,7 @@ type fairUser struct {
 	inRing    bool   // in the tier's round-robin ring
 	away      bool   // in the tier's away list
 	ahead     bool   // joined the ring ahead of the others (enqueue)
+	sensitive bool   // in the tier's list of latency-sensitive users
 	inProcess int
 	// Measured over the current window: admissions, whether it waited at
 	// some point (a backlogged user, which U_f compares), latencies.
@@ -30,6 +31,18 @@ type fairUser struct {
 	// lastDone is when its last request in process ended (anticipation).
 	lastDone time.Time
 	slo      *sloState // the user's latency objective, if any
+}
+
+// head is the user's oldest waiting request, or nil.
+func (u *fairUser) head() *gateWaiter {
+	if u.pending == 0 {
+		return nil
+	}
+	for u.queue[0].cancelled {
+		u.queue[0] = nil
+		u.queue = u.queue[1:]
+	}
+	return u.queue[0]
 }
 
 func (u *fairUser) pop() *gateWaiter {
@@ -57,6 +70,9 @@ type tierRound struct {
 	// them (zero: it is not waiting). See anticipate.
 	away      []*fairUser
 	holdSince time.Time
+	// sensitive are users with a latency objective that may have requests
+	// waiting (urgent).
+	sensitive []*fairUser
 }
 
 // user returns the tier's entry for key, created on first use; weight is
@@ -77,13 +93,11 @@ func (tr *tierRound) user(key string, weight float64, now time.Time) *fairUser {
 // enqueue queues w. A user that starts waiting joins the ring with what
 // is left of its quota for the current round (all of L_i if it had none
 // yet this round), so going idle and coming back never earns more than L_i
-// per round. It joins at the end, unless it carries a latency objective
-// or the round anticipates it (anticipating, and it is away with quota
-// left, see anticipate): then it goes ahead of the others, after those
-// that went ahead before it, still within its quota (for a
-// latency-sensitive user, the quota the SLO controller sets, slo.go).
-// Without anticipation a returning user does not go ahead: with many
-// users, those that have not yet been served in the round would wait
+// per round. It joins at the end, unless the round anticipates it
+// (anticipating, and it is away with quota left, see anticipate): then it
+// goes ahead of the others, after those that went ahead before it, still
+// within its quota. Without anticipation a returning user does not go
+// ahead: with many users, those not yet served in the round would wait
 // behind every other user's whole quota.
 func (tr *tierRound) enqueue(w *gateWaiter, anticipating bool) {
 	u := w.user
@@ -91,15 +105,19 @@ func (tr *tierRound) enqueue(w *gateWaiter, anticipating bool) {
 	u.pending++
 	u.backlogged = true
 	tr.waiting++
+	if u.slo != nil && !u.sensitive {
+		u.sensitive = true
+		tr.sensitive = append(tr.sensitive, u)
+	}
 	if u.inRing {
 		return
 	}
 	u.inRing = true
 	if u.round != tr.round {
 		u.quota, u.round = tr.ctl.quota(u.weight), tr.round
-		u.ahead = u.slo != nil
+		u.ahead = false
 	} else {
-		u.ahead = u.slo != nil || anticipating && u.away && u.quota > 0
+		u.ahead = anticipating && u.away && u.quota > 0
 	}
 	if !u.ahead {
 		tr.ring = append(tr.ring, u)
@@ -162,6 +180,36 @@ func (tr *tierRound) next(now time.Time, anticipation time.Duration) (*gateWaite
 		}
 		return w, 0
 	}
+}
+
+// urgent takes out of its queue, and returns, the request of a
+// latency-sensitive user that is furthest past its urgency point (earliest
+// deadline first), if any: it goes ahead of the round and spends no quota
+// (slo.go).
+func (tr *tierRound) urgent(now time.Time) *gateWaiter {
+	var best *fairUser
+	var bestLate time.Duration
+	kept := 0
+	for _, u := range tr.sensitive {
+		w := u.head()
+		if w == nil || u.slo == nil {
+			u.sensitive = false // nothing waits, or no objective any more
+			continue
+		}
+		tr.sensitive[kept] = u
+		kept++
+		if late := now.Sub(w.since) - u.slo.urgentAfter(); late >= 0 && (best == nil || late > bestLate) {
+			best, bestLate = u, late
+		}
+	}
+	clear(tr.sensitive[kept:])
+	tr.sensitive = tr.sensitive[:kept]
+	if best == nil {
+		return nil
+	}
+	tr.waiting--
+	best.slo.ahead++
+	return best.pop()
 }
 
 // anticipate says how long the round should still wait before it ends.
