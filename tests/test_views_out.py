@@ -4,6 +4,9 @@ documented semantics and error codes: $out replaces its target atomically
 _id or a unique index; views run their pipeline under find, count,
 distinct and aggregate, survive a restart and refuse writes."""
 
+import os
+import subprocess
+
 import pytest
 from bson import ObjectId
 from pymongo.errors import OperationFailure
@@ -59,6 +62,25 @@ def test_failed_out_leaves_the_old_target_intact(db, src):
     assert code_of(lambda: list(src.aggregate([{"$project": {"r": {"$divide": [1, "$k"]}}}, {"$out": "target"}]))) == 2
     assert list(db.target.find().sort("_id", 1)) == before
     assert tmp_collections(db) == []
+
+
+def test_out_drops_what_a_crashed_out_left_a_day_ago(new_server):
+    t = new_server()
+    t.start()
+    c = t.client()
+    d = c.leftovers
+    d.src.insert_one({"_id": 1})
+    d.command("create", "tmp.agg_out.crashed")
+    d.command("create", "tmp.agg_out.running")
+    with open(os.path.join(t.data_dir, "postgres.socketdir")) as f:
+        socket_dir = f.read().strip()
+    subprocess.run(["psql", f"host={socket_dir} port=5432 user=postgres dbname=tierdb sslmode=disable", "-qc",
+                    "UPDATE tierdb.collections SET created = now() - interval '25 hours' WHERE name = 'tmp.agg_out.crashed'"],
+                   check=True, capture_output=True)
+    list(d.src.aggregate([{"$out": "copy"}]))
+    names = set(d.list_collection_names())
+    assert "tmp.agg_out.crashed" not in names and {"tmp.agg_out.running", "copy", "src"} <= names
+    c.close()
 
 
 def test_out_to_another_database(db, src, client):

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
@@ -72,7 +73,8 @@ func (o *pipelineOutput) Out(_ context.Context, db, coll string) (exec.OutWriter
 	case !storage.IsCode(err, storage.ErrNamespaceNotFound):
 		return nil, err
 	}
-	tmp := fmt.Sprintf("tmp.agg_out.%s", bson.NewObjectID().Hex())
+	o.dropStale(db)
+	tmp := fmt.Sprintf(outPrefix+"%s", bson.NewObjectID().Hex())
 	w := &outWriter{o: o, db: db, coll: coll, tmp: tmp}
 	o.outs = append(o.outs, w)
 	if err := o.h.store.CreateCollection(o.ctx, db, tmp); err != nil {
@@ -87,6 +89,30 @@ func (o *pipelineOutput) Out(_ context.Context, db, coll string) (exec.OutWriter
 		return nil, err
 	}
 	return w, nil
+}
+
+// outPrefix names the collections $out fills before the swap.
+const outPrefix = "tmp.agg_out."
+
+// staleOut is how old a collection of an $out must be to be taken for
+// the leftover of a crash: no $out runs that long.
+const staleOut = 24 * time.Hour
+
+// dropStale drops what crashed $outs left in db; a failure only goes to
+// the log.
+func (o *pipelineOutput) dropStale(db string) {
+	names, err := o.h.store.StaleCollections(o.ctx, db, outPrefix, staleOut)
+	for _, n := range names {
+		if err == nil {
+			err = o.h.store.DropCollection(o.ctx, db, n)
+			if storage.IsCode(err, storage.ErrNamespaceNotFound) {
+				err = nil
+			}
+		}
+	}
+	if err != nil {
+		o.h.log.Warn("dropping collections left by a crashed $out failed", "db", db, "err", err)
+	}
 }
 
 // abort drops the collections of $out stages that did not commit.

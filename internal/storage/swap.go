@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -41,4 +42,17 @@ func (s *Store) ReplaceCollection(ctx context.Context, db, from, to string) erro
 	s.cat.forget(db + "." + from)
 	s.cat.forget(db + "." + to)
 	return err
+}
+
+// StaleCollections lists the collections of db whose names start with
+// prefix and that were created more than age ago (what a crashed $out
+// left behind).
+func (s *Store) StaleCollections(ctx context.Context, db, prefix string, age time.Duration) ([]string, error) {
+	rows, err := s.catalogPool(ctx).Query(ctx, `SELECT name FROM `+catalogSchema+`.collections
+WHERE db = $1 AND starts_with(name, $2) AND created < now() - make_interval(secs => $3) ORDER BY name`, db, prefix, age.Seconds())
+	if err != nil {
+		return nil, fromPG(ctx, err)
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	return names, fromPG(ctx, err)
 }
