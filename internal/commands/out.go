@@ -134,8 +134,12 @@ type outWriter struct {
 	done          bool
 }
 
+// Insert fills the new collection. Its commits need not wait for their
+// WAL to reach disk: until the swap the collection is nobody's, and the
+// swap's own (synchronous) commit flushes the WAL up to it, theirs
+// included.
 func (w *outWriter) Insert(docs []bson.D) error {
-	return insertAll(w.o.ctx, w.o.h.store, w.col, docs)
+	return insertAll(storage.AsyncCommit(w.o.ctx), w.o.h.store, w.col, docs)
 }
 
 // Commit swaps the new collection in for the old one.
