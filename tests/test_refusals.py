@@ -12,10 +12,10 @@ from pymongo.read_concern import ReadConcern
     ({"count": "c", "qurey": {}}, 40415),
     ({"aggregate": "c", "pipeline": [], "cursor": {}, "bogus": 1}, 40415),
     ({"find": "c", "returnKey": True}, 238),
-    ({"find": "c", "tailable": True}, 238),
+    ({"find": "c", "tailable": True}, 2),  # c is not capped
     ({"find": "c", "min": {"a": 1}}, 238),
     ({"find": "c", "let": {"x": 1}}, 238),
-    ({"create": "c2", "capped": True, "size": 1000}, 238),
+    ({"create": "c2", "capped": True}, 72),  # size is required
     ({"create": "c2", "validator": {"a": {"$exists": True}}}, 238),
     ({"update": "c", "updates": [{"q": {}, "u": {"$set": {"a": 1}}, "sort": {"a": 1}}]}, 238),
     ({"update": "c", "updates": [{"q": {}, "u": {"$set": {"a": 1}}, "mutli": True}]}, 40415),

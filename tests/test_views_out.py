@@ -102,6 +102,9 @@ def test_out_and_merge_are_refused_where_mongodb_refuses_them(db, src):
         assert run([{"$unionWith": {"coll": "src", "pipeline": [stage]}}]) == 31441
     assert run([{"$out": 1}]) == 16990
     assert run([{"$out": "system.x"}]) == 17385
+    db.create_collection("capped", capped=True, size=4096)
+    assert run([{"$out": "capped"}]) == 17152
+    assert db.capped.options().get("capped") is True
     assert run([{"$out": {"coll": "t"}}]) == 40414
     assert run([{"$merge": {"into": "t", "whenMatched": "frob"}}]) == 2
     assert run([{"$merge": {"into": "t", "whenNotMatched": "frob"}}]) == 2

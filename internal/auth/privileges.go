@@ -55,6 +55,8 @@ const (
 	ActUseTierLow
 	// killAnySession: end other users' sessions (killAllSessions).
 	ActKillAnySession
+	// changeStream: open change streams (with find).
+	ActChangeStream
 	numActions
 )
 
@@ -65,6 +67,7 @@ var actionNames = [numActions]string{
 	"setQoSConfig", "setCpuPools", "replSetConfigure", "replSetGetStatus", "createUser", "dropUser",
 	"changePassword", "changeCustomData", "grantRole", "revokeRole", "viewUser", "createRole", "dropRole",
 	"viewRole", "useTierHigh", "useTierNormal", "useTierLow", "killAnySession",
+	"changeStream",
 }
 
 func (a Action) String() string {

@@ -22,7 +22,7 @@ type Role struct {
 }
 
 var (
-	readActions      = Actions(ActFind, ActListCollections, ActListIndexes, ActKillCursors, ActCollStats, ActDBStats)
+	readActions      = Actions(ActFind, ActListCollections, ActListIndexes, ActKillCursors, ActCollStats, ActDBStats, ActChangeStream)
 	readWriteActions = readActions | Actions(ActInsert, ActUpdate, ActRemove, ActCreateCollection, ActDropCollection, ActCreateIndex, ActDropIndex)
 	dbAdminActions   = Actions(ActListCollections, ActListIndexes, ActCollStats, ActDBStats, ActCreateCollection,
 		ActDropCollection, ActCreateIndex, ActDropIndex, ActDropDatabase, ActKillCursors)

@@ -19,6 +19,9 @@ import (
 // $match is pushed down to storage as a prefilter; the rest runs in
 // process, documents streaming through the stages.
 func (h *Handlers) aggregate(ctx context.Context, req *Request) (bson.D, error) {
+	if isChangeStream(req.Cmd) {
+		return h.changeStream(ctx, req) // changestream.go
+	}
 	explain, err := getBool(req.Cmd, "explain", false)
 	if err != nil {
 		return nil, err

@@ -17,6 +17,16 @@ type batchSource interface {
 	next(ctx context.Context, n int) (batch []bson.Raw, done bool, err error)
 }
 
+// closer is a batchSource holding something to let go of when its cursor
+// goes (a change stream's place in the hub).
+type closer interface{ close() }
+
+func closeSource(src batchSource) {
+	if c, ok := src.(closer); ok {
+		c.close()
+	}
+}
+
 // cursor is an open server-side cursor. It pins no PostgreSQL backend: a
 // scan cursor only remembers where it stopped (keyset pagination).
 type cursor struct {
@@ -63,6 +73,7 @@ func (r *cursorRegistry) reap() {
 				if c.lastUsed.Load() < limit {
 					delete(r.m, id)
 					r.timedOut.Add(1)
+					closeSource(c.src)
 				}
 			}
 			r.mu.Unlock()
@@ -94,8 +105,11 @@ func (r *cursorRegistry) get(id int64) *cursor {
 func (r *cursorRegistry) remove(id int64) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	_, ok := r.m[id]
+	c, ok := r.m[id]
 	delete(r.m, id)
+	if ok {
+		closeSource(c.src)
+	}
 	return ok
 }
 
@@ -108,6 +122,7 @@ func (r *cursorRegistry) removeOwned(id int64, ns, owner string) bool {
 		return false
 	}
 	delete(r.m, id)
+	closeSource(c.src)
 	return true
 }
 
@@ -123,7 +138,9 @@ func (r *cursorRegistry) killNamespace(ns string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for id, c := range r.m {
-		if c.ns == ns {
+		if _, stream := c.src.(*streamSource); c.ns == ns && !stream {
+			// A change stream outlives its collection: it reports
+			// the drop, then invalidates.
 			delete(r.m, id)
 		}
 	}

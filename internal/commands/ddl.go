@@ -68,7 +68,7 @@ func (h *Handlers) listCollections(ctx context.Context, req *Request) (bson.D, e
 		info := bson.D{{Key: "name", Value: c.Name}, {Key: "type", Value: "collection"}}
 		if !nameOnly {
 			info = append(info,
-				bson.E{Key: "options", Value: bson.D{}},
+				bson.E{Key: "options", Value: collectionOptions(c)},
 				bson.E{Key: "info", Value: bson.D{{Key: "readOnly", Value: false}, {Key: "uuid", Value: uuidValue(c.UUID)}}},
 				bson.E{Key: "idIndex", Value: bson.D{{Key: "v", Value: int32(2)}, {Key: "key", Value: bson.D{{Key: "_id", Value: int32(1)}}}, {Key: "name", Value: "_id_"}}},
 			)
@@ -107,6 +107,13 @@ func (h *Handlers) create(ctx context.Context, req *Request) (bson.D, error) {
 	}
 	if strings.HasPrefix(name, "system.") {
 		return nil, mongoerr.Newf(mongoerr.InvalidNamespace, "Invalid collection name: %s", name)
+	}
+	capped, err := cappedOptions(req.Cmd)
+	if err != nil {
+		return nil, err
+	}
+	if capped != nil {
+		return bson.D{}, h.store.CreateCappedCollection(ctx, req.DB, name, *capped)
 	}
 	return bson.D{}, h.store.CreateCollection(ctx, req.DB, name)
 }

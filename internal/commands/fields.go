@@ -44,8 +44,8 @@ var commandFields = map[string]map[string]fieldRule{
 		// An idle cursor still times out (--cursor-timeout) and then
 		// answers CursorNotFound: an error, never a wrong result.
 		"noCursorTimeout": harmless,
-		"returnKey":       unimplemented, "showRecordId": unimplemented, "tailable": unimplemented,
-		"awaitData": unimplemented, "min": unimplemented, "max": unimplemented, "let": unimplemented,
+		"returnKey":       unimplemented, "showRecordId": unimplemented, "tailable": implemented,
+		"awaitData": implemented, "min": unimplemented, "max": unimplemented, "let": unimplemented,
 	},
 	"count":    {"query": implemented, "limit": implemented, "skip": implemented, "hint": harmless, "fields": harmless},
 	"distinct": {"key": implemented, "query": implemented, "hint": harmless},
@@ -74,7 +74,7 @@ var commandFields = map[string]map[string]fieldRule{
 	"listIndexes":   {"cursor": harmless},
 	"drop":          {},
 	"create": {
-		"capped": unimplemented, "size": unimplemented, "max": unimplemented, "timeseries": unimplemented,
+		"capped": implemented, "size": implemented, "max": implemented, "timeseries": unimplemented,
 		"clusteredIndex": unimplemented, "viewOn": implemented, "pipeline": implemented,
 		"validator": unimplemented, "validationLevel": unimplemented, "validationAction": unimplemented,
 		"changeStreamPreAndPostImages": unimplemented, "expireAfterSeconds": unimplemented,

@@ -48,6 +48,11 @@ func (h *Handlers) find(ctx context.Context, req *Request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
+	tail, err := parseTailOptions(req.Cmd, sortDoc, skip, limit)
+	if err != nil {
+		return nil, err
+	}
+	rs.naturalDesc = isNaturalDesc(sortDoc)
 	ns := req.DB + "." + name
 	ctx, done, err := h.routeRead(ctx, req)
 	if err != nil {
@@ -60,6 +65,9 @@ func (h *Handlers) find(ctx context.Context, req *Request) (bson.D, error) {
 	}
 	if err != nil {
 		return nil, err
+	}
+	if tail.tailable {
+		return h.findTailable(ctx, req, ns, col, rs, tail, batchSize, singleBatch)
 	}
 	src, err := h.newSource(ctx, col, rs)
 	if err != nil {
@@ -131,6 +139,11 @@ func (h *Handlers) getMore(ctx context.Context, req *Request) (bson.D, error) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	ctx, cancel, err := getMoreContext(ctx, req.Cmd, c.src)
+	if err != nil {
+		return nil, err
+	}
+	defer cancel()
 	batch, done, err := c.src.next(ctx, batchSize)
 	if err != nil {
 		h.cursors.remove(id)
@@ -142,7 +155,11 @@ func (h *Handlers) getMore(ctx context.Context, req *Request) (bson.D, error) {
 	} else {
 		c.lastUsed.Store(nowNanos())
 	}
-	return cursorReply(id, c.ns, rawArray(batch), false), nil
+	reply := cursorReply(id, c.ns, rawArray(batch), false)
+	if src, ok := c.src.(*streamSource); ok {
+		addResumeToken(reply, src)
+	}
+	return reply, nil
 }
 
 // killCursors kills the caller's cursors on the named collection; others'

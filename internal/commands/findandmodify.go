@@ -62,6 +62,9 @@ func (h *Handlers) findAndModify(ctx context.Context, req *Request) (bson.D, err
 		if upd, err = env.parseUpdateArg(u, arrayFilters, hasFilters, nil, "findAndModify.arrayFilters"); err != nil {
 			return nil, err
 		}
+		if upd.IsReplacement() {
+			ctx = storage.Replacing(ctx) // a "replace" change event
+		}
 	}
 	rs, err := env.readSpec(q, sortDoc, 1)
 	if err != nil {

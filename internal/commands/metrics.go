@@ -151,6 +151,12 @@ func (h *Handlers) writeFairMetrics(w *metrics.Writer, st qos.GateStats) {
 		}
 		w.Gauge("tierdb_slo_met", "1 when a user's p99.9 met its objective over the last SLO period.", metrics.Labels{{"user", s.User}}, met)
 	}
+	for _, s := range slos {
+		w.Gauge("tierdb_slo_urgent_after_seconds", "How long a latency-sensitive user's requests wait in the round before they go ahead of it.", metrics.Labels{{"user", s.User}}, s.UrgentAfter.Seconds())
+	}
+	for _, s := range slos {
+		w.Gauge("tierdb_slo_ahead", "Requests of a latency-sensitive user admitted ahead of the round in the last SLO period.", metrics.Labels{{"user", s.User}}, float64(s.Ahead))
+	}
 	for _, m := range perUser {
 		for t := qos.Normal; t < qos.NumTiers; t++ {
 			for _, u := range st.Tiers[t].Users {

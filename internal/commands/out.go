@@ -68,6 +68,8 @@ func (o *pipelineOutput) Out(_ context.Context, db, coll string) (exec.OutWriter
 	var indexes []storage.Index
 	old, err := o.h.store.Collection(o.ctx, db, coll)
 	switch {
+	case err == nil && old.Capped != nil:
+		return nil, mongoerr.Newf(mongoerr.Location17152, "namespace '%s.%s' is capped so it can't be used for $out", db, coll)
 	case err == nil:
 		indexes = slices.Clone(old.Indexes[1:])
 	case !storage.IsCode(err, storage.ErrNamespaceNotFound):

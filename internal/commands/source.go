@@ -37,6 +37,17 @@ type readSpec struct {
 	skip  int64
 	limit int64 // 0: none
 	proj  *update.Projection
+	// naturalDesc: sort {$natural: -1}, newest first on a capped collection.
+	naturalDesc bool
+}
+
+// isNaturalDesc reports whether a sort is {$natural: -1}.
+func isNaturalDesc(sortDoc bson.D) bool {
+	if len(sortDoc) != 1 || sortDoc[0].Key != "$natural" {
+		return false
+	}
+	n, ok := asNumber(sortDoc[0].Value)
+	return ok && n < 0
 }
 
 func parseReadSpec(filter, sortDoc, proj bson.D, skip, limit int64) (*readSpec, error) {
@@ -73,6 +84,8 @@ func (h *Handlers) newSource(ctx context.Context, col *storage.Collection, rs *r
 	_, byID := rs.sort.ByIDOnly()
 	notePlan(ctx, col, rs, scan.params, !rs.sort.IsEmpty() && !byID)
 	if rs.sort.IsEmpty() {
+		// A capped collection's natural order is insertion order.
+		scan.params.Natural, scan.params.Desc = true, rs.naturalDesc
 		return scan, nil
 	}
 	if asc, ok := rs.sort.ByIDOnly(); ok {
@@ -197,6 +210,7 @@ func (s *scanSource) fetch(ctx context.Context, want int) error {
 	}
 	if len(rows) > 0 {
 		s.params.After = rows[len(rows)-1].Key
+		s.params.AfterSeq = rows[len(rows)-1].Seq
 	}
 	s.pending = rows
 	return nil

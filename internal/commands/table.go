@@ -160,6 +160,8 @@ type Handlers struct {
 	sessions *session.Registry
 	txnStats txnStats
 	stop     chan struct{}
+	// changes is the change streams' hub, started by the first one.
+	changes changeHub
 }
 
 // New builds the command table.
@@ -194,6 +196,7 @@ func New(opts Options) *Handlers {
 	}
 	h.instr, h.slow = newInstruments(), status.NewSlowLog(100)
 	go h.reapSessions()
+	go h.maintainChanges() // changestream.go
 	return h
 }
 
@@ -440,24 +443,12 @@ func (h *Handlers) run(ctx context.Context, req *Request) (bson.D, error) {
 		default:
 			// Tier first (the priority channel), then the user's share
 			// within the tier and delivered parallelism (the gate).
-			t0 := time.Now()
-			done, err := h.opts.Admission.Admit(ctx, tier, false)
-			if err == nil {
-				defer done()
-				t1 := time.Now()
-				h.instr.qosWait[tier].Observe(t1.Sub(t0).Seconds())
-				if h.opts.Fair != nil {
-					var fdone func()
-					if fdone, err = h.opts.Fair.Admit(ctx, tier, fairPrincipal(req.Session)); err == nil {
-						defer fdone()
-						h.instr.fairWait[tier].Observe(time.Since(t1).Seconds())
-					}
-				}
-			}
-			acct.waitNanos.Add(int64(time.Since(t0)))
-			if err != nil {
+			hold := &admissionHold{h: h, tier: tier, p: fairPrincipal(req.Session), acct: acct}
+			if err := hold.admit(ctx); err != nil {
 				return nil, err
 			}
+			defer hold.release()
+			ctx = context.WithValue(ctx, admissionHoldKey{}, hold)
 		}
 	}
 	run := cmd.handler
@@ -498,6 +489,11 @@ func fairPrincipal(s *Session) qos.Principal {
 
 // withMaxTime applies maxTimeMS to the request context.
 func withMaxTime(ctx context.Context, cmd bson.D) (context.Context, context.CancelFunc, error) {
+	if len(cmd) > 0 && cmd[0].Key == "getMore" {
+		// getMore's maxTimeMS is an await time for tailable cursors:
+		// getMore reads it itself (see tailable.go).
+		return ctx, func() {}, nil
+	}
 	ms, err := getInt(cmd, "maxTimeMS", 0)
 	if err != nil {
 		return ctx, func() {}, err

@@ -319,6 +319,9 @@ func (h *Handlers) updateStatement(ctx context.Context, db, name string, stmt bs
 	if multi && upd.IsReplacement() {
 		return res, mongoerr.New(mongoerr.FailedToParse, "multi update is not supported for replacement-style update")
 	}
+	if upd.IsReplacement() {
+		ctx = storage.Replacing(ctx) // a "replace" change event
+	}
 	col, err := h.store.Collection(ctx, db, name)
 	if storage.IsCode(err, storage.ErrNamespaceNotFound) && !upsert {
 		return res, nil
@@ -495,7 +498,10 @@ func (h *Handlers) deleteStatement(ctx context.Context, col *storage.Collection,
 	}
 	var n int64
 	if limit == 1 {
-		for range casRetries {
+		// As modify: compare-and-swap first; a delete that keeps losing
+		// its document to concurrent changes locks it instead. Each
+		// further round means another writer deleted or changed a match.
+		for try := range casRetries {
 			var row *storage.Row
 			err := h.eachMatch(ctx, col, rs, func(doc bson.D, raw bson.Raw) (bool, error) {
 				id, _ := lookup(doc, "_id")
@@ -505,7 +511,22 @@ func (h *Handlers) deleteStatement(ctx context.Context, col *storage.Collection,
 			if err != nil || row == nil {
 				return 0, err
 			}
-			if n, err = h.store.Delete(ctx, col, []storage.Row{*row}); err != nil || n == 1 {
+			if try < optimisticTries {
+				n, err = h.store.Delete(ctx, col, []storage.Row{*row})
+			} else {
+				err = h.store.WithRowLocked(ctx, col, row.Key, func(ctx context.Context, locked *storage.Row) error {
+					if locked == nil {
+						return nil
+					}
+					doc, err := bsonx.Decode(locked.Doc)
+					if err != nil || !rs.filter.Match(doc) {
+						return err
+					}
+					n, err = h.store.Delete(ctx, col, []storage.Row{*locked})
+					return err
+				})
+			}
+			if err != nil || n == 1 {
 				return n, err
 			}
 		}

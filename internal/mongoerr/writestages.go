@@ -9,6 +9,7 @@ const (
 	MergeStageNoMatchingDocument Code = 13113
 	Location16990                Code = 16990 // $out's argument of the wrong type
 	Location17385                Code = 17385 // $out to a special collection
+	Location17152                Code = 17152 // $out to a capped collection
 	Location31441                Code = 31441 // $out/$merge inside $unionWith
 	Location40601                Code = 40601 // a writing stage that is not the last one
 	Location51047                Code = 51047 // $out/$merge inside $lookup

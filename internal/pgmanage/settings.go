@@ -35,7 +35,10 @@ func serverSettings(opts Options, socketDir string) map[string]string {
 		// primary can be rewound (pg_rewind needs wal_log_hints) to follow
 		// the standby promoted in its place. A slot never keeps more than
 		// this much WAL for a standby that is gone.
-		"wal_level":              "replica",
+		// logical: change streams decode the WAL (a logical slot of
+		// tierdb's, created on the first change stream). Standbys and
+		// pg_rewind work the same at this level.
+		"wal_level":              "logical",
 		"wal_log_hints":          "on",
 		"max_wal_senders":        "10",
 		"max_replication_slots":  "10",

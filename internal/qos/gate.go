@@ -400,7 +400,7 @@ func (g *Gate) SLOs() []SLOStats {
 	defer g.mu.Unlock()
 	var out []SLOStats
 	for user, s := range g.slos {
-		out = append(out, SLOStats{User: user, Objective: s.objective, P999: s.p999, UrgentAfter: s.urgentAfter(), Ahead: s.ahead, Met: s.met, Unmeetable: s.unmeetable})
+		out = append(out, SLOStats{User: user, Objective: s.objective, P999: s.p999, UrgentAfter: s.urgentAfter(), Ahead: s.aheadLast, Met: s.met, Unmeetable: s.unmeetable})
 	}
 	slices.SortFunc(out, func(a, b SLOStats) int { return strings.Compare(a.User, b.User) })
 	return out

@@ -45,9 +45,9 @@ type sloState struct {
 	// met: the last p99.9 was within the objective; unmeetable: it was
 	// missed with the urgency at its lowest.
 	met, unmeetable bool
-	// ahead counts requests admitted ahead of the round since the last
-	// period.
-	ahead uint64
+	// ahead counts requests admitted ahead of the round in this period,
+	// aheadLast in the last one.
+	ahead, aheadLast uint64
 }
 
 func newSLOState(objective time.Duration) *sloState {
@@ -70,6 +70,7 @@ func (s *sloState) add(d time.Duration) {
 
 // adjust is one step of the feedback control.
 func (s *sloState) adjust() {
+	s.aheadLast, s.ahead = s.ahead, 0
 	if len(s.lat) == 0 {
 		return
 	}
@@ -95,7 +96,8 @@ type SLOStats struct {
 	Objective time.Duration
 	P999      time.Duration // over the last period with requests
 	// UrgentAfter is how long the user's requests now wait in the round
-	// before they go ahead of it; Ahead counts those that did.
+	// before they go ahead of it; Ahead counts those that did in the last
+	// period.
 	UrgentAfter time.Duration
 	Ahead       uint64
 	Met         bool

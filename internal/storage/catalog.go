@@ -27,9 +27,11 @@ type Collection struct {
 	DB, Name string
 	UUID     string
 	Indexes  []Index // the _id index first
-	tbl      string  // PostgreSQL table name
-	table    string  // quoted, schema-qualified
-	keyCols  []query.KeyColumn
+	// Capped is set for a capped collection (see capped.go).
+	Capped  *Capped
+	tbl     string // PostgreSQL table name
+	table   string // quoted, schema-qualified
+	keyCols []query.KeyColumn
 	// Statements that depend only on the columns, built once.
 	insertOneSQL, replaceSQL string
 }
@@ -94,7 +96,7 @@ CREATE TABLE IF NOT EXISTS `+catalogSchema+`.collections (
 	next_col int NOT NULL DEFAULT 1,
 	created  timestamptz NOT NULL DEFAULT now(),
 	PRIMARY KEY (db, name)
-);`+authTablesSQL+recordsSQL+viewsSQL)
+);`+authTablesSQL+recordsSQL+cappedSQL+viewsSQL)
 		return err
 	})
 }
@@ -138,9 +140,9 @@ type rowQuerier interface {
 // load reads one catalog entry; nil, nil when it does not exist.
 func (c *catalog) load(ctx context.Context, q rowQuerier, db, name string) (*Collection, error) {
 	var tbl, uuid string
-	var raw []byte
-	err := q.QueryRow(ctx, `SELECT tbl, uuid::text, indexes FROM `+catalogSchema+`.collections WHERE db = $1 AND name = $2`, db, name).
-		Scan(&tbl, &uuid, &raw)
+	var raw, capped []byte
+	err := q.QueryRow(ctx, `SELECT tbl, uuid::text, indexes, capped FROM `+catalogSchema+`.collections WHERE db = $1 AND name = $2`, db, name).
+		Scan(&tbl, &uuid, &raw, &capped)
 	if err == pgx.ErrNoRows {
 		return nil, nil
 	}
@@ -151,7 +153,11 @@ func (c *catalog) load(ctx context.Context, q rowQuerier, db, name string) (*Col
 	if err := json.Unmarshal(raw, &idx); err != nil {
 		return nil, &Error{Code: ErrInternal, Msg: "corrupt catalog entry", Cause: err}
 	}
-	return newCollection(db, name, uuid, tbl, idx), nil
+	col := newCollection(db, name, uuid, tbl, idx)
+	if col.Capped, err = parseCapped(capped); err != nil {
+		return nil, err
+	}
+	return col, nil
 }
 
 func newCollection(db, name, uuid, tbl string, secondary []Index) *Collection {
@@ -211,6 +217,10 @@ func (s *Store) CollectionForWrite(ctx context.Context, db, name string) (*Colle
 
 // CreateCollection creates an empty collection; ErrNamespaceExists if it exists.
 func (s *Store) CreateCollection(ctx context.Context, db, name string) error {
+	return s.createCollection(ctx, db, name, nil)
+}
+
+func (s *Store) createCollection(ctx context.Context, db, name string, capped *Capped) error {
 	err := s.cat.ddl(ctx, func(tx pgx.Tx) error {
 		existing, err := s.cat.load(ctx, tx, db, name)
 		if err != nil {
@@ -233,8 +243,13 @@ func (s *Store) CreateCollection(ctx context.Context, db, name string) error {
 		if _, err := tx.Exec(ctx, `CREATE TABLE `+dataSchema+`.`+quoteIdent(tbl)+` (_id bytea PRIMARY KEY, doc bytea NOT NULL)`); err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, `INSERT INTO `+catalogSchema+`.collections (db, name, tbl) VALUES ($1, $2, $3)`, db, name, tbl)
-		return err
+		if _, err := tx.Exec(ctx, replicaIdentitySQL(dataSchema+`.`+quoteIdent(tbl))); err != nil {
+			return err
+		}
+		if _, err = tx.Exec(ctx, `INSERT INTO `+catalogSchema+`.collections (db, name, tbl) VALUES ($1, $2, $3)`, db, name, tbl); err != nil || capped == nil {
+			return err
+		}
+		return createCappedTable(ctx, tx, tbl, capped)
 	})
 	s.cat.forget(db + "." + name)
 	return err
@@ -276,7 +291,12 @@ func (s *Store) DropDatabase(ctx context.Context, db string) error {
 				return err
 			}
 		}
-		return nil
+		if len(names) > 0 && s.changesOn.Load() {
+			// Change streams report the database's drop after its
+			// collections' (see changes.go).
+			_, err = tx.Exec(ctx, dropDatabaseMessageSQL, db)
+		}
+		return err
 	})
 	s.cat.forgetDB(db)
 	return err
@@ -306,21 +326,24 @@ FROM `+catalogSchema+`.collections GROUP BY db ORDER BY db`)
 
 // ListCollections lists the collections of db in name order.
 func (s *Store) ListCollections(ctx context.Context, db string) ([]*Collection, error) {
-	rows, err := s.catalogPool(ctx).Query(ctx, `SELECT name, tbl, uuid::text, indexes FROM `+catalogSchema+`.collections WHERE db = $1 ORDER BY name`, db)
+	rows, err := s.catalogPool(ctx).Query(ctx, `SELECT name, tbl, uuid::text, indexes, capped FROM `+catalogSchema+`.collections WHERE db = $1 ORDER BY name`, db)
 	if err != nil {
 		return nil, fromPG(ctx, err)
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*Collection, error) {
 		var name, tbl, uuid string
-		var raw []byte
-		if err := r.Scan(&name, &tbl, &uuid, &raw); err != nil {
+		var raw, capped []byte
+		if err := r.Scan(&name, &tbl, &uuid, &raw, &capped); err != nil {
 			return nil, err
 		}
 		var idx []Index
 		if err := json.Unmarshal(raw, &idx); err != nil {
 			return nil, err
 		}
-		return newCollection(db, name, uuid, tbl, idx), nil
+		col := newCollection(db, name, uuid, tbl, idx)
+		var err error
+		col.Capped, err = parseCapped(capped)
+		return col, err
 	})
 	return out, fromPG(ctx, err)
 }
@@ -351,6 +374,11 @@ func dropTables(ctx context.Context, tx pgx.Tx, col *Collection) error {
 	}
 	if _, err := tx.Exec(ctx, `DELETE FROM `+catalogSchema+`.collections WHERE db = $1 AND name = $2`, col.DB, col.Name); err != nil {
 		return err
+	}
+	if col.Capped != nil {
+		if _, err := tx.Exec(ctx, `DELETE FROM `+catalogSchema+`.capped_state WHERE tbl = $1`, col.tbl); err != nil {
+			return err
+		}
 	}
 	_, err := tx.Exec(ctx, `DROP TABLE IF EXISTS `+col.table)
 	return err

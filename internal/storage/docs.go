@@ -41,10 +41,14 @@ func (s *Store) Insert(ctx context.Context, c *Collection, docs []Doc, ordered b
 	if len(docs) == 0 {
 		return 0, nil, nil
 	}
+	if err := cappedInTxn(ctx, c); err != nil {
+		return 0, nil, err
+	}
 	// Fast path: the whole batch in one statement, atomically. Only when it
 	// fails on a unique index do we go document by document to find out which
 	// ones conflict and honour ordered semantics exactly.
 	err = s.insertBatch(ctx, c, docs)
+	defer s.noteAppend(c)
 	if err == nil {
 		for _, d := range docs {
 			s.versions.put(cacheKey(c, IDKey(d.ID)), d.Raw)
@@ -265,6 +269,9 @@ func pgIndexName(c *Collection, ix *Index) string {
 type Row struct {
 	Key []byte
 	Doc []byte
+	// Seq is a capped collection's insertion number, set by natural-order
+	// scans and Tail (see capped.go).
+	Seq int64
 }
 
 // ScanParams select rows by a prefilter in _id order (keyset pagination).
@@ -279,18 +286,41 @@ type ScanParams struct {
 	// Limit bounds the number of rows; 0 means no bound.
 	Limit int
 	// ForUpdate is not used by readers.
+
+	// Natural scans a capped collection in insertion order (seq) rather
+	// than _id order, continuing after AfterSeq; ignored for other
+	// collections.
+	Natural  bool
+	AfterSeq int64
 }
+
+func (p *ScanParams) natural(c *Collection) bool { return p.Natural && c.Capped != nil }
 
 func (p *ScanParams) sql(c *Collection) (string, []any) {
 	var b strings.Builder
-	b.WriteString("SELECT _id, doc FROM ")
+	order := "_id"
+	if p.natural(c) {
+		order = "seq"
+		b.WriteString("SELECT _id, doc, seq FROM ")
+	} else {
+		b.WriteString("SELECT _id, doc FROM ")
+	}
 	b.WriteString(c.table)
 	args := append([]any(nil), p.Args...)
 	conds := []string{}
 	if p.Where != "" && p.Where != "TRUE" {
 		conds = append(conds, "("+p.Where+")")
 	}
-	if p.After != nil {
+	if p.natural(c) {
+		if p.AfterSeq > 0 {
+			args = append(args, p.AfterSeq)
+			op := ">"
+			if p.Desc {
+				op = "<"
+			}
+			conds = append(conds, fmt.Sprintf("seq %s $%d", op, len(args)))
+		}
+	} else if p.After != nil {
 		args = append(args, p.After)
 		op := ">"
 		if p.Desc {
@@ -302,7 +332,7 @@ func (p *ScanParams) sql(c *Collection) (string, []any) {
 		b.WriteString(" WHERE ")
 		b.WriteString(strings.Join(conds, " AND "))
 	}
-	b.WriteString(" ORDER BY _id")
+	b.WriteString(" ORDER BY " + order)
 	if p.Desc {
 		b.WriteString(" DESC")
 	}
@@ -319,8 +349,12 @@ func (s *Store) Scan(ctx context.Context, c *Collection, p ScanParams) ([]Row, e
 	if err != nil {
 		return nil, s.readError(ctx, c, err)
 	}
+	natural := p.natural(c)
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Row, error) {
 		var row Row
+		if natural {
+			return row, r.Scan(&row.Key, &row.Doc, &row.Seq)
+		}
 		err := r.Scan(&row.Key, &row.Doc)
 		return row, err
 	})
@@ -343,11 +377,20 @@ func (s *Store) Explain(ctx context.Context, c *Collection, p ScanParams) (strin
 // another's changes without holding a transaction open across a round trip).
 // ok is false when the row changed or vanished since it was read.
 func (s *Store) Replace(ctx context.Context, c *Collection, key, old []byte, newDoc Doc) (bool, error) {
+	if err := cappedInTxn(ctx, c); err != nil {
+		return false, err
+	}
 	vals := c.rowValues(newDoc.ID, newDoc.D, newDoc.Raw)
 	args := make([]any, 0, len(vals)+1)
 	args = append(args, key, old)
 	args = append(args, vals[1:]...) // the _id never changes
-	tag, err := s.write(ctx, c.replaceSQL, args...)
+	var tag pgconn.CommandTag
+	var err error
+	if replacing, _ := ctx.Value(replacingKey{}).(bool); replacing && s.changesOn.Load() {
+		tag, err = s.writeReplacement(ctx, key, c.replaceSQL, args...)
+	} else {
+		tag, err = s.write(ctx, c.replaceSQL, args...)
+	}
 	if err != nil {
 		err = fromPGDup(ctx, err)
 		if IsCode(err, ErrDuplicateKey) {
@@ -367,6 +410,9 @@ func (s *Store) Replace(ctx context.Context, c *Collection, key, old []byte, new
 // Delete removes the given rows if they still hold the bytes they were read
 // with, and returns how many were removed.
 func (s *Store) Delete(ctx context.Context, c *Collection, rows []Row) (int64, error) {
+	if err := cappedInTxn(ctx, c); err != nil {
+		return 0, err
+	}
 	keys := make([][]byte, len(rows))
 	docs := make([][]byte, len(rows))
 	for i, r := range rows {

@@ -36,6 +36,9 @@ const (
 	// serialization failure or a deadlock); retrying it from the start may
 	// succeed.
 	ErrWriteConflict
+	// ErrNotInTxn: an operation a transaction may not do (writing to a
+	// capped collection).
+	ErrNotInTxn
 )
 
 // Error is a storage failure. Msg is safe to show a client; Cause is for logs.

@@ -50,7 +50,9 @@ func (s *Store) CreateIndexes(ctx context.Context, db, name string, specs []Inde
 			if err := buildIndex(ctx, tx, col, &spec); err != nil {
 				return err
 			}
+			capped := col.Capped
 			col = newCollection(col.DB, col.Name, col.UUID, col.tbl, append(col.Indexes[1:], spec))
+			col.Capped = capped
 		}
 		after = len(col.Indexes)
 		raw, err := json.Marshal(col.Indexes[1:])

@@ -73,7 +73,9 @@ type Store struct {
 	cat      *catalog
 	versions *versionCache
 
-	asyncCommits atomic.Int64 // see AsyncCommits
+	asyncCommits atomic.Int64  // see AsyncCommits
+	appends      appendSignals // see capped.go
+	changesOn    atomic.Bool   // see changes.go
 }
 
 // Open connects the per-tier pools of every node and makes sure the catalog

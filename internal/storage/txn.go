@@ -32,6 +32,9 @@ type Txn struct {
 	// away), so PostgreSQL has aborted the transaction.
 	failed bool
 	once   sync.Once
+	// snapshot: a MongoDB multi-document transaction (not a retryable
+	// write's own transaction).
+	snapshot bool
 }
 
 type txnKey struct{}
@@ -59,7 +62,7 @@ func (s *Store) Begin(ctx context.Context, t qos.Tier, snapshot bool, first ...S
 	if err != nil {
 		return nil, nil, nil, fromPG(ctx, err)
 	}
-	txn := &Txn{s: s, conn: conn}
+	txn := &Txn{s: s, conn: conn, snapshot: snapshot}
 	begin := "BEGIN ISOLATION LEVEL READ COMMITTED"
 	if snapshot {
 		begin = "BEGIN ISOLATION LEVEL REPEATABLE READ"

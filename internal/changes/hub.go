@@ -1,0 +1,355 @@
+package changes
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/jackc/pglogrepl"
+
+	"tierdb/internal/mongoerr"
+)
+
+// Slot is the logical replication slot the Hub reads (storage implements
+// it on a low-tier backend of the primary).
+type Slot interface {
+	// Peek streams the pgoutput messages of the changes from the slot's
+	// position on, up to about n changes (whole transactions), to fn; fn
+	// returning false stops reading.
+	Peek(ctx context.Context, n int, fn func(data []byte) bool) error
+	// Advance moves the slot's position forward to lsn.
+	Advance(ctx context.Context, lsn uint64) error
+	// Confirmed is the slot's position.
+	Confirmed(ctx context.Context) (uint64, error)
+	// Current is the end of the WAL written so far.
+	Current(ctx context.Context) (uint64, error)
+	// Resolve names the collection of a data table.
+	Resolve(ctx context.Context, tbl string) (Namespace, bool, error)
+}
+
+// ErrSlotLost: the slot is gone (a failover promoted a standby, which has
+// no copy of it, or someone dropped it). Every stream's history is lost.
+var ErrSlotLost = errors.New("changes: the replication slot of change streams is gone")
+
+// ErrSlotBusy: another process is reading the slot (another tierdb on the
+// same PostgreSQL); try again later.
+var ErrSlotBusy = errors.New("changes: the replication slot of change streams is in use")
+
+// Bounds of what the Hub holds, and its timing.
+const (
+	MaxBufferedChanges = 10000
+	MaxBufferedBytes   = 64 << 20
+	// Retention is how long the slot keeps its history with no stream open.
+	Retention = 10 * time.Minute
+	// pollEvery spaces the Hub's reads of the slot.
+	pollEvery = 100 * time.Millisecond
+)
+
+// Hub shares one slot among every change stream of the tierdb.
+type Hub struct {
+	slot Slot
+	// admit waits for low-tier admission before each read of the slot.
+	admit func(ctx context.Context) (func(), error)
+
+	pollMu   sync.Mutex // one read of the slot at a time
+	lastPoll time.Time
+	known    map[string]Namespace
+
+	mu       sync.Mutex
+	buf      []Change
+	bytes    int
+	base     uint64   // the slot's position
+	scanned  Position // every change up to here is in buf or was trimmed
+	trimmed  Position // the last change dropped from buf
+	streams  map[*Stream]struct{}
+	lastOpen time.Time // when a stream was last open
+}
+
+// NewHub starts a hub on slot, whose position is read now.
+func NewHub(ctx context.Context, slot Slot, admit func(context.Context) (func(), error)) (*Hub, error) {
+	base, err := slot.Confirmed(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &Hub{slot: slot, admit: admit, base: base, scanned: Position{LSN: base}, streams: map[*Stream]struct{}{}, known: map[string]Namespace{}, lastOpen: time.Now()}, nil
+}
+
+// Stream is one change stream's position in the hub.
+type Stream struct {
+	hub   *Hub
+	scope Scope
+	pos   Position
+	// ended: the stream was invalidated; nothing more comes.
+	ended bool
+	// lost: the slot moved past the stream (guarded by the hub's mu).
+	lost bool
+}
+
+// Open registers a stream starting after pos, or, when start is nil, at
+// the current end of the WAL. A position the slot no longer holds is
+// ChangeStreamHistoryLost.
+func (h *Hub) Open(ctx context.Context, scope Scope, start *Position) (*Stream, error) {
+	var pos Position
+	if start != nil {
+		pos = *start
+	} else {
+		cur, err := h.slot.Current(ctx)
+		if err != nil {
+			return nil, err
+		}
+		pos = Position{LSN: cur, Index: hwm}
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if pos.LSN < h.base {
+		return nil, mongoerr.New(mongoerr.ChangeStreamHistoryLost, "Resume of change stream was not possible, as the resume point may no longer be in the oplog (tierdb's replication slot has moved past it)")
+	}
+	if pos.Less(h.trimmed) {
+		// The slot still has this history but the buffer let it go:
+		// read it again from the slot.
+		h.buf, h.bytes = nil, 0
+		h.scanned, h.trimmed = pos, pos
+	}
+	s := &Stream{hub: h, scope: scope, pos: pos}
+	h.streams[s] = struct{}{}
+	h.lastOpen = time.Now()
+	return s, nil
+}
+
+// Close unregisters the stream, so the slot may move past its position.
+func (s *Stream) Close() {
+	h := s.hub
+	h.mu.Lock()
+	delete(h.streams, s)
+	h.lastOpen = time.Now()
+	h.mu.Unlock()
+}
+
+// Hub is the stream's hub.
+func (s *Stream) Hub() *Hub { return s.hub }
+
+// Position is where the stream is: after every change it has been given
+// or passed over.
+func (s *Stream) Position() Position { return s.pos }
+
+// Ended reports whether the stream was invalidated.
+func (s *Stream) Ended() bool { return s.ended }
+
+// Next returns up to n changes of the stream's scope after its position
+// (reading the slot if it has none buffered), and whether the last one
+// invalidates the stream. It never waits beyond one read of the slot.
+func (s *Stream) Next(ctx context.Context, n int) ([]Change, error) {
+	if s.ended {
+		return nil, nil
+	}
+	out, err := s.take(n)
+	if len(out) > 0 || err != nil {
+		return out, err
+	}
+	if err := s.hub.poll(ctx); err != nil {
+		return nil, err
+	}
+	return s.take(n)
+}
+
+func (s *Stream) take(n int) ([]Change, error) {
+	h := s.hub
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if s.lost {
+		return nil, mongoerr.New(mongoerr.ChangeStreamHistoryLost, "the change stream's history is lost: another tierdb moved the shared replication slot past it")
+	}
+	h.lastOpen = time.Now()
+	var out []Change
+	for i := range h.buf {
+		c := &h.buf[i]
+		if !s.pos.Less(c.Pos) {
+			continue
+		}
+		if n > 0 && len(out) >= n {
+			return out, nil
+		}
+		s.pos = c.Pos
+		if s.scope.Matches(c) {
+			out = append(out, *c)
+			if s.scope.Invalidates(c) {
+				s.ended = true
+				return out, nil
+			}
+		}
+	}
+	if s.pos.Less(h.scanned) {
+		s.pos = h.scanned
+	}
+	return out, nil
+}
+
+// poll reads new changes from the slot into the buffer (at most every
+// pollEvery), after trimming what every open stream has consumed.
+func (h *Hub) poll(ctx context.Context) error {
+	h.pollMu.Lock()
+	defer h.pollMu.Unlock()
+	if time.Since(h.lastPoll) < pollEvery {
+		return nil
+	}
+	defer func() { h.lastPoll = time.Now() }()
+	done, err := h.admit(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
+	if err := h.trim(ctx); err != nil {
+		return busyIsNil(err)
+	}
+	conf, err := h.slot.Confirmed(ctx)
+	if err != nil {
+		return err
+	}
+	h.mu.Lock()
+	if conf > h.base {
+		// Another tierdb on the same PostgreSQL moved the shared slot
+		// past streams of ours: their history is gone.
+		h.base = conf
+		for s := range h.streams {
+			if s.pos.LSN < conf {
+				s.lost = true
+			}
+		}
+	}
+	scanned, room := h.scanned, MaxBufferedChanges-len(h.buf)
+	roomBytes := MaxBufferedBytes - h.bytes
+	want := len(h.buf) + 1000
+	h.mu.Unlock()
+	if room <= 0 || roomBytes <= 0 {
+		return nil // the slowest stream has to catch up first
+	}
+	dec := NewDecoder(func(tbl string) (Namespace, bool, error) { return h.slot.Resolve(ctx, tbl) })
+	dec.known = h.known
+	var fresh []Change
+	freshBytes := 0
+	var decodeErr error
+	msgs := 0
+	err = h.slot.Peek(ctx, want, func(data []byte) bool {
+		if msgs++; msgs%256 == 0 {
+			runtime.Gosched() // decoding is background work: let requests run
+		}
+		m, err := pglogrepl.Parse(data)
+		if err != nil {
+			decodeErr = err
+			return false
+		}
+		if decodeErr = dec.Apply(m); decodeErr != nil {
+			return false
+		}
+		for _, c := range dec.Take() {
+			if !scanned.Less(c.Pos) {
+				continue
+			}
+			if len(fresh) >= room || freshBytes+c.size() > roomBytes && len(fresh) > 0 {
+				return false
+			}
+			freshBytes += c.size()
+			fresh = append(fresh, c)
+		}
+		return true
+	})
+	if err == nil {
+		err = decodeErr
+	}
+	if err != nil {
+		return busyIsNil(err)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.buf = append(h.buf, fresh...)
+	h.bytes += freshBytes
+	if len(fresh) > 0 {
+		h.scanned = fresh[len(fresh)-1].Pos
+	}
+	return nil
+}
+
+func busyIsNil(err error) error {
+	if errors.Is(err, ErrSlotBusy) {
+		return nil
+	}
+	return err
+}
+
+// trim drops the changes every open stream has passed and moves the slot
+// to the oldest open stream's position; with no stream open for
+// Retention, to the end of the WAL.
+func (h *Hub) trim(ctx context.Context) error {
+	h.mu.Lock()
+	var target uint64
+	if len(h.streams) == 0 {
+		if time.Since(h.lastOpen) < Retention {
+			h.mu.Unlock()
+			return nil
+		}
+		h.mu.Unlock()
+		cur, err := h.slot.Current(ctx)
+		if err != nil {
+			return err
+		}
+		h.mu.Lock()
+		if len(h.streams) > 0 {
+			h.mu.Unlock()
+			return nil
+		}
+		h.buf, h.bytes = nil, 0
+		if h.scanned.Less(Position{LSN: cur, Index: hwm}) {
+			h.scanned = Position{LSN: cur, Index: hwm}
+		}
+		h.trimmed = h.scanned
+		target = cur
+	} else {
+		min := Position{LSN: ^uint64(0), Index: hwm}
+		for s := range h.streams {
+			if s.pos.Less(min) {
+				min = s.pos
+			}
+		}
+		i := 0
+		for i < len(h.buf) && !min.Less(h.buf[i].Pos) {
+			h.bytes -= h.buf[i].size()
+			h.trimmed = h.buf[i].Pos
+			i++
+		}
+		h.buf = append([]Change(nil), h.buf[i:]...)
+		// Transactions committed before every stream's position are
+		// needed by none (one committed at target is sent again, and
+		// skipped by position).
+		target = min.LSN
+	}
+	if target <= h.base {
+		h.mu.Unlock()
+		return nil
+	}
+	h.mu.Unlock()
+	if err := h.slot.Advance(ctx, target); err != nil {
+		return err
+	}
+	h.mu.Lock()
+	h.base = max(h.base, target)
+	h.mu.Unlock()
+	return nil
+}
+
+// Maintain trims the buffer and moves the slot (see trim) without reading
+// changes; for when no stream has asked for a while.
+func (h *Hub) Maintain(ctx context.Context) error {
+	h.pollMu.Lock()
+	defer h.pollMu.Unlock()
+	done, err := h.admit(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
+	return h.trim(ctx)
+}
+
+// PollEvery is how long a waiting stream sleeps between reads.
+func PollEvery() time.Duration { return pollEvery }

@@ -1,0 +1,249 @@
+"""Change streams (watch()) from PostgreSQL logical decoding: events shaped
+as MongoDB's, resume tokens that survive a restart of tierdb, $match on the
+stream, and MongoDB's privileges."""
+import threading
+import time
+
+import pytest
+from pymongo.errors import OperationFailure
+
+
+def next_events(stream, n, timeout=15):
+    """The next n events of a stream (getMores wait up to their await time)."""
+    out = []
+    deadline = time.time() + timeout
+    while len(out) < n and time.time() < deadline:
+        ev = stream.try_next()
+        if ev is not None:
+            out.append(ev)
+    assert len(out) == n, f"got {len(out)} of {n} events: {out}"
+    return out
+
+
+def test_events_for_each_operation(db):
+    db.create_collection("c")
+    with db.c.watch(max_await_time_ms=200) as s:
+        db.c.insert_one({"_id": 1, "a": 1, "sub": {"x": 1, "y": 2}})
+        db.c.update_one({"_id": 1}, {"$set": {"a": 2, "sub.y": 3}, "$unset": {"sub.x": ""}})
+        db.c.delete_one({"_id": 1})
+        ins, upd, dele = next_events(s, 3)
+    assert ins["operationType"] == "insert"
+    assert ins["fullDocument"] == {"_id": 1, "a": 1, "sub": {"x": 1, "y": 2}}
+    assert ins["ns"] == {"db": db.name, "coll": "c"}
+    assert ins["documentKey"] == {"_id": 1}
+    assert set(ins) >= {"_id", "clusterTime", "wallTime"}
+    assert upd["operationType"] == "update"
+    assert "fullDocument" not in upd
+    assert upd["updateDescription"]["updatedFields"] == {"a": 2, "sub.y": 3}
+    assert upd["updateDescription"]["removedFields"] == ["sub.x"]
+    assert dele["operationType"] == "delete"
+    assert dele["documentKey"] == {"_id": 1}
+    # Tokens increase: ordered as strings, like MongoDB's.
+    assert ins["_id"]["_data"] < upd["_id"]["_data"] < dele["_id"]["_data"]
+
+
+def test_replace_events(db):
+    db.c.insert_many([{"_id": 1, "a": 1}, {"_id": 2, "a": 1}])
+    with db.c.watch(max_await_time_ms=200) as s:
+        db.c.replace_one({"_id": 1}, {"b": 2})
+        db.c.find_one_and_replace({"_id": 2}, {"c": 3})
+        db.c.update_one({"_id": 1}, {"$set": {"b": 3}})
+        r1, r2, u = next_events(s, 3)
+    assert (r1["operationType"], r1["fullDocument"], r1["documentKey"]) == ("replace", {"_id": 1, "b": 2}, {"_id": 1})
+    assert "updateDescription" not in r1
+    assert (r2["operationType"], r2["fullDocument"]) == ("replace", {"_id": 2, "c": 3})
+    assert u["operationType"] == "update"
+
+
+def test_full_document_update_lookup(db):
+    db.c.insert_one({"_id": 1, "n": 0})
+    with db.c.watch(full_document="updateLookup", max_await_time_ms=200) as s:
+        db.c.update_one({"_id": 1}, {"$inc": {"n": 1}})
+        (ev,) = next_events(s, 1)
+    assert ev["operationType"] == "update"
+    assert ev["fullDocument"] == {"_id": 1, "n": 1}
+
+
+def test_before_change_images(db):
+    db.c.insert_one({"_id": 1, "n": 0})
+    with db.c.watch(full_document="whenAvailable", full_document_before_change="required", max_await_time_ms=200) as s:
+        db.c.update_one({"_id": 1}, {"$inc": {"n": 5}})
+        db.c.delete_one({"_id": 1})
+        upd, dele = next_events(s, 2)
+    assert upd["fullDocument"] == {"_id": 1, "n": 5}
+    assert upd["fullDocumentBeforeChange"] == {"_id": 1, "n": 0}
+    assert dele["fullDocumentBeforeChange"] == {"_id": 1, "n": 5}
+
+
+def test_drop_and_rename_invalidate_collection_streams(db):
+    db.c.insert_one({"_id": 0})
+    with db.c.watch(max_await_time_ms=200) as s:
+        db.c.drop()
+        drop, inv = next_events(s, 2)
+        assert drop["operationType"] == "drop" and drop["ns"] == {"db": db.name, "coll": "c"}
+        assert inv["operationType"] == "invalidate"
+        assert not s.alive
+    # resumeAfter cannot pass an invalidate; startAfter starts a new stream after it.
+    with pytest.raises(OperationFailure) as e:
+        db.c.watch(resume_after=inv["_id"])
+    assert e.value.code == 260
+    with db.c.watch(start_after=inv["_id"], max_await_time_ms=200) as s:
+        db.c.insert_one({"_id": "new"})
+        (ev,) = next_events(s, 1)
+        assert ev["operationType"] == "insert" and ev["documentKey"] == {"_id": "new"}
+
+
+def test_drop_database_invalidates_database_streams(db, client):
+    db.a.insert_one({"_id": 0})
+    db.b.insert_one({"_id": 0})
+    with db.watch(max_await_time_ms=200) as s, client.watch(max_await_time_ms=200) as cs:
+        client.drop_database(db.name)
+        evs = next_events(s, 4)
+        assert sorted((e["operationType"], e["ns"].get("coll")) for e in evs[:2]) == [("drop", "a"), ("drop", "b")]
+        assert evs[2]["operationType"] == "dropDatabase" and evs[2]["ns"] == {"db": db.name}
+        assert evs[3]["operationType"] == "invalidate"
+        assert not s.alive
+        evs = [e for e in next_events(cs, 3) if e["ns"]["db"] == db.name]
+        assert [e["operationType"] for e in evs] == ["drop", "drop", "dropDatabase"]
+
+
+def test_rename_event(db, client):
+    db.d.insert_one({"_id": 0})
+    with db.d.watch(max_await_time_ms=200) as s:
+        try:
+            client.admin.command("renameCollection", f"{db.name}.d", to=f"{db.name}.e")
+        except OperationFailure as e:
+            if e.code in (59, 238):
+                pytest.skip("renameCollection is not implemented in this build")
+            raise
+        ren, inv = next_events(s, 2)
+    assert ren["operationType"] == "rename"
+    assert ren["to"] == {"db": db.name, "coll": "e"}
+    assert inv["operationType"] == "invalidate"
+
+
+def test_database_and_cluster_streams(db, client):
+    with db.watch(max_await_time_ms=200) as dbs, client.watch(max_await_time_ms=200) as cs:
+        db.x.insert_one({"_id": "x"})
+        db.y.insert_one({"_id": "y"})
+        evs = next_events(dbs, 2)
+        assert [(e["ns"]["coll"], e["documentKey"]["_id"]) for e in evs] == [("x", "x"), ("y", "y")]
+        evs = [e for e in next_events(cs, 2) if e["ns"]["db"] == db.name]
+        assert [e["documentKey"]["_id"] for e in evs] == ["x", "y"]
+
+
+def test_match_and_project_on_the_stream(db):
+    pipeline = [{"$match": {"operationType": "insert", "fullDocument.keep": True}},
+                {"$project": {"fullDocument.keep": 0}}]
+    with db.c.watch(pipeline, max_await_time_ms=200) as s:
+        db.c.insert_many([{"_id": 1, "keep": False}, {"_id": 2, "keep": True, "v": "b"}])
+        db.c.delete_one({"_id": 2})
+        db.c.insert_one({"_id": 3, "keep": True})
+        evs = next_events(s, 2)
+    assert [e["fullDocument"] for e in evs] == [{"_id": 2, "v": "b"}, {"_id": 3}]
+
+
+def test_modifying_the_token_is_refused(db):
+    with db.c.watch([{"$project": {"_id": 0}}], max_await_time_ms=200) as s:
+        db.c.insert_one({"_id": 1})
+        with pytest.raises(OperationFailure) as e:
+            for _ in range(50):
+                s.try_next()
+        assert e.value.code == 280
+
+
+def test_await_data_returns_the_event_when_it_comes(db):
+    with db.c.watch(max_await_time_ms=10000) as s:
+        t = threading.Timer(0.3, lambda: db.c.insert_one({"_id": "late"}))
+        t.start()
+        ev = s.next()  # one getMore waits for it
+        t.join()
+    assert ev["documentKey"] == {"_id": "late"}
+
+
+def test_resume_after_and_start_after(db):
+    with db.c.watch(max_await_time_ms=200) as s:
+        db.c.insert_many([{"_id": i} for i in range(3)])
+        first, _, _ = next_events(s, 3)
+    with db.c.watch(resume_after=first["_id"], max_await_time_ms=200) as s:
+        assert [e["documentKey"]["_id"] for e in next_events(s, 2)] == [1, 2]
+    with db.c.watch(start_after=first["_id"], max_await_time_ms=200) as s:
+        assert [e["documentKey"]["_id"] for e in next_events(s, 2)] == [1, 2]
+
+
+@pytest.mark.parametrize("stage,code", [
+    ({"$changeStream": {"startAtOperationTime": 1}}, 238),
+    ({"$changeStream": {"bogus": 1}}, 40415),
+    ({"$changeStream": {"fullDocument": "sometimes"}}, 2),
+])
+def test_refusals(db, stage, code):
+    with pytest.raises(OperationFailure) as e:
+        db.command("aggregate", "c", pipeline=[stage], cursor={})
+    assert e.value.code == code
+
+
+def test_group_is_not_permitted(db):
+    with pytest.raises(OperationFailure) as e:
+        db.command("aggregate", "c", pipeline=[{"$changeStream": {}}, {"$group": {"_id": None}}], cursor={})
+    assert e.value.code == 20
+
+
+def test_not_in_a_transaction(db, client):
+    db.c.insert_one({"_id": 0})
+    with client.start_session() as s:
+        with pytest.raises(OperationFailure) as e:
+            with s.start_transaction():
+                db.c.find_one({}, session=s)
+                db.command("aggregate", "c", pipeline=[{"$changeStream": {}}], cursor={}, session=s)
+        assert e.value.code == 263
+
+
+def test_history_lost(db):
+    with pytest.raises(OperationFailure) as e:
+        db.command("aggregate", "c", pipeline=[{"$changeStream": {"resumeAfter": {"_data": "T1" + "0" * 16 + "0" * 8}}}], cursor={})
+    assert e.value.code == 286
+
+
+def test_resume_after_restart(new_server):
+    t = new_server().start()
+    try:
+        c = t.client()
+        coll = c.d.c
+        with coll.watch(max_await_time_ms=200) as s:
+            coll.insert_one({"_id": 1})
+            (ev,) = next_events(s, 1)
+            token = ev["_id"]
+            coll.insert_one({"_id": 2})
+        c.close()
+        t.stop()
+        t.start()
+        c = t.client()
+        c.d.c.insert_one({"_id": 3})
+        with c.d.c.watch(resume_after=token, max_await_time_ms=200) as s:
+            assert [e["documentKey"]["_id"] for e in next_events(s, 2)] == [2, 3]
+        c.close()
+    finally:
+        t.stop()
+
+
+def test_privileges(new_server):
+    t = new_server(env={"TIERDB_ADMIN_PASSWORD": "pw"}, extra_args=["--admin-user", "admin"]).start()
+    try:
+        admin = t.client(username="admin", password="pw")
+        admin.shop.command("createRole", "writer", privileges=[
+            {"resource": {"db": "shop", "collection": "c"}, "actions": ["find", "insert"]}], roles=[])
+        admin.shop.command("createUser", "reader", pwd="r", roles=["read"])
+        admin.shop.command("createUser", "w", pwd="w", roles=["writer"])
+        reader = t.client(username="reader", password="r", authSource="shop")
+        with reader.shop.c.watch(max_await_time_ms=200) as s:
+            admin.shop.c.insert_one({"_id": 1})
+            next_events(s, 1)
+        w = t.client(username="w", password="w", authSource="shop")
+        with pytest.raises(OperationFailure) as e:
+            w.shop.c.watch()
+        assert e.value.code == 13  # find without changeStream
+        with pytest.raises(OperationFailure) as e:
+            reader.watch()  # the deployment needs privileges on every database
+        assert e.value.code == 13
+    finally:
+        t.stop()
