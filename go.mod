@@ -11,6 +11,7 @@ require (
 	github.com/xdg-go/stringprep v1.0.4
 	go.mongodb.org/mongo-driver/v2 v2.9.3
 	golang.org/x/sys v0.49.0
+	golang.org/x/text v0.42.0
 	gonum.org/v1/plot v0.17.0
 	gopkg.in/yaml.v3 v3.0.1
 )
@@ -38,6 +39,5 @@ require (
 	golang.org/x/crypto v0.53.0 // indirect
 	golang.org/x/image v0.30.0 // indirect
 	golang.org/x/sync v0.23.0 // indirect
-	golang.org/x/text v0.42.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )

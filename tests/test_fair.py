@@ -1,6 +1,7 @@
 """Fair shares within a tier (seed 004): user weights, the parallelism limit
 P and the gate's figures, through pymongo against a real tierdb. How fair
 and how fast it is under load is measured by benchmarks, not here."""
+import os
 import threading
 import time
 
@@ -298,6 +299,67 @@ def test_priority_inheritance_boosts_the_holder_of_a_row_lock(new_server):
         assert c.admin.command("qosStatus")["osPriorities"]["inheritances"] >= 1
         assert coll.find_one({"_id": 1})["n"] == 11
         s.end_session()
+        hi.close()
+    finally:
+        c.close()
+        t.cleanup()
+
+
+def standby_processes(data_dir, kind):
+    """PIDs of the given helper (e.g. startup) of the standbys under data_dir."""
+    pids = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                title = f.read().decode(errors="replace")
+            if not title.startswith("postgres") or f" {kind}" not in title:
+                continue
+            with open(f"/proc/{pid}/stat") as f:
+                ppid = f.read().rsplit(")", 1)[1].split()[1]
+            with open(f"/proc/{ppid}/cmdline", "rb") as f:
+                parent = f.read().decode(errors="replace")
+        except OSError:
+            continue
+        if data_dir in parent:
+            pids.append(int(pid))
+    return pids
+
+
+def test_priority_inheritance_boosts_the_standby_replay_while_high_tier_writes(new_server):
+    """With priority inheritance on, a standby's startup process (which
+    replays the WAL a majority write waits for) runs at the high tier's nice
+    level while high-tier requests are in process, and at 0 again after."""
+    t = new_server(extra_args=["--replicas", "1", "--priority-inheritance", "5ms"]).start()
+    c = t.client()
+    try:
+        want_high = c.admin.command("qosStatus")["tiers"]["high"]["nice"]
+        startup = standby_processes(t.data_dir, "startup")
+        assert len(startup) == 1, startup
+        assert nice_of(startup[0]) == 0
+        hi = t.client(w="majority")
+        hi.admin.command("setClientPriority", "high")
+        stop = threading.Event()
+
+        def writes():
+            i = 0
+            while not stop.is_set():
+                hi.app.w.insert_one({"i": i})
+                i += 1
+
+        th = threading.Thread(target=writes)
+        th.start()
+        try:
+            deadline = time.time() + 10
+            while nice_of(startup[0]) != want_high:
+                assert time.time() < deadline, "the standby's replay never got the high tier's nice level"
+                time.sleep(0.01)
+        finally:
+            stop.set()
+            th.join(10)
+        deadline = time.time() + 10
+        while nice_of(startup[0]) != 0:
+            assert time.time() < deadline, "the standby's replay kept the high tier's nice level"
+            time.sleep(0.01)
         hi.close()
     finally:
         c.close()

@@ -173,6 +173,9 @@ def test_merge_on_other_fields_needs_a_unique_index(db, src):
                 {"$merge": {"into": "t", "on": "k"}}]
     assert code_of(lambda: list(src.aggregate(pipeline))) == 51183
     assert code_of(lambda: list(src.aggregate(pipeline[:2] + [{"$merge": {"into": "nothere", "on": "k"}}]))) == 51183
+    db.t.create_index([("k", 1)], unique=True, sparse=True, name="k_sparse")
+    assert code_of(lambda: list(src.aggregate(pipeline))) == 51183
+    db.t.drop_index("k_sparse")
     db.t.create_index([("k", 1)], unique=True)
     src.aggregate(pipeline)
     docs = {d["k"]: d for d in db.t.find()}

@@ -86,6 +86,7 @@ type serveFlags struct {
 	idleTimeout     time.Duration
 	maxIncomingMB   int64
 	txnLifetime     time.Duration
+	ttlInterval     time.Duration
 	logLevel        string
 	logFormat       string
 	slowMS          int
@@ -122,6 +123,7 @@ func (f *serveFlags) flagSet() *flag.FlagSet {
 	fs.DurationVar(&f.idleTimeout, "idle-timeout", 30*time.Minute, "close a connection that sent nothing, with no request running, for this long (0: never)")
 	fs.Int64Var(&f.maxIncomingMB, "max-incoming-mb", 256, "MiB that all connections together may hold in messages still arriving, beyond each one's first MiB; past it the message is refused and its connection closed (0: no bound)")
 	fs.DurationVar(&f.sessionTimeout, "session-timeout", 30*time.Minute, "forget logical sessions (and their retryable writes' records) idle for longer than this (logicalSessionTimeoutMinutes)")
+	fs.DurationVar(&f.ttlInterval, "ttl-monitor-interval", 60*time.Second, "time between two passes of the TTL monitor, which deletes expired documents of TTL indexes as low-tier work (ttlMonitorSleepSecs); 0 turns it off")
 	fs.DurationVar(&f.txnLifetime, "transaction-lifetime", 60*time.Second, "abort transactions open for longer than this and free their backend (transactionLifetimeLimitSeconds)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&f.logFormat, "log-format", "text", "text (key=value lines) or json (one JSON object a line)")
@@ -267,6 +269,7 @@ func (f *serveFlags) run() error {
 		CursorTimeout:  f.cursorTimeout,
 		SessionTimeout: f.sessionTimeout,
 		TxnLifetime:    f.txnLifetime,
+		TTLInterval:    ttlInterval(f.ttlInterval),
 		Argv:           redactArgv(os.Args),
 		Connections:    srv.Connections,
 		CurrentOps:     srv.CurrentOps,
@@ -318,4 +321,12 @@ func externalHelpers(store *storage.Store) ([]pgmanage.BackgroundProcess, error)
 		out[i] = pgmanage.BackgroundProcess{PID: p.PID, Title: p.Kind}
 	}
 	return out, err
+}
+
+// ttlInterval maps the flag's 0 (off) to the command layer's negative.
+func ttlInterval(d time.Duration) time.Duration {
+	if d <= 0 {
+		return -1
+	}
+	return d
 }

@@ -57,6 +57,8 @@ const (
 	ActKillAnySession
 	// changeStream: open change streams (with find).
 	ActChangeStream
+	// collMod: change a collection's (so far: its indexes') options.
+	ActCollMod
 	numActions
 )
 
@@ -67,7 +69,7 @@ var actionNames = [numActions]string{
 	"setQoSConfig", "setCpuPools", "replSetConfigure", "replSetGetStatus", "createUser", "dropUser",
 	"changePassword", "changeCustomData", "grantRole", "revokeRole", "viewUser", "createRole", "dropRole",
 	"viewRole", "useTierHigh", "useTierNormal", "useTierLow", "killAnySession",
-	"changeStream",
+	"changeStream", "collMod",
 }
 
 func (a Action) String() string {

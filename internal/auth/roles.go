@@ -25,7 +25,7 @@ var (
 	readActions      = Actions(ActFind, ActListCollections, ActListIndexes, ActKillCursors, ActCollStats, ActDBStats, ActChangeStream)
 	readWriteActions = readActions | Actions(ActInsert, ActUpdate, ActRemove, ActCreateCollection, ActDropCollection, ActCreateIndex, ActDropIndex)
 	dbAdminActions   = Actions(ActListCollections, ActListIndexes, ActCollStats, ActDBStats, ActCreateCollection,
-		ActDropCollection, ActCreateIndex, ActDropIndex, ActDropDatabase, ActKillCursors)
+		ActDropCollection, ActCreateIndex, ActDropIndex, ActDropDatabase, ActKillCursors, ActCollMod)
 	userAdminActions = Actions(ActCreateUser, ActDropUser, ActChangePassword, ActChangeCustomData, ActGrantRole,
 		ActRevokeRole, ActViewUser, ActCreateRole, ActDropRole, ActViewRole)
 	monitorActions = Actions(ActServerStatus, ActHostInfo, ActGetCmdLineOpts, ActGetLog, ActInprog, ActGetParameter,

@@ -215,6 +215,9 @@ func (h *Handlers) serverStatus(context.Context, *Request) (bson.D, error) {
 		{Key: "metrics", Value: bson.D{{Key: "cursor", Value: bson.D{
 			{Key: "open", Value: bson.D{{Key: "total", Value: int64(h.cursors.len())}}},
 			{Key: "timedOut", Value: h.cursors.timedOut.Load()},
+		}}, {Key: "ttl", Value: bson.D{
+			{Key: "deletedDocuments", Value: h.ttl.deleted.Load()},
+			{Key: "passes", Value: h.ttl.passes.Load()},
 		}}}},
 	}, nil
 }

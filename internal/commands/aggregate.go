@@ -92,7 +92,11 @@ func (h *Handlers) runAggregate(ctx context.Context, req *Request, name string, 
 	if err != nil {
 		return err
 	}
-	err = h.readInto(ctx, req.DB, p.coll, p.rs, head.Push)
+	if p.text != nil {
+		err = h.readText(ctx, req.DB, p.coll, p.text, p.rs, head.Push)
+	} else {
+		err = h.readInto(ctx, req.DB, p.coll, p.rs, head.Push)
+	}
 	if err == nil || err == exec.ErrDone {
 		err = head.Finish()
 	}
@@ -140,6 +144,8 @@ type parsedAggregate struct {
 	rs     *readSpec
 	stages []bson.D
 	env    *exec.Env
+	// text is the leading $match's $text, if any (text.go).
+	text *textQuery
 }
 
 // parseAggregate prepares pipeline over db.name; over a view, the view's
@@ -161,7 +167,11 @@ func (h *Handlers) parseAggregate(ctx context.Context, req *Request, name string
 	if err != nil {
 		return nil, err
 	}
-	filter, err := query.ParseFilterVars(first, vars)
+	rest, text, err := splitText(first)
+	if err != nil {
+		return nil, err
+	}
+	filter, err := query.ParseFilterVars(rest, vars)
 	if err != nil {
 		return nil, err
 	}
@@ -170,8 +180,10 @@ func (h *Handlers) parseAggregate(ctx context.Context, req *Request, name string
 		return nil, err
 	}
 	p := &parsedAggregate{
-		coll: base, first: first, stages: stages,
-		rs:  &readSpec{filter: filter, empty: len(first) == 0, exact: isIDEquality(first)},
+		coll: base, first: first, stages: stages, text: text,
+		// With $text, rs is only the rest of the $match: never "empty" or
+		// "exact", so no shortcut can take it for the whole selection.
+		rs:  &readSpec{filter: filter, empty: len(rest) == 0 && text == nil, exact: text == nil && isIDEquality(first)},
 		env: &exec.Env{Ctx: ctx, Vars: vars, Read: h.reader(req), DB: req.DB, Output: noOutput{}, AllowDiskUse: allowDisk},
 	}
 	// Build the stages once before reading anything, so that a bad stage
@@ -210,6 +222,9 @@ func (h *Handlers) explainAggregate(ctx context.Context, req *Request) (bson.D, 
 	p, err := h.parseAggregate(ctx, req, name, pipeline)
 	if err != nil {
 		return nil, err
+	}
+	if p.text != nil {
+		return nil, mongoerr.New(mongoerr.NotImplemented, "explain of a $text query is not supported by tierdb")
 	}
 	planner := bson.D{{Key: "namespace", Value: req.DB + "." + p.coll}, {Key: "parsedQuery", Value: p.first}}
 	col, err := h.store.Collection(ctx, req.DB, p.coll)

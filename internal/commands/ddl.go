@@ -181,78 +181,6 @@ func (h *Handlers) createIndexes(ctx context.Context, req *Request) (bson.D, err
 	return reply, nil
 }
 
-// parseIndexSpec validates {key: {...}, name, unique, ...}.
-func parseIndexSpec(doc bson.D) (storage.Index, error) {
-	var ix storage.Index
-	key, err := getDoc(doc, "key")
-	if err != nil {
-		return ix, err
-	}
-	if len(key) == 0 {
-		return ix, mongoerr.New(mongoerr.CannotCreateIndex, "Index keys cannot be empty.")
-	}
-	if len(key) > 32 {
-		return ix, mongoerr.New(mongoerr.CannotCreateIndex, "Index key pattern has more than 32 fields")
-	}
-	var parts []string
-	for _, k := range key {
-		if k.Key == "" || strings.HasPrefix(k.Key, "$") {
-			return ix, mongoerr.Newf(mongoerr.CannotCreateIndex, "Index key contains an illegal field name: '%s'", k.Key)
-		}
-		var desc bool
-		switch v := k.Value.(type) {
-		case string:
-			return ix, mongoerr.Newf(mongoerr.CannotCreateIndex, "index type '%s' is not supported by tierdb (only ascending/descending btree indexes)", v)
-		default:
-			n, ok := asNumber(v)
-			if !ok || n == 0 {
-				return ix, mongoerr.Newf(mongoerr.CannotCreateIndex, "Values in the index key pattern can only be non-zero numbers or strings, got %s for '%s'", query.TypeName(v), k.Key)
-			}
-			desc = n < 0
-			dir := "1"
-			if desc {
-				dir = "-1"
-			}
-			parts = append(parts, k.Key+"_"+dir)
-		}
-		for _, prev := range ix.Keys {
-			if prev.Field == k.Key {
-				return ix, mongoerr.Newf(mongoerr.CannotCreateIndex, "duplicate field in index key pattern: %s", k.Key)
-			}
-		}
-		ix.Keys = append(ix.Keys, storage.IndexKey{Field: k.Key, Desc: desc})
-	}
-	if ix.Name, err = getString(doc, "name", strings.Join(parts, "_")); err != nil {
-		return ix, err
-	}
-	if ix.Name == "" {
-		return ix, mongoerr.New(mongoerr.CannotCreateIndex, "index name cannot be empty")
-	}
-	if ix.Unique, err = getBool(doc, "unique", false); err != nil {
-		return ix, err
-	}
-	for _, e := range doc {
-		switch e.Key {
-		case "key", "name", "unique", "v", "background", "ns":
-		case "sparse", "partialFilterExpression", "expireAfterSeconds", "collation", "hidden", "weights", "2dsphereIndexVersion":
-			if e.Value != false {
-				return ix, mongoerr.Newf(mongoerr.InvalidIndexSpecificationOpt, "index option '%s' is not supported by tierdb", e.Key)
-			}
-		default:
-			return ix, mongoerr.Newf(mongoerr.InvalidIndexSpecificationOpt, "The field '%s' is not valid for an index specification.", e.Key)
-		}
-	}
-	if ix.Name == "_id_" && !(len(ix.Keys) == 1 && ix.Keys[0].Field == "_id") {
-		return ix, mongoerr.New(mongoerr.BadValue, "The index name '_id_' is reserved for the _id index")
-	}
-	if len(ix.Keys) == 1 && ix.Keys[0].Field == "_id" {
-		ix.Unique = true // the _id index exists already and is unique
-		ix.Keys[0].Desc = false
-		ix.Name = "_id_"
-	}
-	return ix, nil
-}
-
 func asNumber(v any) (float64, bool) {
 	switch n := v.(type) {
 	case int32:
@@ -284,20 +212,8 @@ func (h *Handlers) listIndexes(ctx context.Context, req *Request) (bson.D, error
 		return nil, err
 	}
 	batch := bson.A{}
-	for _, ix := range col.Indexes {
-		key := bson.D{}
-		for _, k := range ix.Keys {
-			dir := int32(1)
-			if k.Desc {
-				dir = -1
-			}
-			key = append(key, bson.E{Key: k.Field, Value: dir})
-		}
-		spec := bson.D{{Key: "v", Value: int32(2)}, {Key: "key", Value: key}, {Key: "name", Value: ix.Name}}
-		if ix.Unique && ix.Name != "_id_" {
-			spec = append(spec, bson.E{Key: "unique", Value: true})
-		}
-		batch = append(batch, spec)
+	for i := range col.Indexes {
+		batch = append(batch, indexInfo(&col.Indexes[i]))
 	}
 	return cursorReply(0, col.Namespace(), batch, true), nil
 }
@@ -325,17 +241,21 @@ func (h *Handlers) dropIndexes(ctx context.Context, req *Request) (bson.D, error
 		if err != nil {
 			return nil, err
 		}
-		spec, err := parseIndexSpec(bson.D{{Key: "key", Value: x}})
+		keys, err := parseIndexKey(x)
 		if err != nil {
 			return nil, err
 		}
+		spec := storage.Index{Keys: keys}
 		for _, ix := range col.Indexes {
 			if ix.SameKeys(&spec) {
-				names = []string{ix.Name}
+				names = append(names, ix.Name)
 			}
 		}
-		if names == nil {
-			return nil, mongoerr.Newf(mongoerr.IndexNotFound, "can't find index with key: %v", x)
+		switch {
+		case names == nil:
+			return nil, mongoerr.Newf(mongoerr.IndexNotFound, "can't find index with key: %s", renderSpec(x))
+		case len(names) > 1:
+			return nil, mongoerr.Newf(mongoerr.AmbiguousIndexKeyPattern, "%d indexes found for key: %s, identify by name instead. Conflicting indexes: %s", len(names), renderSpec(x), strings.Join(names, ", "))
 		}
 	default:
 		return nil, mongoerr.New(mongoerr.TypeMismatch, "dropIndexes 'index' must be a string, an array of strings or a key pattern")

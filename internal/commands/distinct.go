@@ -27,9 +27,21 @@ func (h *Handlers) distinct(ctx context.Context, req *Request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	rs, err := parseReadSpec(filter, nil, nil, 0, 0)
+	rest, text, err := splitText(filter)
 	if err != nil {
 		return nil, err
+	}
+	rs, err := parseReadSpec(rest, nil, nil, 0, 0)
+	if err != nil {
+		return nil, err
+	}
+	read := h.readInto
+	if text != nil {
+		// The rest of the filter alone: never empty or exact.
+		rs.empty, rs.exact = false, false
+		read = func(ctx context.Context, db, coll string, rs *readSpec, fn func(bson.D) error) error {
+			return h.readText(ctx, db, coll, text, rs, fn)
+		}
 	}
 	ctx, done, err := h.routeRead(ctx, req)
 	if err != nil {
@@ -37,7 +49,7 @@ func (h *Handlers) distinct(ctx context.Context, req *Request) (bson.D, error) {
 	}
 	defer done()
 	vals := newDistinctValues()
-	err = h.readInto(ctx, req.DB, name, rs, func(doc bson.D) error { return vals.addFrom(doc, key) })
+	err = read(ctx, req.DB, name, rs, func(doc bson.D) error { return vals.addFrom(doc, key) })
 	if err != nil {
 		return nil, err
 	}

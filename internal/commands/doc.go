@@ -3,6 +3,7 @@
 // hooks and the mapping of every error to a MongoDB code (errors.go).
 //
 // Handlers parse their arguments, call storage, query and update, and build the
-// reply document. They must never write to the network, never build SQL (that
+// reply document. Background work (the TTL monitor, ttl.go) goes through the
+// same admission as clients, at the low tier. They must never write to the network, never build SQL (that
 // is storage's and query's job) and never put internal error text in a reply.
 package commands

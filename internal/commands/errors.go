@@ -38,6 +38,12 @@ func Map(err error) (e *mongoerr.Error, internal bool) {
 			return &mongoerr.Error{Code: mongoerr.IndexOptionsConflict, Msg: se.Msg, Cause: err}, false
 		case storage.ErrIndexNameConflict:
 			return &mongoerr.Error{Code: mongoerr.IndexKeySpecsConflict, Msg: se.Msg, Cause: err}, false
+		case storage.ErrBadLanguage:
+			return &mongoerr.Error{Code: mongoerr.Code(17262), Msg: se.Msg, Cause: err}, false
+		case storage.ErrMemoryLimit:
+			return &mongoerr.Error{Code: mongoerr.QueryExceededMemoryLimit, Msg: se.Msg, Cause: err}, false
+		case storage.ErrCannotIndex:
+			return &mongoerr.Error{Code: mongoerr.Code(16766), Msg: se.Msg, Cause: err}, false
 		case storage.ErrIllegal:
 			return &mongoerr.Error{Code: mongoerr.InvalidOptions, Msg: se.Msg, Cause: err}, false
 		case storage.ErrUnavailable:

@@ -71,8 +71,15 @@ var commandFields = map[string]map[string]fieldRule{
 	},
 	"createIndexes": {"indexes": implemented, "commitQuorum": harmless},
 	"dropIndexes":   {"index": implemented},
-	"listIndexes":   {"cursor": harmless},
-	"drop":          {},
+	"collMod": {
+		"index":     implemented,
+		"validator": unimplemented, "validationLevel": unimplemented, "validationAction": unimplemented,
+		"viewOn": unimplemented, "pipeline": unimplemented, "cappedSize": unimplemented, "cappedMax": unimplemented,
+		"changeStreamPreAndPostImages": unimplemented, "expireAfterSeconds": unimplemented,
+		"timeseries": unimplemented, "clusteredIndex": unimplemented, "dryRun": unimplemented,
+	},
+	"listIndexes": {"cursor": harmless},
+	"drop":        {},
 	"create": {
 		"capped": implemented, "size": implemented, "max": implemented, "timeseries": unimplemented,
 		"clusteredIndex": unimplemented, "viewOn": implemented, "pipeline": implemented,

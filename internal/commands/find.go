@@ -44,6 +44,11 @@ func (h *Handlers) find(ctx context.Context, req *Request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
+	if rest, text, err := splitText(filter); err != nil {
+		return nil, err
+	} else if text != nil {
+		return h.findText(ctx, req, name, text, rest, sortDoc, proj, skip, limit, batchSize, singleBatch)
+	}
 	rs, err := parseReadSpec(filter, sortDoc, proj, skip, limit)
 	if err != nil {
 		return nil, err
@@ -213,6 +218,11 @@ func (h *Handlers) count(ctx context.Context, req *Request) (bson.D, error) {
 	}
 	if limit < 0 {
 		limit = -limit
+	}
+	if rest, text, err := splitText(filter); err != nil {
+		return nil, err
+	} else if text != nil {
+		return h.countText(ctx, req, name, text, rest, skip, limit)
 	}
 	rs, err := parseReadSpec(filter, nil, nil, skip, limit)
 	if err != nil {

@@ -139,6 +139,7 @@ func (h *Handlers) writeFairMetrics(w *metrics.Writer, st qos.GateStats) {
 	}{
 		{"tierdb_fair_user_waiting", "Requests of a user waiting at the fair-share gate.", func(u qos.UserStats) float64 { return float64(u.Waiting) }},
 		{"tierdb_fair_user_weight", "A user's fair-share weight.", func(u qos.UserStats) float64 { return u.Weight }},
+		{"tierdb_fair_user_wait_seconds", "Mean wait at the fair-share gate of a user's requests admitted in the current window.", func(u qos.UserStats) float64 { return u.MeanWait.Seconds() }},
 	}
 	slos := h.opts.QoS.Gate.SLOs()
 	for _, s := range slos {

@@ -198,10 +198,11 @@ func (o *pipelineOutput) Merge(_ context.Context, db, coll string, on []string) 
 }
 
 // hasUniqueIndexOn reports whether a unique index of col has exactly the
-// fields on, in any order.
+// fields on, in any order, and covers every document (neither sparse nor
+// partial), as MongoDB requires of $merge's 'on'.
 func hasUniqueIndexOn(col *storage.Collection, on []string) bool {
 	for _, ix := range col.Indexes {
-		if !ix.Unique || len(ix.Keys) != len(on) {
+		if !ix.Unique || ix.Sparse || ix.Partial != nil || ix.Text != nil || len(ix.Keys) != len(on) {
 			continue
 		}
 		all := true

@@ -202,6 +202,7 @@ func fairStatus(st qos.GateStats) bson.D {
 				{Key: "waiting", Value: int32(u.Waiting)},
 				{Key: "inProcess", Value: int32(u.InProcess)},
 				{Key: "admittedInWindow", Value: int32(u.Served)},
+				{Key: "meanWaitMs", Value: float64(u.MeanWait) / float64(time.Millisecond)},
 			})
 		}
 		tiers = append(tiers, bson.E{Key: t.String(), Value: bson.D{

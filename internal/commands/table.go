@@ -120,6 +120,9 @@ type Options struct {
 	// tier, command, namespace, duration and plan summary, never
 	// document contents) and keeps it for the status page; 0: off.
 	SlowThreshold time.Duration
+	// TTLInterval is the time between two passes of the TTL monitor
+	// (ttl.go; MongoDB's ttlMonitorSleepSecs, default 60 s); negative: off.
+	TTLInterval time.Duration
 }
 
 // Admitter is the admission contract: Admit blocks until a request of tier t
@@ -159,6 +162,7 @@ type Handlers struct {
 	// sessions are the logical sessions with transactions.
 	sessions *session.Registry
 	txnStats txnStats
+	ttl      ttlStats
 	stop     chan struct{}
 	// changes is the change streams' hub, started by the first one.
 	changes changeHub
@@ -197,6 +201,12 @@ func New(opts Options) *Handlers {
 	h.instr, h.slow = newInstruments(), status.NewSlowLog(100)
 	go h.reapSessions()
 	go h.maintainChanges() // changestream.go
+	if opts.TTLInterval == 0 {
+		opts.TTLInterval = 60 * time.Second
+	}
+	if h.store != nil && opts.TTLInterval > 0 {
+		go h.runTTL(opts.TTLInterval)
+	}
 	return h
 }
 
@@ -280,10 +290,10 @@ func (h *Handlers) commands() map[string]*command {
 		"create":          {handler: h.createCollectionOrView, writes: true, help: "create a collection, or a view (viewOn, pipeline)", access: onColl(auth.ActCreateCollection)},
 		"drop":            {handler: h.onViews(h.drop, h.dropView), writes: true, help: "drop a collection or a view", access: onColl(auth.ActDropCollection)},
 		"dropDatabase":    {handler: h.dropDatabaseAndViews, writes: true, help: "drop a database", access: onDB(auth.ActDropDatabase)},
-		"collMod":         {handler: h.collModView, writes: true, help: "change a view's viewOn and pipeline (the user needs createCollection and dropCollection on it)", access: onColl(auth.ActCreateCollection, auth.ActDropCollection)},
 		"createIndexes":   {handler: h.onViews(h.createIndexes, nil), writes: true, help: "create indexes", access: onColl(auth.ActCreateIndex)},
 		"listIndexes":     {handler: h.onViews(h.listIndexes, nil), help: "indexes of a collection", access: onColl(auth.ActListIndexes)},
 		"dropIndexes":     {handler: h.onViews(h.dropIndexes, nil), writes: true, help: "drop indexes", access: onColl(auth.ActDropIndex)},
+		"collMod":         {handler: h.onViews(h.collMod, h.collModView), writes: true, help: "change an index's hidden or expireAfterSeconds option, or a view's viewOn and pipeline", access: onColl(auth.ActCollMod)},
 		// CRUD
 		"insert":        {handler: h.onViews(h.insert, nil), writes: true, help: "insert documents", counter: opInsert, access: onColl(auth.ActInsert)},
 		"find":          {handler: findDiskUse(h.onViews(h.find, h.findOnView)), help: "query documents", counter: opQuery, access: onColl(auth.ActFind)},

@@ -392,22 +392,10 @@ func (h *Handlers) viewInfos(ctx context.Context, db string, filter *query.Filte
 
 // collModView is collMod on a view: a new viewOn and/or pipeline, checked
 // as create checks them, and refused if the views would form a cycle.
-// collMod of a collection changes nothing tierdb implements and is
-// refused.
-func (h *Handlers) collModView(ctx context.Context, req *Request) (bson.D, error) {
+func (h *Handlers) collModView(ctx context.Context, req *Request, v *viewDef) (bson.D, error) {
 	name, err := collectionName(req)
 	if err != nil {
 		return nil, err
-	}
-	v, err := h.viewOf(ctx, req.DB, name)
-	if err != nil {
-		return nil, err
-	}
-	if v == nil {
-		if _, err := h.store.Collection(ctx, req.DB, name); err != nil {
-			return nil, err
-		}
-		return nil, mongoerr.New(mongoerr.NotImplemented, "collMod of a collection is not supported by tierdb (only of a view's viewOn and pipeline)")
 	}
 	for _, e := range req.Cmd[1:] {
 		switch {

@@ -57,6 +57,7 @@ const (
 	CommandNotSupported          Code = 115
 	NotImplemented               Code = 238
 	InvalidIndexSpecificationOpt Code = 197
+	AmbiguousIndexKeyPattern     Code = 181
 	CannotIndexParallelArrays    Code = 171
 	ShutdownInProgress           Code = 91
 	PrimarySteppedDown           Code = 189
@@ -141,6 +142,7 @@ var names = map[Code]string{
 	CommandNotSupported:          "CommandNotSupported",
 	NotImplemented:               "NotImplemented",
 	InvalidIndexSpecificationOpt: "InvalidIndexSpecificationOption",
+	AmbiguousIndexKeyPattern:     "AmbiguousIndexKeyPattern",
 	CannotIndexParallelArrays:    "CannotIndexParallelArrays",
 	ShutdownInProgress:           "ShutdownInProgress",
 	PrimarySteppedDown:           "PrimarySteppedDown",

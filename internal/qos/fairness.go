@@ -75,7 +75,7 @@ func (c *zetaControl) roundEnded(tr *tierRound, now time.Time) {
 			delete(tr.users, key) // idle: its figures are taken
 			continue
 		}
-		u.served, u.backlogged, u.lat = 0, u.pending > 0, latencyStats{}
+		u.served, u.waited, u.backlogged, u.lat = 0, 0, u.pending > 0, latencyStats{}
 	}
 }
 

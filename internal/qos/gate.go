@@ -202,6 +202,7 @@ func (g *Gate) takeLocked(t Tier, u *fairUser) (slot uint32, gen uint64) {
 
 // grantLocked gives the waiter w a slot and wakes it.
 func (g *Gate) grantLocked(w *gateWaiter) {
+	w.user.waited += g.clock.Now().Sub(w.since)
 	w.slot, w.gen = g.takeLocked(w.tier, w.user)
 	w.granted = true
 	w.wake <- struct{}{}
@@ -338,8 +339,10 @@ type UserStats struct {
 	Weight    float64
 	Waiting   int
 	InProcess int
-	// Served is how many requests were admitted in the current window.
-	Served int
+	// Served is how many requests were admitted in the current window;
+	// MeanWait their mean wait at the gate.
+	Served   int
+	MeanWait time.Duration
 }
 
 // Stats returns a consistent snapshot.
@@ -351,7 +354,11 @@ func (g *Gate) Stats() GateStats {
 		tr := &g.tiers[t]
 		fs := FairStats{Waiting: tr.waiting, Zeta: tr.ctl.zeta, Unfairness: tr.ctl.uf, CV: tr.ctl.cv, Grown: tr.ctl.grown, Halved: tr.ctl.halved}
 		for _, u := range tr.users {
-			fs.Users = append(fs.Users, UserStats{User: u.key, Weight: u.weight, Waiting: u.pending, InProcess: u.inProcess, Served: u.served})
+			us := UserStats{User: u.key, Weight: u.weight, Waiting: u.pending, InProcess: u.inProcess, Served: u.served}
+			if u.served > 0 {
+				us.MeanWait = u.waited / time.Duration(u.served)
+			}
+			fs.Users = append(fs.Users, us)
 		}
 		slices.SortFunc(fs.Users, func(a, b UserStats) int { return strings.Compare(a.User, b.User) })
 		st.Tiers[t] = fs

@@ -479,3 +479,22 @@ func TestAnticipatedUserGoesAhead(t *testing.T) {
 		}
 	}
 }
+
+// A user's mean wait at the gate is what its admitted requests waited.
+func TestGateMeanWait(t *testing.T) {
+	g, clk := newTestGate(t, GateOptions{Parallelism: 1})
+	ctx := context.Background()
+	first, _ := g.Admit(ctx, Normal, Principal{User: "a", Weight: 1})
+	b := admitAsync(g, ctx, Normal, "b", 1)
+	waitQueued(t, g, Normal, 1)
+	clk.Advance(4 * time.Millisecond)
+	first()
+	done := <-b
+	for _, u := range g.Stats().Tiers[Normal].Users {
+		want := map[string]time.Duration{"a": 0, "b": 4 * time.Millisecond}[u.User]
+		if u.MeanWait != want {
+			t.Errorf("%s waited %v on average, want %v", u.User, u.MeanWait, want)
+		}
+	}
+	done()
+}

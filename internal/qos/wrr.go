@@ -25,6 +25,7 @@ type fairUser struct {
 	// Measured over the current window: admissions, whether it waited at
 	// some point (a backlogged user, which U_f compares), latencies.
 	served     int
+	waited     time.Duration // in all, by the requests admitted
 	backlogged bool
 	lat        latencyStats
 	lastSeen   time.Time

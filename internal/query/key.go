@@ -2,6 +2,7 @@ package query
 
 import (
 	"encoding/binary"
+	"hash/fnv"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
@@ -115,14 +116,32 @@ func appendString(dst []byte, s string) []byte {
 // the document is multikey for this index and the column must be SQL NULL,
 // which Filter.SQL reads as "unknown, recheck".
 func IndexKey(doc bson.D, fields []string) (key []byte, ok bool) {
-	for _, f := range fields {
+	return IndexKeyHashed(doc, fields, -1)
+}
+
+// IndexKeyHashed is IndexKey where the field at index hashed (if any, -1
+// for none) contributes HashedKey of its value rather than its key.
+func IndexKeyHashed(doc bson.D, fields []string, hashed int) (key []byte, ok bool) {
+	for i, f := range fields {
 		v, isArray := indexValue(doc, f)
 		if isArray {
 			return nil, false
 		}
+		if i == hashed {
+			key = append(key, HashedKey(v)...)
+			continue
+		}
 		key = AppendKey(key, v)
 	}
 	return key, true
+}
+
+// HashedKey is the 8-byte hash a hashed index keeps for v: equal values (by
+// Compare, so 1, 1.0 and NumberLong(1) too) have equal hashes.
+func HashedKey(v any) []byte {
+	h := fnv.New64a()
+	h.Write(AppendKey(nil, v))
+	return h.Sum(nil)
 }
 
 // indexValue follows path through documents only; it reports whether it met

@@ -18,6 +18,17 @@ type KeyColumn struct {
 	// multikey documents (see IndexKey): such rows must always be
 	// selected, since only Match can judge them.
 	Nullable bool
+	// Sparse columns hold the empty string for documents missing every
+	// indexed field (a sparse index leaves them out): only conditions that
+	// cannot match a missing field may use the column.
+	Sparse bool
+	// Partial, when set, is the index's partialFilterExpression: documents
+	// it does not match hold the empty string, so the column serves only
+	// filters that imply it.
+	Partial *Filter
+	// Hashed means the first field's key is HashedKey of its value: only
+	// equality ($eq, $in) may use the column.
+	Hashed bool
 }
 
 // maxInRanges bounds the OR of ranges an $in becomes on a compound column;
@@ -42,12 +53,25 @@ func (f *Filter) SQL(cols []KeyColumn, firstArg int) (where string, args []any) 
 	collectSQLConds(f.raw, &conds)
 	b := sqlBuilder{next: firstArg}
 	var preds []string
+	usable := make([]bool, len(cols))
+	for i, col := range cols {
+		usable[i] = col.Partial == nil || f.Implies(col.Partial)
+	}
 	for _, c := range conds {
-		for _, col := range cols {
-			if len(col.Fields) == 0 || col.Fields[0] != c.path {
+		for i, col := range cols {
+			if len(col.Fields) == 0 || col.Fields[0] != c.path || !usable[i] {
 				continue
 			}
-			p, ok := b.pred(col, c)
+			if col.Sparse && matchesMissing(c) {
+				continue
+			}
+			var p string
+			var ok bool
+			if col.Hashed {
+				p, ok = b.hashedPred(col, c)
+			} else {
+				p, ok = b.pred(col, c)
+			}
 			if !ok {
 				continue
 			}
@@ -57,6 +81,12 @@ func (f *Filter) SQL(cols []KeyColumn, firstArg int) (where string, args []any) 
 				} else {
 					p = "((" + p + ") OR " + col.Column + " IS NULL)"
 				}
+			}
+			if col.Sparse || col.Partial != nil {
+				// The predicate of the PostgreSQL partial index, which
+				// leaves out the documents the index does not hold: stated
+				// as is, so that the planner sees the index applies.
+				p += " AND " + NotIndexedPredicate(col.Column)
 			}
 			preds = append(preds, p)
 		}
@@ -235,6 +265,68 @@ func (b *sqlBuilder) inPred(col KeyColumn, v any, equal func([]byte) string) (st
 	parts := make([]string, len(keys))
 	for i, k := range keys {
 		parts[i] = "(" + equal(k) + ")"
+	}
+	return "(" + strings.Join(parts, " OR ") + ")", true
+}
+
+// NotIndexedPredicate is the WHERE clause of the PostgreSQL index behind a
+// sparse or partial index's key column: it leaves out the rows holding the
+// empty key (documents the index does not hold) and keeps multikey rows
+// (NULL).
+func NotIndexedPredicate(column string) string {
+	return column + ` IS DISTINCT FROM '\x'::bytea`
+}
+
+// matchesMissing reports whether a pushable condition can match a document
+// missing the field (a null equality or bound, an $in with null).
+func matchesMissing(c sqlCond) bool {
+	switch c.op {
+	case "$eq", "$gte", "$lte":
+		return bracketOf(c.value) == brNull
+	case "$in":
+		a, _ := asArray(c.value)
+		for _, x := range a {
+			if bracketOf(normalize(x)) == brNull {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// hashedPred is the predicate of an equality on a hashed column: its key
+// is the value's hash, so only $eq and $in of scalars can be pushed.
+func (b *sqlBuilder) hashedPred(col KeyColumn, c sqlCond) (string, bool) {
+	var values []any
+	switch c.op {
+	case "$eq":
+		values = []any{c.value}
+	case "$in":
+		a, _ := asArray(c.value)
+		values = a
+	default:
+		return "", false
+	}
+	var keys [][]byte
+	for _, v := range values {
+		v = normalize(v)
+		switch bracketOf(v) {
+		case brArray, brRegex, brMinKey, brMaxKey:
+			return "", false
+		case brNull:
+			keys = append(keys, HashedKey(bson.Undefined{}))
+		}
+		keys = append(keys, HashedKey(v))
+	}
+	if len(keys) == 0 {
+		return "FALSE", true
+	}
+	if len(col.Fields) == 1 {
+		return col.Column + " = ANY(" + b.arg(keys) + "::bytea[])", true
+	}
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = b.span(col.Column, k, prefixEnd(k))
 	}
 	return "(" + strings.Join(parts, " OR ") + ")", true
 }

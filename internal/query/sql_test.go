@@ -188,6 +188,25 @@ func testSQLSuperset(ctx context.Context, t *testing.T, conn *pgx.Conn) {
 	exec(ctx, t, conn, `CREATE INDEX ON q2 (k_a)`)
 	exec(ctx, t, conn, `CREATE INDEX ON q2 (k_ab)`)
 	exec(ctx, t, conn, `CREATE INDEX ON q2 (k_adotb)`)
+	// q4 has the other index kinds: sparse on a, hashed on a, a on the
+	// documents matching partialB, b on those matching partialA.
+	exec(ctx, t, conn, `CREATE TABLE q4 (_id bytea PRIMARY KEY, doc bytea NOT NULL, k_sa bytea, k_ha bytea, k_pa bytea, k_pb bytea)`)
+	partialB, err := ParseFilter(bson.D{{Key: "b", Value: bson.D{{Key: "$gt", Value: int32(1)}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	partialA, err := ParseFilter(bson.D{{Key: "a", Value: bson.D{{Key: "$exists", Value: true}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// member is what storage writes for a sparse or partial index: the key
+	// for a document it holds, the empty string for one it leaves out.
+	member := func(in bool, key any) any {
+		if !in {
+			return []byte{}
+		}
+		return key
+	}
 	// indexCol is what storage writes: the key, or NULL when multikey.
 	indexCol := func(doc bson.D, fields ...string) any {
 		if k, ok := IndexKey(doc, fields); ok {
@@ -204,6 +223,13 @@ func testSQLSuperset(ctx context.Context, t *testing.T, conn *pgx.Conn) {
 		exec(ctx, t, conn, `INSERT INTO q1 VALUES ($1, $2)`, id, raw)
 		exec(ctx, t, conn, `INSERT INTO q2 VALUES ($1, $2, $3, $4, $5)`, id, raw,
 			indexCol(d, "a"), indexCol(d, "a", "b"), indexCol(d, "a.b"))
+		var hashed any
+		if k, ok := IndexKeyHashed(d, []string{"a"}, 0); ok {
+			hashed = k
+		}
+		exec(ctx, t, conn, `INSERT INTO q4 VALUES ($1, $2, $3, $4, $5, $6)`, id, raw,
+			member(len(LookupAll(d, "a")) > 0, indexCol(d, "a")), hashed,
+			member(partialB.Match(d), indexCol(d, "a")), member(partialA.Match(d), indexCol(d, "b")))
 	}
 
 	idCol := KeyColumn{Column: "_id", Fields: []string{"_id"}}
@@ -219,6 +245,12 @@ func testSQLSuperset(ctx context.Context, t *testing.T, conn *pgx.Conn) {
 			{Column: "k_adotb", Fields: []string{"a.b"}, Nullable: true},
 		}},
 		{"q2", []KeyColumn{{Column: "k_ab", Fields: []string{"a", "b"}, Nullable: true}}},
+		{"q4", []KeyColumn{
+			{Column: "k_sa", Fields: []string{"a"}, Nullable: true, Sparse: true},
+			{Column: "k_ha", Fields: []string{"a"}, Nullable: true, Hashed: true},
+			{Column: "k_pa", Fields: []string{"a"}, Nullable: true, Partial: partialB},
+			{Column: "k_pb", Fields: []string{"b"}, Nullable: true, Partial: partialA},
+		}},
 	}
 
 	filters := corpusFilters(t, docs)

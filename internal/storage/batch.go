@@ -30,7 +30,10 @@ func (s *Store) ReplaceMany(ctx context.Context, c *Collection, keys, olds [][]b
 		b.Queue(`SELECT set_config('synchronous_commit', 'off', true)`)
 	}
 	for i, d := range docs {
-		vals := c.rowValues(d.ID, d.D, d.Raw)
+		vals, err := c.rowValues(d.ID, d.D, d.Raw)
+		if err != nil {
+			return nil, err
+		}
 		args := make([]any, 0, len(vals)+1)
 		args = append(args, keys[i], olds[i])
 		args = append(args, vals[1:]...)

@@ -9,7 +9,9 @@ import (
 	"sync"
 
 	"github.com/jackc/pgx/v5"
+	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"tierdb/internal/bsonx"
 	"tierdb/internal/query"
 )
 
@@ -47,18 +49,94 @@ type Index struct {
 	Name   string     `json:"name"`
 	Keys   []IndexKey `json:"keys"`
 	Unique bool       `json:"unique,omitempty"`
+	// Sparse leaves out documents missing every indexed field.
+	Sparse bool `json:"sparse,omitempty"`
+	// Partial is the partialFilterExpression as BSON: only documents it
+	// matches are in the index.
+	Partial []byte `json:"partial,omitempty"`
+	// Hidden indexes are maintained (and enforce uniqueness) but never
+	// chosen for a query.
+	Hidden bool `json:"hidden,omitempty"`
+	// ExpireAfterSeconds makes a TTL index; nil for others.
+	ExpireAfterSeconds *int64 `json:"expireAfterSeconds,omitempty"`
+	// Text makes a text index (text.go): its column is a tsvector.
+	Text *TextIndex `json:"text,omitempty"`
 	// Column is the key column; "_id" for the _id index.
 	Column string `json:"column"`
+
+	// partial is Partial parsed (set by newCollection).
+	partial *query.Filter
 }
 
 // IndexKey is one field of an index key pattern.
 type IndexKey struct {
 	Field string `json:"field"`
 	Desc  bool   `json:"desc,omitempty"`
+	// Hashed: {field: "hashed"}, the key is a hash of the value.
+	Hashed bool `json:"hashed,omitempty"`
+	// Text: {field: "text"}, a field of a text index.
+	Text bool `json:"text,omitempty"`
+}
+
+// isText reports a text index, or a key pattern naming one.
+func (ix *Index) isText() bool {
+	if ix.Text != nil {
+		return true
+	}
+	for _, k := range ix.Keys {
+		if k.Text {
+			return true
+		}
+	}
+	return false
+}
+
+// hashedField is the position of the hashed field in the key, or -1.
+func (ix *Index) hashedField() int {
+	for i, k := range ix.Keys {
+		if k.Hashed {
+			return i
+		}
+	}
+	return -1
+}
+
+// PartialFilter is the parsed partialFilterExpression, or nil.
+func (ix *Index) PartialFilter() *query.Filter { return ix.partial }
+
+// Signature is what makes two indexes the same index for MongoDB: key
+// pattern, uniqueness, sparseness and partial filter. Two indexes may share
+// a key pattern when their signatures differ.
+func (ix *Index) sameSignature(o *Index) bool {
+	return ix.SameKeys(o) && ix.Unique == o.Unique && ix.Sparse == o.Sparse && string(ix.Partial) == string(o.Partial)
+}
+
+// sameOptions compares the options outside the signature.
+func (ix *Index) sameOptions(o *Index) bool {
+	ttl := func(p *int64) int64 {
+		if p == nil {
+			return -1
+		}
+		return *p
+	}
+	if ix.Hidden != o.Hidden || ttl(ix.ExpireAfterSeconds) != ttl(o.ExpireAfterSeconds) {
+		return false
+	}
+	if ix.Text == nil || o.Text == nil {
+		return ix.Text == o.Text
+	}
+	a, b := *ix.Text, *o.Text
+	return a.DefaultLanguage == b.DefaultLanguage && a.LanguageOverride == b.LanguageOverride &&
+		fmt.Sprint(a.Weights) == fmt.Sprint(b.Weights)
 }
 
 // SameKeys reports whether two indexes have the same key pattern.
 func (ix *Index) SameKeys(o *Index) bool {
+	if ix.isText() || o.isText() {
+		// A collection has at most one text index, whose key pattern
+		// MongoDB shows as {_fts: "text", _ftsx: 1} whatever its fields.
+		return ix.isText() && o.isText()
+	}
 	if len(ix.Keys) != len(o.Keys) {
 		return false
 	}
@@ -87,6 +165,7 @@ func (c *catalog) bootstrap(ctx context.Context) error {
 CREATE SCHEMA IF NOT EXISTS `+catalogSchema+`;
 CREATE SCHEMA IF NOT EXISTS `+dataSchema+`;
 CREATE SEQUENCE IF NOT EXISTS `+catalogSchema+`.table_seq;
+`+textSQL+`
 CREATE TABLE IF NOT EXISTS `+catalogSchema+`.collections (
 	db       text NOT NULL,
 	name     text NOT NULL,
@@ -163,21 +242,48 @@ func (c *catalog) load(ctx context.Context, q rowQuerier, db, name string) (*Col
 func newCollection(db, name, uuid, tbl string, secondary []Index) *Collection {
 	col := &Collection{DB: db, Name: name, UUID: uuid, tbl: tbl, table: dataSchema + "." + quoteIdent(tbl)}
 	col.Indexes = append([]Index{idIndex}, secondary...)
-	for _, ix := range col.Indexes {
-		kc := query.KeyColumn{Column: quoteIdent(ix.Column), Nullable: ix.Column != "_id"}
-		for _, k := range ix.Keys {
-			kc.Fields = append(kc.Fields, k.Field)
+	for i := range col.Indexes {
+		ix := &col.Indexes[i]
+		ix.parsePartial()
+		if ix.Hidden || ix.Text != nil {
+			continue // maintained, never planned; text: only $text reads it
 		}
-		col.keyCols = append(col.keyCols, kc)
+		col.keyCols = append(col.keyCols, ix.keyColumn())
 	}
-	cols := col.columns()
-	col.insertOneSQL, _ = insertSQL(col.table, cols, [][]any{make([]any, len(cols))})
+	cols, wraps := col.columns(), col.columnWraps()
+	col.insertOneSQL, _ = insertSQL(col.table, cols, wraps, [][]any{make([]any, len(cols))})
 	sets := make([]string, 0, len(cols)-1)
 	for j := 1; j < len(cols); j++ {
-		sets = append(sets, fmt.Sprintf("%s = $%d", cols[j], j+2))
+		sets = append(sets, fmt.Sprintf("%s = "+wrapOr(wraps[j]), cols[j], fmt.Sprintf("$%d", j+2)))
 	}
 	col.replaceSQL = `UPDATE ` + col.table + ` SET ` + strings.Join(sets, ", ") + ` WHERE _id = $1 AND doc = $2`
 	return col
+}
+
+// parsePartial sets partial from Partial.
+func (ix *Index) parsePartial() {
+	ix.partial = nil
+	if len(ix.Partial) == 0 {
+		return
+	}
+	if d, err := bsonx.Decode(ix.Partial); err == nil {
+		ix.partial, _ = query.ParseFilter(d)
+	}
+	if ix.partial == nil {
+		// Cannot happen for a filter createIndexes accepted; never guess
+		// which documents are in the index.
+		ix.partial, _ = query.ParseFilter(bson.D{{Key: "$expr", Value: false}})
+	}
+}
+
+// keyColumn describes ix's key column for pushdown.
+func (ix *Index) keyColumn() query.KeyColumn {
+	kc := query.KeyColumn{Column: quoteIdent(ix.Column), Nullable: ix.Column != "_id", Sparse: ix.Sparse, Partial: ix.partial}
+	for i, k := range ix.Keys {
+		kc.Fields = append(kc.Fields, k.Field)
+		kc.Hashed = kc.Hashed || (i == 0 && k.Hashed)
+	}
+	return kc
 }
 
 // Collection returns the collection, or ErrNamespaceNotFound.

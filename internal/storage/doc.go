@@ -4,6 +4,12 @@
 // _id holds the order-preserving key of the document's _id (query.AppendKey), doc
 // the exact BSON bytes, and every secondary index one key column with a btree
 // index on it. A catalog table maps MongoDB namespaces to tables and indexes.
+// Key columns are computed in Go at each write: NULL for a multikey document
+// (recheck), the empty string for one a sparse or partial index leaves out
+// (never selected, and outside the PostgreSQL partial index behind it), a hash for a hashed field; a text index's column is a
+// tsvector (GIN) that tierdb.fts computes from the strings Go extracts
+// (text.go). Hidden and text indexes are not offered to query pushdown
+// (KeyColumns); unique ones keep an entries table (entries.go).
 //
 // Requests run on a small, bounded pool of PostgreSQL backends per tier; the
 // tier comes from the request context (qos.TierFrom) and the PIDs of each pool's

@@ -55,7 +55,7 @@ func (s *Store) Insert(ctx context.Context, c *Collection, docs []Doc, ordered b
 		}
 		return len(docs), nil, nil
 	}
-	if !IsCode(err, ErrDuplicateKey) {
+	if !docError(err) {
 		return 0, nil, err
 	}
 	for i := range docs {
@@ -64,8 +64,11 @@ func (s *Store) Insert(ctx context.Context, c *Collection, docs []Doc, ordered b
 		case err == nil:
 			inserted++
 			s.versions.put(cacheKey(c, IDKey(docs[i].ID)), docs[i].Raw)
-		case IsCode(err, ErrDuplicateKey):
-			werrs = append(werrs, WriteError{Index: i, Err: c.dupError(err, docs[i].D)})
+		case docError(err):
+			if IsCode(err, ErrDuplicateKey) {
+				err = c.dupError(err, docs[i].D)
+			}
+			werrs = append(werrs, WriteError{Index: i, Err: err})
 			if ordered {
 				return inserted, werrs, nil
 			}
@@ -76,18 +79,27 @@ func (s *Store) Insert(ctx context.Context, c *Collection, docs []Doc, ordered b
 	return inserted, werrs, nil
 }
 
+// docError reports a failure of one document (not of the batch): a
+// duplicate key, a value an index cannot hold.
+func docError(err error) bool {
+	return IsCode(err, ErrDuplicateKey) || IsCode(err, ErrCannotIndex) || IsCode(err, ErrBadLanguage)
+}
+
 func (s *Store) insertBatch(ctx context.Context, c *Collection, docs []Doc) error {
 	cols := c.columns()
 	rows := make([][]any, len(docs))
 	for i, d := range docs {
-		rows[i] = c.rowValues(d.ID, d.D, d.Raw)
+		var err error
+		if rows[i], err = c.rowValues(d.ID, d.D, d.Raw); err != nil {
+			return err
+		}
 	}
 	var sql string
 	var args []any
 	if len(rows) == 1 {
 		sql, args = c.insertOneSQL, rows[0]
 	} else {
-		sql, args = insertSQL(c.table, cols, rows)
+		sql, args = insertSQL(c.table, cols, c.columnWraps(), rows)
 	}
 	_, err := s.write(ctx, sql, args...)
 	return s.retryable(ctx, c, fromPGDup(ctx, err))
@@ -143,9 +155,14 @@ func (s *Store) write(ctx context.Context, sql string, args ...any) (pgconn.Comm
 // columns go through unnest (one statement text whatever the count, so
 // PostgreSQL plans it once); rows with array columns (unique indexes' entry
 // keys) use a VALUES list, since unnest would flatten nested arrays.
-func insertSQL(table string, cols []string, rows [][]any) (string, []any) {
+func insertSQL(table string, cols, wraps []string, rows [][]any) (string, []any) {
 	head := `INSERT INTO ` + table + ` (` + strings.Join(cols, ", ") + `) `
 	flat := true
+	for _, w := range wraps {
+		if w != "" {
+			flat = false
+		}
+	}
 	for _, v := range rows[0] {
 		if _, isArray := v.([][]byte); isArray {
 			flat = false
@@ -178,7 +195,7 @@ func insertSQL(table string, cols []string, rows [][]any) (string, []any) {
 				b.WriteString(", ")
 			}
 			args = append(args, v)
-			fmt.Fprintf(&b, "$%d", len(args))
+			fmt.Fprintf(&b, wrapOr(wraps[j]), fmt.Sprintf("$%d", len(args)))
 		}
 		b.WriteByte(')')
 	}
@@ -380,12 +397,14 @@ func (s *Store) Replace(ctx context.Context, c *Collection, key, old []byte, new
 	if err := cappedInTxn(ctx, c); err != nil {
 		return false, err
 	}
-	vals := c.rowValues(newDoc.ID, newDoc.D, newDoc.Raw)
+	vals, err := c.rowValues(newDoc.ID, newDoc.D, newDoc.Raw)
+	if err != nil {
+		return false, err
+	}
 	args := make([]any, 0, len(vals)+1)
 	args = append(args, key, old)
 	args = append(args, vals[1:]...) // the _id never changes
 	var tag pgconn.CommandTag
-	var err error
 	if replacing, _ := ctx.Value(replacingKey{}).(bool); replacing && s.changesOn.Load() {
 		tag, err = s.writeReplacement(ctx, key, c.replaceSQL, args...)
 	} else {

@@ -23,15 +23,23 @@ func entriesTable(c *Collection, ix *Index) string { return c.tbl + "_" + ix.ent
 
 func entriesFunc(c *Collection, ix *Index) string { return entriesTable(c, ix) + "_sync" }
 
-// createEntries adds the entries column, table, function and trigger for ix.
-// The column must be filled afterwards (the trigger fires on that UPDATE).
-func createEntries(ctx context.Context, tx pgx.Tx, c *Collection, ix *Index) error {
+// createEntriesTable adds the entries column and an entries table without
+// its primary key: an index build fills both, then adds the key (checking
+// uniqueness in one pass) and the trigger (createEntriesTrigger).
+func createEntriesTable(ctx context.Context, tx pgx.Tx, c *Collection, ix *Index) error {
+	_, err := tx.Exec(ctx, `
+ALTER TABLE `+c.table+` ADD COLUMN `+quoteIdent(ix.entriesColumn())+` bytea[];
+CREATE TABLE `+dataSchema+`.`+quoteIdent(entriesTable(c, ix))+` (k bytea NOT NULL, id bytea NOT NULL);`)
+	return err
+}
+
+// createEntriesTrigger adds the function and trigger that keep the entries
+// table in step with every later write.
+func createEntriesTrigger(ctx context.Context, tx pgx.Tx, c *Collection, ix *Index) error {
 	col := quoteIdent(ix.entriesColumn())
 	table := dataSchema + "." + quoteIdent(entriesTable(c, ix))
 	fn := dataSchema + "." + quoteIdent(entriesFunc(c, ix))
 	_, err := tx.Exec(ctx, `
-ALTER TABLE `+c.table+` ADD COLUMN `+col+` bytea[];
-CREATE TABLE `+table+` (k bytea PRIMARY KEY, id bytea NOT NULL);
 CREATE FUNCTION `+fn+`() RETURNS trigger LANGUAGE plpgsql AS $f$
 BEGIN
 	IF TG_OP <> 'INSERT' THEN

@@ -39,6 +39,14 @@ const (
 	// ErrNotInTxn: an operation a transaction may not do (writing to a
 	// capped collection).
 	ErrNotInTxn
+	// ErrCannotIndex: a document holds a value an index cannot hold (an
+	// array in a hashed field).
+	ErrCannotIndex
+	// ErrBadLanguage: a document names a text search language tierdb
+	// does not know (MongoDB's "language override unsupported").
+	ErrBadLanguage
+	// ErrMemoryLimit: a read would hold more than its memory bound.
+	ErrMemoryLimit
 )
 
 // Error is a storage failure. Msg is safe to show a client; Cause is for logs.

@@ -36,6 +36,9 @@ type Controller struct {
 	// boosts counts how often one was.
 	boosted map[int]bool
 	boosts  int64
+	// walBoosted: the processes on the WAL path run at the high tier's
+	// nice level (inherit.go, boostWALPath).
+	walBoosted bool
 	// disabled is set once backends turn out not to be local processes.
 	disabled bool
 	// noRaise is set once negative nice values are refused.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"tierdb/internal/osprio"
 	"tierdb/internal/qos"
 )
 
@@ -27,6 +28,7 @@ func (c *Controller) Inherit(ctx context.Context, every time.Duration, holders H
 		select {
 		case <-ctx.Done():
 			c.SetBoosted(nil)
+			c.boostWALPath(false)
 			return
 		case <-tick.C:
 		}
@@ -42,6 +44,7 @@ func (c *Controller) Inherit(ctx context.Context, every time.Duration, holders H
 		}
 		boosting := len(c.boosted) > 0
 		c.mu.Unlock()
+		c.boostWALPath(len(high) > 0)
 		if len(high) == 0 {
 			if boosting {
 				c.SetBoosted(nil)
@@ -86,6 +89,37 @@ func (c *Controller) SetBoosted(pids []int) {
 			c.boosted[pid] = true
 			c.boosts++
 			c.apply(pid, c.backends[pid])
+		}
+	}
+}
+
+// boostWALPath gives the processes that carry commits to disk and to the
+// standbys (onWALPath: the WAL writer and senders, and each local
+// standby's WAL receiver and startup process, which replays) the high
+// tier's nice level while high-tier requests are in process, and nice 0
+// again after. A high-tier majority write waits for a standby to replay it;
+// at nice 0 its replay competes with the lower tiers' backends for the
+// CPU. Only the changes cost system calls: the processes are listed at
+// each change, not at every tick.
+func (c *Controller) boostWALPath(on bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if on == c.walBoosted || c.bgProcs == nil || c.disabled || !c.cfg.Enabled {
+		return
+	}
+	procs, err := c.bgProcs()
+	if err != nil {
+		c.warnOnce("bgpids", "cannot list PostgreSQL background processes", "err", err)
+		return
+	}
+	c.walBoosted = on
+	nice := 0
+	if on && !c.noRaise {
+		nice = c.cfg.Nice[qos.High]
+	}
+	for _, p := range procs {
+		if onWALPath(p.Title) && isLocalPostgres(p.PID) {
+			c.report(p.PID, c.applier.Apply(p.PID, osprio.Settings{Nice: &nice}))
 		}
 	}
 }
