@@ -74,7 +74,7 @@ var commandFields = map[string]map[string]fieldRule{
 	"collMod": {
 		"index":     implemented,
 		"validator": unimplemented, "validationLevel": unimplemented, "validationAction": unimplemented,
-		"viewOn": unimplemented, "pipeline": unimplemented, "cappedSize": unimplemented, "cappedMax": unimplemented,
+		"viewOn": implemented, "pipeline": implemented, "cappedSize": unimplemented, "cappedMax": unimplemented,
 		"changeStreamPreAndPostImages": unimplemented, "expireAfterSeconds": unimplemented,
 		"timeseries": unimplemented, "clusteredIndex": unimplemented, "dryRun": unimplemented,
 	},

@@ -293,7 +293,7 @@ func (h *Handlers) commands() map[string]*command {
 		"createIndexes":   {handler: h.onViews(h.createIndexes, nil), writes: true, help: "create indexes", access: onColl(auth.ActCreateIndex)},
 		"listIndexes":     {handler: h.onViews(h.listIndexes, nil), help: "indexes of a collection", access: onColl(auth.ActListIndexes)},
 		"dropIndexes":     {handler: h.onViews(h.dropIndexes, nil), writes: true, help: "drop indexes", access: onColl(auth.ActDropIndex)},
-		"collMod":         {handler: h.onViews(h.collMod, h.collModView), writes: true, help: "change an index's hidden or expireAfterSeconds option, or a view's viewOn and pipeline", access: onColl(auth.ActCollMod)},
+		"collMod":         {handler: h.onViews(collModNotView(h.collMod), h.collModView), writes: true, help: "change an index's hidden or expireAfterSeconds option, or a view's viewOn and pipeline", access: onColl(auth.ActCollMod)},
 		// CRUD
 		"insert":        {handler: h.onViews(h.insert, nil), writes: true, help: "insert documents", counter: opInsert, access: onColl(auth.ActInsert)},
 		"find":          {handler: findDiskUse(h.onViews(h.find, h.findOnView)), help: "query documents", counter: opQuery, access: onColl(auth.ActFind)},

@@ -390,6 +390,18 @@ func (h *Handlers) viewInfos(ctx context.Context, db string, filter *query.Filte
 	return out, nil
 }
 
+// collModNotView refuses a view's options in a collMod of a collection.
+func collModNotView(next handlerFunc) handlerFunc {
+	return func(ctx context.Context, req *Request) (bson.D, error) {
+		for _, k := range []string{"viewOn", "pipeline"} {
+			if _, ok := lookup(req.Cmd, k); ok {
+				return nil, mongoerr.Newf(mongoerr.InvalidOptions, "collMod: '%s' applies to views only", k)
+			}
+		}
+		return next(ctx, req)
+	}
+}
+
 // collModView is collMod on a view: a new viewOn and/or pipeline, checked
 // as create checks them, and refused if the views would form a cycle.
 func (h *Handlers) collModView(ctx context.Context, req *Request, v *viewDef) (bson.D, error) {
