@@ -129,3 +129,24 @@ func (d *decoder) array(off, lim, depth int) (bson.A, int, error) {
 func errorf(off int, format string, args ...any) error {
 	return mongoerr.Newf(mongoerr.InvalidBSON, "%s at offset %d", fmt.Sprintf(format, args...), off)
 }
+
+// DecodeValue decodes one value of type t, given exactly its bytes (as a
+// bson.RawValue holds them), into the Go value Decode gives it inside a
+// document. It copies only what the result must own (the bytes of
+// strings and binary data), so numbers, dates and the like cost no
+// allocation beyond their interface boxing.
+func DecodeValue(t bson.Type, data []byte) (any, error) {
+	d := decoder{raw: data}
+	switch t {
+	case bson.TypeDouble, bson.TypeInt32, bson.TypeInt64, bson.TypeDateTime, bson.TypeTimestamp,
+		bson.TypeBoolean, bson.TypeNull, bson.TypeUndefined, bson.TypeMinKey, bson.TypeMaxKey,
+		bson.TypeObjectID, bson.TypeDecimal128:
+	default:
+		d.str = string(data)
+	}
+	v, next, err := d.value(byte(t), 0, len(data), 1)
+	if err == nil && next != len(data) {
+		err = errorf(next, "%d bytes after the value", len(data)-next)
+	}
+	return v, err
+}

@@ -3,6 +3,7 @@ package commands
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -88,15 +89,12 @@ func (h *Handlers) runAggregate(ctx context.Context, req *Request, name string, 
 		return err
 	}
 	p.env.Output = out
-	head, err := exec.Build(p.stages, sink, p.env)
+	stages, read := h.aggregateInput(ctx, req.DB, p)
+	head, err := exec.Build(stages, sink, p.env)
 	if err != nil {
 		return err
 	}
-	if p.text != nil {
-		err = h.readText(ctx, req.DB, p.coll, p.text, p.rs, head.Push)
-	} else {
-		err = h.readInto(ctx, req.DB, p.coll, p.rs, head.Push)
-	}
+	err = read(head.Push)
 	if err == nil || err == exec.ErrDone {
 		err = head.Finish()
 	}
@@ -144,6 +142,9 @@ type parsedAggregate struct {
 	rs     *readSpec
 	stages []bson.D
 	env    *exec.Env
+	// limitHint is how many documents a $sort first in stages passes on
+	// at most (the $skip and $limit after it), 0 when unbounded.
+	limitHint int64
 	// text is the leading $match's $text, if any (text.go).
 	text *textQuery
 }
@@ -186,6 +187,7 @@ func (h *Handlers) parseAggregate(ctx context.Context, req *Request, name string
 		rs:  &readSpec{filter: filter, empty: len(rest) == 0 && text == nil, exact: text == nil && isIDEquality(first)},
 		env: &exec.Env{Ctx: ctx, Vars: vars, Read: h.reader(req), DB: req.DB, Output: noOutput{}, AllowDiskUse: allowDisk},
 	}
+	p.rs.sort, p.limitHint = leadingSort(stages)
 	// Build the stages once before reading anything, so that a bad stage
 	// fails at once.
 	if _, err := exec.Build(stages, &exec.Collect{}, p.env); err != nil {
@@ -227,6 +229,7 @@ func (h *Handlers) explainAggregate(ctx context.Context, req *Request) (bson.D, 
 		return nil, mongoerr.New(mongoerr.NotImplemented, "explain of a $text query is not supported by tierdb")
 	}
 	planner := bson.D{{Key: "namespace", Value: req.DB + "." + p.coll}, {Key: "parsedQuery", Value: p.first}}
+	rest := p.stages // the stages tierdb runs in process
 	col, err := h.store.Collection(ctx, req.DB, p.coll)
 	switch {
 	case storage.IsCode(err, storage.ErrNamespaceNotFound):
@@ -234,17 +237,181 @@ func (h *Handlers) explainAggregate(ctx context.Context, req *Request) (bson.D, 
 	case err != nil:
 		return nil, err
 	default:
-		plan, err := h.store.Explain(ctx, col, p.rs.scanParams(col))
+		params, winning := p.rs.scanParams(col), bson.D{{Key: "stage", Value: "POSTGRESQL"}}
+		if plan, ok := leadingSortPlan(col, p); ok {
+			src := newOrderedSource(h.store, col, p.rs, plan, nil)
+			src.limitHint = p.limitHint
+			params, rest = src.walkParams(), p.stages[1:]
+			winning = append(winning, bson.E{Key: "inputStage", Value: sortStage(plan)})
+		}
+		plan, err := h.store.Explain(ctx, col, params)
 		if err != nil {
 			return nil, err
 		}
-		planner = append(planner, bson.E{Key: "winningPlan", Value: bson.D{{Key: "stage", Value: "POSTGRESQL"}, {Key: "plan", Value: plan}}})
+		winning = slices.Insert(winning, 1, bson.E{Key: "plan", Value: plan})
+		planner = append(planner, bson.E{Key: "winningPlan", Value: winning})
 	}
 	stages := bson.A{bson.D{{Key: "$cursor", Value: bson.D{{Key: "queryPlanner", Value: planner}}}}}
-	for _, st := range p.stages {
+	for _, st := range rest {
 		stages = append(stages, st)
 	}
 	return bson.D{{Key: "explainVersion", Value: "1"}, {Key: "stages", Value: stages}}, nil
+}
+
+// leadingSort is the sort of a $sort first in stages (zero when there is
+// none or it does not parse: building the stage reports that) and how
+// many documents the $skip and $limit right after it let through.
+func leadingSort(stages []bson.D) (query.Sort, int64) {
+	if len(stages) == 0 || stages[0][0].Key != "$sort" {
+		return query.Sort{}, 0
+	}
+	d, ok := stages[0][0].Value.(bson.D)
+	if !ok {
+		return query.Sort{}, 0
+	}
+	s, err := query.ParseSort(d)
+	if err != nil {
+		return query.Sort{}, 0
+	}
+	var hint int64
+	for _, st := range stages[1:] {
+		n, ok := query.AsInt(st[0].Value)
+		if !ok || n < 0 || (st[0].Key != "$skip" && st[0].Key != "$limit") {
+			break
+		}
+		hint += n
+		if st[0].Key == "$limit" {
+			return s, hint
+		}
+	}
+	return s, 0
+}
+
+// leadingSortPlan is the index that serves the pipeline's leading $sort,
+// if one does.
+func leadingSortPlan(col *storage.Collection, p *parsedAggregate) (sortPlan, bool) {
+	if p.rs.sort.IsEmpty() {
+		return sortPlan{}, false
+	}
+	if _, byID := p.rs.sort.ByIDOnly(); byID {
+		return sortPlan{}, false
+	}
+	return planIndexSort(col.Indexes, p.rs.sort, p.rs.filter.PinnedPaths())
+}
+
+// aggregateInput is what feeds the pipeline: the stages to run and the
+// read that pushes documents into them. A leading $sort that an index
+// serves is dropped from the stages: the read walks the index instead.
+func (h *Handlers) aggregateInput(ctx context.Context, db string, p *parsedAggregate) ([]bson.D, func(func(bson.D) error) error) {
+	if p.text != nil {
+		// $text reads through its own search, neither walked nor counted.
+		return p.stages, func(push func(bson.D) error) error {
+			return h.readText(ctx, db, p.coll, p.text, p.rs, push)
+		}
+	}
+	plain := func(push func(bson.D) error) error {
+		rs := *p.rs
+		rs.sort = query.Sort{}
+		return h.readInto(ctx, db, p.coll, &rs, push)
+	}
+	col, err := h.store.Collection(ctx, db, p.coll)
+	if err != nil {
+		return p.stages, plain
+	}
+	if countsOnly(p.stages) {
+		// The stages count their input and look at nothing in it: they
+		// get as many empty documents as match, counted by PostgreSQL
+		// when the $match is empty, else by a scan that decodes nothing
+		// it can match on the BSON bytes.
+		return p.stages, func(push func(bson.D) error) error {
+			rs := *p.rs
+			rs.sort = query.Sort{}
+			n, err := h.countMatches(ctx, col, &rs)
+			if err != nil {
+				return err
+			}
+			for range n {
+				if err := push(bson.D{}); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}
+	plan, ok := leadingSortPlan(col, p)
+	if !ok {
+		return p.stages, plain
+	}
+	src := newOrderedSource(h.store, col, p.rs, plan, storage.NodeFrom(ctx))
+	src.raw, src.keepDecoded, src.limitHint = true, true, p.limitHint
+	notePlan(ctx, col, p.rs, src.walkParams(), false)
+	return p.stages[1:], func(push func(bson.D) error) error {
+		for {
+			batch, done, err := src.next(ctx, 100)
+			if err != nil {
+				return err
+			}
+			for i := range batch {
+				if err := push(src.decoded[i]); err != nil {
+					return err
+				}
+			}
+			if done {
+				return nil
+			}
+		}
+	}
+}
+
+// countsOnly reports whether a pipeline's first stages read nothing of
+// their input documents but their number: $skip and $limit, then $count or
+// a $group on a constant _id whose accumulators all $sum a constant number
+// (what drivers send for countDocuments).
+func countsOnly(stages []bson.D) bool {
+	for _, st := range stages {
+		switch st[0].Key {
+		case "$skip", "$limit":
+			continue
+		case "$count":
+			return true
+		case "$group":
+			g, ok := st[0].Value.(bson.D)
+			if !ok || len(g) == 0 {
+				return false
+			}
+			for _, e := range g {
+				if e.Key == "_id" {
+					if !constantID(e.Value) {
+						return false
+					}
+					continue
+				}
+				acc, ok := e.Value.(bson.D)
+				if !ok || len(acc) != 1 || acc[0].Key != "$sum" {
+					return false
+				}
+				switch acc[0].Value.(type) {
+				case int32, int64, float64:
+				default:
+					return false
+				}
+			}
+			return true
+		}
+		return false
+	}
+	return false
+}
+
+// constantID is a $group _id that is the same for every document.
+func constantID(v any) bool {
+	switch x := v.(type) {
+	case nil, int32, int64, float64, bool:
+		return true
+	case string:
+		return !strings.HasPrefix(x, "$")
+	}
+	return false
 }
 
 // readInto streams the documents of db.coll that match rs to fn, until fn

@@ -307,7 +307,21 @@ func (h *Handlers) explain(ctx context.Context, req *Request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	rs, err := parseReadSpec(filter, nil, nil, 0, 0)
+	var sortDoc bson.D
+	var skip, limit int64
+	if inner[0].Key == "find" {
+		if sortDoc, err = getDoc(inner, "sort"); err != nil {
+			return nil, err
+		}
+		if skip, err = getInt(inner, "skip", 0); err != nil {
+			return nil, err
+		}
+		if limit, err = getInt(inner, "limit", 0); err != nil {
+			return nil, err
+		}
+		limit = max(limit, -limit)
+	}
+	rs, err := parseReadSpec(filter, sortDoc, nil, skip, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -315,15 +329,20 @@ func (h *Handlers) explain(ctx context.Context, req *Request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	plan, err := h.store.Explain(ctx, col, rs.scanParams(col))
+	params, sortInfo := h.explainRead(col, rs, sortDoc)
+	plan, err := h.store.Explain(ctx, col, params)
 	if err != nil {
 		return nil, err
+	}
+	winning := bson.D{{Key: "stage", Value: "POSTGRESQL"}, {Key: "plan", Value: plan}}
+	if sortInfo != nil {
+		winning = append(winning, bson.E{Key: "inputStage", Value: sortInfo})
 	}
 	return bson.D{
 		{Key: "queryPlanner", Value: bson.D{
 			{Key: "namespace", Value: col.Namespace()},
 			{Key: "parsedQuery", Value: filter},
-			{Key: "winningPlan", Value: bson.D{{Key: "stage", Value: "POSTGRESQL"}, {Key: "plan", Value: plan}}},
+			{Key: "winningPlan", Value: winning},
 		}},
 	}, nil
 }

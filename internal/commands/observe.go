@@ -123,6 +123,16 @@ func notePlan(ctx context.Context, col *storage.Collection, rs *readSpec, p stor
 	}
 	var b strings.Builder
 	switch {
+	case p.Order != nil:
+		for _, ix := range col.Indexes {
+			if ix.Column == p.Order.Column {
+				var fields []string
+				for _, k := range ix.Keys {
+					fields = append(fields, k.Field)
+				}
+				b.WriteString("IXSCAN {" + strings.Join(fields, ", ") + "} (sort)")
+			}
+		}
 	case rs.exact:
 		b.WriteString("IDHACK")
 	case p.Where == "" || p.Where == "TRUE":

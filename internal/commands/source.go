@@ -82,6 +82,13 @@ func (rs *readSpec) scanParams(col *storage.Collection) storage.ScanParams {
 func (h *Handlers) newSource(ctx context.Context, col *storage.Collection, rs *readSpec) (batchSource, error) {
 	scan := &scanSource{store: h.store, col: col, spec: rs, params: rs.scanParams(col), node: storage.NodeFrom(ctx)}
 	_, byID := rs.sort.ByIDOnly()
+	if !rs.sort.IsEmpty() && !byID {
+		if plan, ok := planIndexSort(col.Indexes, rs.sort, rs.filter.PinnedPaths()); ok {
+			src := newOrderedSource(h.store, col, rs, plan, scan.node)
+			notePlan(ctx, col, rs, src.walkParams(), false)
+			return src, nil
+		}
+	}
 	notePlan(ctx, col, rs, scan.params, !rs.sort.IsEmpty() && !byID)
 	if rs.sort.IsEmpty() {
 		// A capped collection's natural order is insertion order.
@@ -109,9 +116,11 @@ type scanSource struct {
 	raw     bool
 	skipped int64
 	emitted int64
-	// pending holds fetched rows not yet consumed.
-	pending []storage.Row
-	done    bool
+	// pending holds fetched rows not yet consumed; rawMatched says, for
+	// each, whether the filter already matched its BSON bytes.
+	pending    []storage.Row
+	rawMatched []bool
+	done       bool
 	// decoded keeps the decoded documents of the last batch, for callers that
 	// need them (sorting, updates). Only filled when keepDecoded is set.
 	keepDecoded bool
@@ -125,7 +134,7 @@ func (s *scanSource) next(ctx context.Context, n int) ([]bson.Raw, bool, error) 
 	for {
 		if !s.raw && s.spec.limit > 0 && s.emitted >= s.spec.limit {
 			s.done = true
-			s.pending = nil
+			s.pending, s.rawMatched = nil, nil
 		}
 		if n > 0 && len(out) >= n {
 			return out, s.done && len(s.pending) == 0, nil
@@ -134,13 +143,16 @@ func (s *scanSource) next(ctx context.Context, n int) ([]bson.Raw, bool, error) 
 			if err := s.fetch(ctx, n-len(out)); err != nil {
 				return nil, false, err
 			}
+			continue
 		}
 		if len(s.pending) == 0 {
 			return out, true, nil
 		}
 		row := s.pending[0]
 		var doc bson.D
-		recheck := !s.spec.empty && !s.spec.exact
+		// Rows the filter refuses on their BSON bytes never got here; those
+		// it accepted need no decoding to be rechecked.
+		recheck := !s.spec.empty && !s.spec.exact && !s.rawMatched[0]
 		if recheck || s.keepDecoded || (!s.raw && s.spec.proj != nil) {
 			var err error
 			if doc, err = bsonx.Decode(row.Doc); err != nil {
@@ -152,14 +164,14 @@ func (s *scanSource) next(ctx context.Context, n int) ([]bson.Raw, bool, error) 
 					return nil, false, err
 				}
 				if !ok {
-					s.pending = s.pending[1:]
+					s.pop()
 					continue
 				}
 			}
 		}
 		if !s.raw && s.skipped < s.spec.skip {
 			s.skipped++
-			s.pending = s.pending[1:]
+			s.pop()
 			continue
 		}
 		raw := bson.Raw(row.Doc)
@@ -173,7 +185,7 @@ func (s *scanSource) next(ctx context.Context, n int) ([]bson.Raw, bool, error) 
 		if len(out) > 0 && size+elemSize(len(out), raw) > maxBatchBytes {
 			return out, false, nil
 		}
-		s.pending = s.pending[1:]
+		s.pop()
 		size += elemSize(len(out), raw)
 		out = append(out, raw)
 		if s.keepDecoded {
@@ -183,36 +195,60 @@ func (s *scanSource) next(ctx context.Context, n int) ([]bson.Raw, bool, error) 
 	}
 }
 
+func (s *scanSource) pop() {
+	s.pending, s.rawMatched = s.pending[1:], s.rawMatched[1:]
+}
+
+// maxChunk bounds the rows one round trip reads, whatever the batch size.
+const maxChunk = 5000
+
 // fetch reads the next chunk of candidate rows after the last one read.
+// Rows whose BSON bytes fail the filter are dropped as they arrive,
+// before they are copied (query.Filter.MatchRaw).
 func (s *scanSource) fetch(ctx context.Context, want int) error {
-	chunk := 1000
+	chunk := maxChunk // no batch bound: a count, a sort reading everything
 	if want > 0 && s.spec.empty && s.spec.skip == 0 {
 		// Every row is a result: fetch exactly what the batch needs, plus one
 		// so that a batch that ends the results says so.
 		chunk = want + 1
 	} else if want > 0 {
-		chunk = max(want*2, 128)
+		chunk = max(want*2, 1000)
 	}
 	if !s.raw && s.spec.limit > 0 && s.spec.empty && s.spec.skip == 0 {
 		chunk = int(min(int64(chunk), s.spec.limit-s.emitted))
 	}
+	chunk = min(chunk, maxChunk)
 	p := s.params
 	p.Limit = chunk
 	if s.node != nil {
 		ctx = storage.OnNode(ctx, s.node)
 	}
-	rows, err := s.store.Scan(ctx, s.col, p)
+	s.rawMatched = s.rawMatched[:0]
+	var keep func([]byte) bool
+	if !s.spec.empty && !s.spec.exact {
+		keep = func(doc []byte) bool {
+			m, ok := s.spec.filter.MatchRaw(doc)
+			if ok && !m {
+				return false
+			}
+			s.rawMatched = append(s.rawMatched, ok)
+			return true
+		}
+	}
+	ch, err := s.store.ScanChunk(ctx, s.col, p, keep)
 	if err != nil {
 		return err
 	}
-	if len(rows) < chunk {
+	if keep == nil {
+		s.rawMatched = append(s.rawMatched, make([]bool, len(ch.Rows))...)
+	}
+	if ch.Read < chunk && !ch.Cut {
 		s.done = true
 	}
-	if len(rows) > 0 {
-		s.params.After = rows[len(rows)-1].Key
-		s.params.AfterSeq = rows[len(rows)-1].Seq
+	if ch.Read > 0 {
+		s.params.After, s.params.AfterSeq = ch.LastKey, ch.LastSeq
 	}
-	s.pending = rows
+	s.pending = ch.Rows
 	return nil
 }
 
@@ -249,21 +285,28 @@ func (s *sliceSource) next(_ context.Context, n int) ([]bson.Raw, bool, error) {
 }
 
 // sortAll reads every match, sorts it, then applies skip, limit, projection.
-// What it holds counts as both forms of each document, the BSON and the
-// decoded one the comparison needs, against MongoDB's 100 MB sort limit.
-// With a limit it keeps only the first skip+limit documents seen so far (a
-// top-k), so a sort with a small limit holds little whatever it reads.
+// Documents are sorted by their sort values, read from the BSON bytes when
+// the sort's paths reach scalars (query.Sort.RawValues), so most are never
+// decoded; what it holds counts as the BSON, the values and any decoded
+// document, against MongoDB's 100 MB sort limit. With a limit it keeps only
+// the first skip+limit documents seen so far (a top-k), so a sort with a
+// small limit holds little whatever it reads.
 func sortAll(ctx context.Context, scan *scanSource, rs *readSpec) (batchSource, error) {
 	scan.raw = true
-	scan.keepDecoded = true
 	type item struct {
-		raw bson.Raw
-		doc bson.D
-		mem int
+		raw  bson.Raw
+		vals []any
+		seq  int // arrival order (_id order): ties keep it
+		mem  int
 	}
 	var items []item
-	total := 0
-	less := func(a, b item) int { return rs.sort.Compare(a.doc, b.doc) }
+	total, seq := 0, 0
+	less := func(a, b item) int {
+		if c := rs.sort.CompareValues(a.vals, b.vals); c != 0 {
+			return c
+		}
+		return a.seq - b.seq
+	}
 	keep := 0 // top-k size, 0: everything
 	if rs.limit > 0 {
 		keep = int(min(rs.skip+rs.limit, 1<<20))
@@ -273,12 +316,25 @@ func sortAll(ctx context.Context, scan *scanSource, rs *readSpec) (batchSource, 
 		if err != nil {
 			return nil, err
 		}
-		for i, raw := range batch {
-			it := item{raw, scan.decoded[i], len(raw) + exec.DocMemory(scan.decoded[i])}
+		for _, raw := range batch {
+			vals, ok := rs.sort.RawValues(raw)
+			mem := len(raw) + 16*len(vals) + 64
+			if !ok {
+				doc, err := bsonx.Decode(raw)
+				if err != nil {
+					return nil, mongoerr.New(mongoerr.InternalError, "stored document is corrupt")
+				}
+				vals = rs.sort.Values(doc)
+				mem += exec.DocMemory(doc) // its values may be parts of it
+			}
+			// Its own copy: the scan's rows share blocks that a few kept
+			// documents would otherwise pin.
+			it := item{raw: append(bson.Raw(nil), raw...), vals: vals, seq: seq, mem: mem}
+			seq++
 			items = append(items, it)
 			total += it.mem
 			if keep > 0 && len(items) >= 2*keep+1024 {
-				slices.SortStableFunc(items, less)
+				slices.SortFunc(items, less)
 				for _, dropped := range items[keep:] {
 					total -= dropped.mem
 				}
@@ -293,7 +349,7 @@ func sortAll(ctx context.Context, scan *scanSource, rs *readSpec) (batchSource, 
 			break
 		}
 	}
-	slices.SortStableFunc(items, less)
+	slices.SortFunc(items, less)
 	if rs.skip >= int64(len(items)) {
 		items = nil
 	} else {
@@ -306,7 +362,11 @@ func sortAll(ctx context.Context, scan *scanSource, rs *readSpec) (batchSource, 
 	for i, it := range items {
 		out[i] = it.raw
 		if rs.proj != nil {
-			b, err := projectRaw(rs.proj, it.doc)
+			doc, err := bsonx.Decode(it.raw)
+			if err != nil {
+				return nil, mongoerr.New(mongoerr.InternalError, "stored document is corrupt")
+			}
+			b, err := projectRaw(rs.proj, doc)
 			if err != nil {
 				return nil, err
 			}

@@ -11,6 +11,11 @@
 // (text.go). Hidden and text indexes are not offered to query pushdown
 // (KeyColumns); unique ones keep an entries table (entries.go).
 //
+// Reads are keyset walks in chunks: in _id order, or, for a sort that an
+// index serves, in the order of that index's key column (KeyOrder), whose
+// NULL (multikey) rows the caller reads apart. ScanChunk lets the caller
+// refuse rows on their bytes before they are copied out of the connection.
+//
 // Requests run on a small, bounded pool of PostgreSQL backends per tier; the
 // tier comes from the request context (qos.TierFrom) and the PIDs of each pool's
 // backends are known, so the OS scheduling of the backend serving a tier can be

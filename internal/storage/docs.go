@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -286,6 +287,8 @@ func pgIndexName(c *Collection, ix *Index) string {
 type Row struct {
 	Key []byte
 	Doc []byte
+	// OrderKey is the value of the key column a KeyOrder scan walks.
+	OrderKey []byte
 	// Seq is a capped collection's insertion number, set by natural-order
 	// scans and Tail (see capped.go).
 	Seq int64
@@ -302,33 +305,77 @@ type ScanParams struct {
 	Desc  bool
 	// Limit bounds the number of rows; 0 means no bound.
 	Limit int
-	// ForUpdate is not used by readers.
+	// Order, when set, walks a secondary index's key column instead.
+	Order *KeyOrder
 
 	// Natural scans a capped collection in insertion order (seq) rather
 	// than _id order, continuing after AfterSeq; ignored for other
-	// collections.
+	// collections and with Order.
 	Natural  bool
 	AfterSeq int64
 }
 
-func (p *ScanParams) natural(c *Collection) bool { return p.Natural && c.Capped != nil }
+// KeyOrder makes a scan walk the key column of a secondary index, in the
+// column's byte order then by _id, so that PostgreSQL reads the column's
+// btree in order and a LIMIT reads only that many rows. Rows whose column
+// is NULL have no place in that order: they are left out, or, with Null,
+// they alone are selected (in _id order, Desc and IDDesc ignored). Which
+// orders the column's bytes stand for is the caller's business.
+type KeyOrder struct {
+	// Column is the index's key column (Index.Column).
+	Column string
+	// Desc walks the column backwards; IDDesc orders ties by _id
+	// backwards.
+	Desc, IDDesc bool
+	// After, with ScanParams.After as its _id, continues the walk after
+	// that row (exclusive); both nil start at the beginning.
+	After []byte
+	Null  bool
+}
+
+// WalkKeyColumns is KeyColumns for the prefilter of a KeyOrder walk of
+// column: the walk reads none of that column's NULL rows, so predicates
+// on it need not let them through, and a range on it bounds the walk.
+func (c *Collection) WalkKeyColumns(column string) []query.KeyColumn {
+	cols := slices.Clone(c.keyCols)
+	q := quoteIdent(column)
+	for i := range cols {
+		if cols[i].Column == q {
+			cols[i].Nullable = false
+		}
+	}
+	return cols
+}
+
+func (p *ScanParams) natural(c *Collection) bool {
+	return p.Natural && c.Capped != nil && p.Order == nil
+}
 
 func (p *ScanParams) sql(c *Collection) (string, []any) {
 	var b strings.Builder
-	order := "_id"
-	if p.natural(c) {
-		order = "seq"
-		b.WriteString("SELECT _id, doc, seq FROM ")
-	} else {
-		b.WriteString("SELECT _id, doc FROM ")
+	natural := p.natural(c)
+	b.WriteString("SELECT _id, doc")
+	switch o := p.Order; {
+	case natural:
+		b.WriteString(", seq")
+	case o != nil && !o.Null:
+		b.WriteString(", " + quoteIdent(o.Column))
 	}
+	b.WriteString(" FROM ")
 	b.WriteString(c.table)
 	args := append([]any(nil), p.Args...)
 	conds := []string{}
 	if p.Where != "" && p.Where != "TRUE" {
 		conds = append(conds, "("+p.Where+")")
 	}
-	if p.natural(c) {
+	dir := ""
+	if p.Desc {
+		dir = " DESC"
+	}
+	order := "_id" + dir
+	switch o := p.Order; {
+	case natural:
+		order = "seq" + dir
 		if p.AfterSeq > 0 {
 			args = append(args, p.AfterSeq)
 			op := ">"
@@ -337,7 +384,32 @@ func (p *ScanParams) sql(c *Collection) (string, []any) {
 			}
 			conds = append(conds, fmt.Sprintf("seq %s $%d", op, len(args)))
 		}
-	} else if p.After != nil {
+	case o != nil && o.Null:
+		conds = append(conds, quoteIdent(o.Column)+" IS NULL")
+		order = "_id"
+		if p.After != nil {
+			args = append(args, p.After)
+			conds = append(conds, fmt.Sprintf("_id > $%d", len(args)))
+		}
+	case o != nil:
+		col := quoteIdent(o.Column)
+		conds = append(conds, col+" IS NOT NULL")
+		colOp, idOp, colDir, idDir := ">", ">", "", ""
+		if o.Desc {
+			colOp, colDir = "<", " DESC"
+		}
+		if o.IDDesc {
+			idOp, idDir = "<", " DESC"
+		}
+		if p.After != nil && o.After != nil {
+			// The bound on the column alone lets the btree start there;
+			// the OR finishes the keyset condition.
+			args = append(args, o.After, p.After)
+			k, id := len(args)-1, len(args)
+			conds = append(conds, fmt.Sprintf("%s %s= $%d AND (%s %s $%d OR _id %s $%d)", col, colOp, k, col, colOp, k, idOp, id))
+		}
+		order = col + colDir + ", _id" + idDir
+	case p.After != nil:
 		args = append(args, p.After)
 		op := ">"
 		if p.Desc {
@@ -350,32 +422,150 @@ func (p *ScanParams) sql(c *Collection) (string, []any) {
 		b.WriteString(strings.Join(conds, " AND "))
 	}
 	b.WriteString(" ORDER BY " + order)
-	if p.Desc {
-		b.WriteString(" DESC")
-	}
 	if p.Limit > 0 {
 		fmt.Fprintf(&b, " LIMIT %d", p.Limit)
 	}
 	return b.String(), args
 }
 
-// Scan returns rows matching the prefilter, in _id order.
+// Scan returns rows matching the prefilter, in _id order (or in the
+// KeyOrder's): all of them up to p.Limit, however many bytes they hold.
 func (s *Store) Scan(ctx context.Context, c *Collection, p ScanParams) ([]Row, error) {
+	var out []Row
+	for {
+		ch, err := s.ScanChunk(ctx, c, p, nil)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ch.Rows...)
+		if !ch.Cut {
+			return out, nil
+		}
+		if p.Limit > 0 {
+			p.Limit -= ch.Read
+		}
+		p.After, p.AfterSeq = ch.LastKey, ch.LastSeq
+		if p.Order != nil && !p.Order.Null {
+			o := *p.Order
+			o.After = ch.LastOrderKey
+			p.Order = &o
+		}
+	}
+}
+
+// Chunk is what ScanChunk read: the rows kept, how many rows PostgreSQL
+// returned in all, and the keys of the last one (where the next chunk of a
+// keyset walk starts, kept or not).
+type Chunk struct {
+	Rows                  []Row
+	Read                  int
+	LastKey, LastOrderKey []byte
+	LastSeq               int64 // of a natural-order scan
+	// Cut is set when the chunk stopped early, before Limit rows, because
+	// the rows kept reached maxChunkBytes: more rows may follow even
+	// though fewer than Limit were read.
+	Cut bool
+}
+
+// maxChunkBytes bounds the bytes of the rows one chunk keeps, whatever the
+// row limit and the documents' sizes (a variable for tests).
+var maxChunkBytes = 32 << 20
+
+// arenaBlock is the size of the blocks that kept rows' bytes are copied
+// into: one allocation for many small rows instead of two or three per row.
+const arenaBlock = 64 << 10
+
+// ScanChunk is Scan that asks keep (when not nil) about each row's
+// document bytes before copying it out of the connection's buffer: rows it
+// refuses cost no allocation. keep must not retain the slice. A chunk
+// keeps at most about maxChunkBytes of rows (see Chunk.Cut).
+func (s *Store) ScanChunk(ctx context.Context, c *Collection, p ScanParams, keep func(doc []byte) bool) (Chunk, error) {
+	var ch Chunk
 	sql, args := p.sql(c)
 	rows, err := s.readQ(ctx).Query(ctx, sql, args...)
 	if err != nil {
-		return nil, s.readError(ctx, c, err)
+		return ch, s.readError(ctx, c, err)
 	}
+	defer rows.Close()
+	ordered := p.Order != nil && !p.Order.Null
 	natural := p.natural(c)
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Row, error) {
-		var row Row
-		if natural {
-			return row, r.Scan(&row.Key, &row.Doc, &row.Seq)
+	ncols := 2
+	if ordered {
+		ncols = 3
+	}
+	if p.Limit > 0 {
+		ch.Rows = make([]Row, 0, min(p.Limit, 128))
+	}
+	binary := !natural // seq is read with Scan
+	for i, fd := range rows.FieldDescriptions() {
+		if i < ncols && fd.Format != pgx.BinaryFormatCode {
+			binary = false
 		}
-		err := r.Scan(&row.Key, &row.Doc)
-		return row, err
-	})
-	return out, s.readError(ctx, c, err)
+	}
+	var arena []byte
+	copyOut := func(b []byte) []byte {
+		if b == nil {
+			return nil
+		}
+		if len(b) > arenaBlock/4 {
+			return append([]byte(nil), b...)
+		}
+		if cap(arena)-len(arena) < len(b) {
+			arena = make([]byte, 0, arenaBlock)
+		}
+		start := len(arena)
+		arena = append(arena, b...)
+		return arena[start:len(arena):len(arena)]
+	}
+	var lastKey, lastOrder []byte
+	kept := 0
+	for kept < maxChunkBytes && rows.Next() {
+		ch.Read++
+		var key, doc, order []byte
+		var seq int64
+		if binary {
+			vals := rows.RawValues()
+			key, doc = vals[0], vals[1]
+			if ordered {
+				order = vals[2]
+			}
+		} else {
+			dest := []any{&key, &doc}
+			if ordered {
+				dest = append(dest, &order)
+			}
+			if natural {
+				dest = append(dest, &seq)
+			}
+			if err := rows.Scan(dest...); err != nil {
+				return ch, s.readError(ctx, c, err)
+			}
+		}
+		// The last row's keys are needed whether it is kept or not; they
+		// are copied into reused buffers, not allocated per row.
+		lastKey = append(lastKey[:0], key...)
+		lastOrder = append(lastOrder[:0], order...)
+		ch.LastSeq = seq
+		if keep != nil && !keep(doc) {
+			continue
+		}
+		ch.Rows = append(ch.Rows, Row{Key: copyOut(key), Doc: copyOut(doc), OrderKey: copyOut(order), Seq: seq})
+		kept += len(key) + len(doc) + len(order)
+	}
+	if kept >= maxChunkBytes && (p.Limit == 0 || ch.Read < p.Limit) {
+		ch.Cut = true
+		rows.Close() // the rest of the result is read off and dropped
+	}
+	if err := rows.Err(); err != nil {
+		return ch, s.readError(ctx, c, err)
+	}
+	if ch.Read > 0 {
+		ch.LastKey = lastKey
+		if ordered {
+			ch.LastOrderKey = lastOrder
+		}
+	}
+	return ch, nil
 }
 
 // Explain returns PostgreSQL's plan for the scan, for the explain command and tests.
