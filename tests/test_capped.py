@@ -7,7 +7,7 @@ import time
 import bson
 import pytest
 from pymongo import CursorType
-from pymongo.errors import OperationFailure
+from pymongo.errors import BulkWriteError, OperationFailure
 
 
 def test_create_options_and_list_collections(db):
@@ -57,6 +57,23 @@ def test_size_evicts_by_bson_bytes(db):
     assert sum(len(bson.encode(d)) for d in db.c.find()) <= 4096
 
 
+def test_document_larger_than_the_collection_is_refused(db):
+    # MongoDB refuses it (BSONObjectTooLarge) rather than evicting every
+    # document, itself included; the others of the batch are stored.
+    db.create_collection("c", capped=True, size=4096)
+    db.c.insert_one({"_id": 0})
+    with pytest.raises(BulkWriteError) as e:
+        db.c.insert_many([{"_id": 1}, {"_id": 2, "p": "x" * 5000}, {"_id": 3}], ordered=False)
+    errs = e.value.details["writeErrors"]
+    assert [(w["index"], w["code"]) for w in errs] == [(1, 10334)]
+    assert e.value.details["nInserted"] == 2
+    assert [d["_id"] for d in db.c.find()] == [0, 1, 3]
+    with pytest.raises(OperationFailure) as e:
+        db.c.insert_one({"_id": 4, "p": "x" * 5000})
+    assert e.value.code == 10334
+    assert [d["_id"] for d in db.c.find()] == [0, 1, 3]
+
+
 def test_deletes_and_updates_keep_the_totals(db):
     # MongoDB 7 allows deletes and updates on capped collections.
     db.create_collection("c", capped=True, size=100000, max=3)
@@ -93,6 +110,16 @@ def test_tailable_filter_skips_non_matching_rows(db):
     cur.close()
 
 
+def test_tailable_batch_size_zero_reads_nothing_yet(db):
+    db.create_collection("c", capped=True, size=100000)
+    db.c.insert_many([{"_id": 0}, {"_id": 1}])
+    first = db.command("find", "c", tailable=True, batchSize=0)
+    assert first["cursor"]["firstBatch"] == [] and first["cursor"]["id"] != 0
+    more = db.command("getMore", first["cursor"]["id"], collection="c")
+    assert [d["_id"] for d in more["cursor"]["nextBatch"]] == [0, 1]
+    db.command("killCursors", "c", cursors=[first["cursor"]["id"]])
+
+
 def test_tailable_on_empty_collection_is_dead(db):
     db.create_collection("c", capped=True, size=100000)
     reply = db.command("find", "c", tailable=True)
@@ -124,6 +151,18 @@ def test_await_data_returns_empty_batch_at_await_time(db):
     more = db.command("getMore", cid, collection="c", maxTimeMS=200)
     assert [d["_id"] for d in more["cursor"]["nextBatch"]] == [1]
     db.command("killCursors", "c", cursors=[cid])
+
+
+def test_get_more_max_time_only_for_await_data(db):
+    # MongoDB: getMore's maxTimeMS is an await time; other cursors refuse it.
+    db.create_collection("c", capped=True, size=100000)
+    db.c.insert_many([{"_id": 0}, {"_id": 1}])
+    for opts in [{}, {"tailable": True}]:
+        cid = db.command("find", "c", batchSize=1, **opts)["cursor"]["id"]
+        with pytest.raises(OperationFailure) as e:
+            db.command("getMore", cid, collection="c", maxTimeMS=100)
+        assert e.value.code == 2
+        db.command("killCursors", "c", cursors=[cid])
 
 
 def test_position_lost_after_eviction(db):

@@ -55,6 +55,35 @@ def test_replace_events(db):
     assert u["operationType"] == "update"
 
 
+def test_index_build_is_not_a_change(db):
+    # Building an index writes a key into every stored row; no document
+    # changes, so no event (a large document's unchanged bytes are not even
+    # sent by PostgreSQL, which once broke the stream), and the stream gets
+    # past it however many rows it wrote (more than one read of the slot
+    # asks for once held every stream before it).
+    db.c.insert_many([{"_id": 1, "k": 1}, {"_id": 2, "k": 2, "big": "x" * 100000}])
+    db.c.insert_many([{"_id": 10 + i, "k": 10 + i} for i in range(3000)])
+    with db.c.watch(max_await_time_ms=200) as s:
+        db.c.create_index("k")
+        db.c.create_index([("k", -1)], unique=True)
+        db.c.insert_one({"_id": 3, "k": 3})
+        evs = next_events(s, 1)
+        assert s.try_next() is None
+    assert [(e["operationType"], e["documentKey"]) for e in evs] == [("insert", {"_id": 3})]
+
+
+def test_events_after_a_large_transaction(db):
+    # One insert of 3000 documents is one transaction of more rows than a
+    # read of the slot asks for; the stream gets it all, then what follows
+    # (it once got nothing more).
+    with db.c.watch(max_await_time_ms=200, batch_size=5000) as s:
+        db.c.insert_many([{"_id": i} for i in range(3000)])
+        assert len(next_events(s, 3000, timeout=60)) == 3000
+        db.c.insert_one({"_id": "after"})
+        (ev,) = next_events(s, 1)
+    assert ev["documentKey"] == {"_id": "after"}
+
+
 def test_full_document_update_lookup(db):
     db.c.insert_one({"_id": 1, "n": 0})
     with db.c.watch(full_document="updateLookup", max_await_time_ms=200) as s:
@@ -105,6 +134,25 @@ def test_drop_database_invalidates_database_streams(db, client):
         assert not s.alive
         evs = [e for e in next_events(cs, 3) if e["ns"]["db"] == db.name]
         assert [e["operationType"] for e in evs] == ["drop", "drop", "dropDatabase"]
+
+
+def test_changes_before_a_drop_keep_their_collection(new_server):
+    """A collection this tierdb's change streams never saw created, changed
+    then dropped before the stream reads: its changes still name it (they
+    were silently left out once the catalog had forgotten the table)."""
+    t = new_server().start()
+    try:
+        c = t.client()
+        c.d.c.insert_one({"_id": 1})  # before any stream: the hub never sees c created
+        with c.d.watch(max_await_time_ms=200) as s:
+            c.d.c.insert_one({"_id": 2})
+            c.d.c.drop()
+            evs = next_events(s, 2)
+        assert [(e["operationType"], e["ns"]["coll"]) for e in evs] == [("insert", "c"), ("drop", "c")]
+        assert evs[0]["documentKey"] == {"_id": 2}
+        c.close()
+    finally:
+        t.stop()
 
 
 def test_rename_event(db, client):
@@ -169,6 +217,20 @@ def test_resume_after_and_start_after(db):
         assert [e["documentKey"]["_id"] for e in next_events(s, 2)] == [1, 2]
     with db.c.watch(start_after=first["_id"], max_await_time_ms=200) as s:
         assert [e["documentKey"]["_id"] for e in next_events(s, 2)] == [1, 2]
+
+
+def test_batch_size_zero_returns_the_cursor_only(db):
+    with db.c.watch(max_await_time_ms=200) as s:
+        db.c.insert_many([{"_id": i} for i in range(3)])
+        first, _, _ = next_events(s, 3)
+    reply = db.command("aggregate", "c", pipeline=[{"$changeStream": {"resumeAfter": first["_id"]}}],
+                       cursor={"batchSize": 0})
+    cur = reply["cursor"]
+    assert cur["firstBatch"] == [] and cur["id"] != 0
+    assert cur["postBatchResumeToken"] == first["_id"]  # nothing passed yet
+    more = db.command("getMore", cur["id"], collection="c", maxTimeMS=200)
+    assert [e["documentKey"]["_id"] for e in more["cursor"]["nextBatch"]] == [1, 2]
+    db.command("killCursors", "c", cursors=[cur["id"]])
 
 
 @pytest.mark.parametrize("stage,code", [

@@ -254,11 +254,9 @@ func (e *engine) runOne(ctx context.Context, rep int, v Variant) (run RunResult,
 	var writersDone sync.WaitGroup
 	progress := make([]atomic.Int64, len(groups))
 	var all sync.WaitGroup
-	var groupsDone []*sync.WaitGroup
 	for gi, m := range groups {
 		seed := uint64(rep)<<32 | uint64(gi)<<16
 		var groupDone sync.WaitGroup
-		groupsDone = append(groupsDone, &groupDone)
 		if sw := stamps[gi]; sw != nil {
 			// The writer stamps from the group's start until its readers
 			// are done.

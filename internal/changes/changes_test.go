@@ -88,6 +88,40 @@ func TestDecoderDocumentChanges(t *testing.T) {
 	}
 }
 
+// Updates that leave the document as it was (an index build writing its
+// key column) are not changes: neither when the document comes again with
+// the same bytes nor when it is not sent (an unchanged TOAST value), which
+// decoding used to refuse, wedging every stream.
+func TestDecoderSkipsUpdatesOfKeyColumnsOnly(t *testing.T) {
+	v1 := raw(t, bson.D{{Key: "_id", Value: int32(7)}, {Key: "a", Value: int32(1)}})
+	toasted := tuple([]byte("k"), nil, []byte("key"))
+	toasted.Columns[1] = &pglogrepl.TupleDataColumn{DataType: 'u'}
+	var asked []string
+	d := NewDecoder(func(tbl string) (Namespace, bool, error) {
+		asked = append(asked, tbl)
+		return Namespace{"shop", "orders"}, true, nil
+	})
+	for _, m := range []pglogrepl.Message{
+		rel(1, DataSchema, "c1_shop_orders", "_id", "doc", "k_1"),
+		rel(2, DataSchema, "c1_shop_orders_u1", "k", "id"),
+		&pglogrepl.BeginMessage{FinalLSN: 0x100},
+		&pglogrepl.UpdateMessage{RelationID: 1, OldTupleType: 'O', OldTuple: tuple([]byte("k"), v1, nil), NewTuple: tuple([]byte("k"), v1, []byte("key"))},
+		&pglogrepl.UpdateMessage{RelationID: 1, OldTupleType: 'O', OldTuple: tuple([]byte("k"), v1, nil), NewTuple: toasted},
+		&pglogrepl.InsertMessage{RelationID: 2, Tuple: tuple([]byte("key"), []byte("k"))},
+		&pglogrepl.CommitMessage{},
+	} {
+		if err := d.Apply(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := d.Take(); len(got) != 0 {
+		t.Errorf("got %+v, want no change", got)
+	}
+	if len(asked) != 0 {
+		t.Errorf("asked the catalog about %v: index entries and unchanged documents need no name", asked)
+	}
+}
+
 func TestDecoderHoldsUncommittedTransactions(t *testing.T) {
 	d := NewDecoder(nil)
 	d.known["t"] = Namespace{"a", "b"}
@@ -260,9 +294,23 @@ type fakeSlot struct {
 	confirmed uint64
 	current   uint64
 	advanced  []uint64
+	// onPeek and onAdvance, when set, run once at the start of the next
+	// Peek or Advance: what a concurrent request does meanwhile.
+	onPeek, onAdvance func()
 }
 
-func (f *fakeSlot) Peek(_ context.Context, _ int, fn func([]byte) bool) error {
+func once(f *func()) {
+	if g := *f; g != nil {
+		*f = nil
+		g()
+	}
+}
+
+// Peek serves whole transactions from the slot's position on, stopping
+// after the one in which n messages have been served, as PostgreSQL does.
+func (f *fakeSlot) Peek(_ context.Context, n int, fn func([]byte) bool) error {
+	once(&f.onPeek)
+	served := 0
 	for i, m := range f.msgs {
 		if f.lsns[i] < f.confirmed {
 			continue
@@ -270,10 +318,14 @@ func (f *fakeSlot) Peek(_ context.Context, _ int, fn func([]byte) bool) error {
 		if !fn(m) {
 			return nil
 		}
+		if served++; m[0] == 'C' && served >= n {
+			return nil
+		}
 	}
 	return nil
 }
 func (f *fakeSlot) Advance(_ context.Context, lsn uint64) error {
+	once(&f.onAdvance)
 	f.confirmed = lsn
 	f.advanced = append(f.advanced, lsn)
 	return nil
@@ -315,12 +367,15 @@ func appendU32(b []byte, v uint32) []byte {
 	return append(b, byte(v>>24), byte(v>>16), byte(v>>8), byte(v))
 }
 
-func relationBytes() []byte {
+func relationBytes() []byte { return relBytes(1, "tbl", "_id", "doc") }
+
+// relBytes is the wire form of a relation of tierdb's data schema.
+func relBytes(id uint32, name string, cols ...string) []byte {
 	b := []byte{'R'}
-	b = appendU32(b, 1)
-	b = append(b, DataSchema+"\x00"+"tbl\x00"...)
-	b = append(b, 'f', 0, 2)
-	for _, c := range []string{"_id", "doc"} {
+	b = appendU32(b, id)
+	b = append(b, DataSchema+"\x00"+name+"\x00"...)
+	b = append(b, 'f', 0, byte(len(cols)))
+	for _, c := range cols {
 		b = append(b, 0)
 		b = append(b, c+"\x00"...)
 		b = appendU32(b, 17)
@@ -329,11 +384,14 @@ func relationBytes() []byte {
 	return b
 }
 
-func insertBytes(doc []byte) []byte {
+func insertBytes(doc []byte) []byte { return insBytes(1, []byte("k"), doc) }
+
+// insBytes is the wire form of a row inserted into relation id.
+func insBytes(id uint32, vals ...[]byte) []byte {
 	b := []byte{'I'}
-	b = appendU32(b, 1)
-	b = append(b, 'N', 0, 2)
-	for _, v := range [][]byte{[]byte("k"), doc} {
+	b = appendU32(b, id)
+	b = append(b, 'N', 0, byte(len(vals)))
+	for _, v := range vals {
 		b = append(b, 'b')
 		b = appendU32(b, uint32(len(v)))
 		b = append(b, v...)
@@ -408,6 +466,23 @@ func TestHubFansOutAndAdvancesToTheSlowestStream(t *testing.T) {
 	again.Close()
 }
 
+// hubWithStream starts a hub on an empty fake slot at LSN 1 with one
+// stream open on database "d".
+func hubWithStream(t *testing.T) (*fakeSlot, *Hub, *Stream) {
+	t.Helper()
+	ctx := context.Background()
+	slot := &fakeSlot{confirmed: 1, current: 1}
+	hub, err := NewHub(ctx, slot, admitAll)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := hub.Open(ctx, Scope{DB: "d"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return slot, hub, s
+}
+
 func mustNext(t *testing.T, s *Stream) []Change {
 	t.Helper()
 	chs, err := s.Next(context.Background(), 0)
@@ -424,9 +499,7 @@ func isCode(err error, c mongoerr.Code) bool {
 
 func TestHubRereadsHistoryItTrimmed(t *testing.T) {
 	ctx := context.Background()
-	slot := &fakeSlot{confirmed: 1, current: 1}
-	hub, _ := NewHub(ctx, slot, admitAll)
-	a, _ := hub.Open(ctx, Scope{DB: "d"}, nil)
+	slot, hub, a := hubWithStream(t)
 	slot.txn(t, 10, 1, 2, 3)
 	if g := ids(t, mustNext(t, a)); len(g) != 3 {
 		t.Fatalf("got %v", g)
@@ -487,12 +560,156 @@ func TestDecoderReplacementMessages(t *testing.T) {
 
 func TestHubReportsASlotMovedByAnotherProcess(t *testing.T) {
 	ctx := context.Background()
-	slot := &fakeSlot{confirmed: 1, current: 1}
-	hub, _ := NewHub(ctx, slot, admitAll)
-	s, _ := hub.Open(ctx, Scope{DB: "d"}, nil) // at LSN 1
+	slot, _, s := hubWithStream(t) // at LSN 1
 	slot.txn(t, 10, 1)
 	slot.confirmed = 20 // another tierdb advanced the shared slot
 	if _, err := s.Next(ctx, 0); !isCode(err, mongoerr.ChangeStreamHistoryLost) {
 		t.Fatalf("Next after the slot moved: %v, want ChangeStreamHistoryLost", err)
+	}
+}
+
+// A stream resuming from history the buffer let go, opened while a read of
+// the slot is under way, gets every change after its position: the read's
+// changes, taken from after the old end of the buffer, are not appended to
+// the buffer the resume emptied.
+func TestHubResumeDuringARead(t *testing.T) {
+	ctx := context.Background()
+	slot, hub, a := hubWithStream(t)
+	slot.txn(t, 10, 1, 2, 3)
+	if g := ids(t, mustNext(t, a)); len(g) != 3 {
+		t.Fatalf("got %v", g)
+	}
+	hub.lastPoll = time.Time{}
+	slot.txn(t, 20, 4)
+	var b *Stream
+	slot.onPeek = func() {
+		var err error
+		if b, err = hub.Open(ctx, Scope{DB: "d"}, &Position{LSN: 10, Index: 0}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustNext(t, a) // reads the slot, and b opens meanwhile
+	var got []int32
+	for range 3 {
+		hub.lastPoll = time.Time{}
+		got = append(got, ids(t, mustNext(t, b))...)
+	}
+	if len(got) != 3 || got[0] != 2 || got[2] != 4 {
+		t.Errorf("resumed stream got %v, want [2 3 4]", got)
+	}
+}
+
+// A stream resuming from a position the slot is being moved past, opened
+// while it moves, is told its history is lost rather than silently missing
+// the changes before the slot's new position.
+func TestHubResumeDuringAnAdvance(t *testing.T) {
+	ctx := context.Background()
+	slot, hub, a := hubWithStream(t)
+	slot.txn(t, 10, 1)
+	slot.txn(t, 20, 2)
+	if g := ids(t, mustNext(t, a)); len(g) != 2 {
+		t.Fatalf("got %v", g)
+	}
+	hub.lastPoll = time.Time{}
+	slot.txn(t, 30, 3)
+	var err error
+	slot.onAdvance = func() {
+		_, err = hub.Open(ctx, Scope{DB: "d"}, &Position{LSN: 10, Index: 0})
+	}
+	mustNext(t, a)
+	if slot.confirmed != 20 {
+		t.Fatalf("slot at %d, want 20", slot.confirmed)
+	}
+	if !isCode(err, mongoerr.ChangeStreamHistoryLost) {
+		t.Errorf("resuming at 10 while the slot moves to 20: %v, want ChangeStreamHistoryLost", err)
+	}
+}
+
+// A new stream (no resume token) opened while the slot moves past the end
+// of the WAL it read starts where the slot is: it has no history to lose.
+func TestHubNewStreamWhileTheSlotMoves(t *testing.T) {
+	ctx := context.Background()
+	slot := &fakeSlot{confirmed: 1, current: 50}
+	hub, _ := NewHub(ctx, slot, admitAll)
+	hub.lastOpen = time.Now().Add(-2 * Retention) // no stream for long: trim follows the WAL
+	var s *Stream
+	var err error
+	slot.onAdvance = func() {
+		slot.current = 40 // what a concurrent Open read before the slot moved to 50
+		s, err = hub.Open(ctx, Scope{DB: "d"}, nil)
+		slot.current = 50
+	}
+	if err := hub.Maintain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err != nil {
+		t.Fatalf("opening a new stream while the slot moves: %v", err)
+	}
+	if s.Position() != (Position{LSN: 50, Index: hwm}) {
+		t.Errorf("new stream at %+v, want the slot's position 50", s.Position())
+	}
+}
+
+// A transaction of more rows than a read asks for that makes no change
+// (an index build writing key columns, index entries) is passed over, not
+// read again and again with every stream held before it.
+func TestHubPassesOverATransactionWithoutChanges(t *testing.T) {
+	ctx := context.Background()
+	slot, hub, a := hubWithStream(t)
+	add := func(lsn uint64, b []byte) { slot.msgs = append(slot.msgs, b); slot.lsns = append(slot.lsns, lsn) }
+	begin := appendU64(appendU64([]byte{'B'}, 10), 0)
+	add(10, relBytes(2, "c1_x_u1", "k", "id"))
+	add(10, append(begin, 0, 0, 0, 1))
+	for i := range 1500 {
+		add(10, insBytes(2, []byte{byte(i), byte(i >> 8)}, []byte("k")))
+	}
+	add(10, appendU64(appendU64(appendU64([]byte{'C', 0}, 10), 11), 0))
+	slot.txn(t, 20, 7)
+	var got []int32
+	for range 3 {
+		hub.lastPoll = time.Time{}
+		got = append(got, ids(t, mustNext(t, a))...)
+	}
+	if len(got) != 1 || got[0] != 7 {
+		t.Fatalf("got %v, want [7]", got)
+	}
+	// The slot leaves the transaction without changes behind, and keeps
+	// the one the stream's last event came from, to resume from.
+	hub.lastPoll = time.Time{}
+	mustNext(t, a)
+	if slot.confirmed != 20 {
+		t.Errorf("slot at %d, want 20 (the transaction of the last event)", slot.confirmed)
+	}
+	if _, err := hub.Open(ctx, Scope{DB: "d"}, &Position{LSN: 20, Index: 0}); err != nil {
+		t.Errorf("resuming from the last event: %v", err)
+	}
+}
+
+// A transaction of more rows than a read asks for, consumed by the stream,
+// stays in the slot (to resume inside it) and is served again by every
+// read: the reads ask for more, and get past it to what follows.
+func TestHubGetsPastALargeConsumedTransaction(t *testing.T) {
+	slot, hub, a := hubWithStream(t)
+	big := make([]int32, 3000)
+	for i := range big {
+		big[i] = int32(i)
+	}
+	slot.txn(t, 10, big...)
+	got := 0
+	for range 5 {
+		hub.lastPoll = time.Time{}
+		got += len(mustNext(t, a))
+	}
+	if got != len(big) {
+		t.Fatalf("got %d changes of the large transaction, want %d", got, len(big))
+	}
+	slot.txn(t, 20, 7)
+	var after []int32
+	for range 3 {
+		hub.lastPoll = time.Time{}
+		after = append(after, ids(t, mustNext(t, a))...)
+	}
+	if len(after) != 1 || after[0] != 7 {
+		t.Errorf("after the large transaction got %v, want [7]", after)
 	}
 }

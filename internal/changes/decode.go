@@ -1,6 +1,7 @@
 package changes
 
 import (
+	"bytes"
 	"encoding/hex"
 	"fmt"
 	"time"
@@ -77,6 +78,9 @@ func (d *Decoder) Apply(m pglogrepl.Message) error {
 			for i, c := range m.Columns {
 				r.cols[c.Name] = i
 			}
+			if _, docs := r.cols["doc"]; !docs && !r.catalog {
+				r = nil // unique index entries: no documents, no question to the catalog
+			}
 		}
 		d.rels[m.RelationID] = r
 	case *pglogrepl.BeginMessage:
@@ -131,6 +135,11 @@ func (d *Decoder) row(relID uint32, op byte, oldType uint8, old, new *pglogrepl.
 	}
 	if r.catalog {
 		return d.catalogRow(r, op, old, new)
+	}
+	if op == 'U' && unchangedDoc(r, oldType, old, new) {
+		// Only key columns were written (an index build filling its
+		// column): no document changed, as MongoDB would report it.
+		return nil
 	}
 	ns, ok, err := d.namespace(r.tbl)
 	if err != nil || !ok {
@@ -238,6 +247,25 @@ func (d *Decoder) namespace(tbl string) (Namespace, bool, error) {
 		d.known[tbl] = ns
 	}
 	return ns, ok, err
+}
+
+// unchangedDoc reports whether an update left the document as it was: its
+// doc column not sent (an unchanged TOAST value) or sent with the old
+// bytes.
+func unchangedDoc(r *relation, oldType uint8, old, new *pglogrepl.TupleData) bool {
+	i, ok := r.cols["doc"]
+	if !ok || new == nil || i >= len(new.Columns) {
+		return false
+	}
+	if new.Columns[i].DataType == 'u' {
+		return true
+	}
+	if oldType != 'O' {
+		return false
+	}
+	o, err1 := column(r, old, "doc")
+	n, err2 := column(r, new, "doc")
+	return err1 == nil && err2 == nil && o != nil && bytes.Equal(o, n)
 }
 
 // column returns a column's value in a tuple: binary as sent, or decoded

@@ -56,13 +56,24 @@ type Hub struct {
 	pollMu   sync.Mutex // one read of the slot at a time
 	lastPoll time.Time
 	known    map[string]Namespace
+	// behind is how many messages the last read served before its first
+	// new change: transactions the slot still holds but the hub has
+	// scanned. The next read asks for that many more, or a transaction
+	// of more rows than a read asks for, consumed but kept by the slot
+	// (for resuming inside it), would be all it ever reads.
+	behind int
 
-	mu       sync.Mutex
-	buf      []Change
-	bytes    int
-	base     uint64   // the slot's position
-	scanned  Position // every change up to here is in buf or was trimmed
-	trimmed  Position // the last change dropped from buf
+	mu    sync.Mutex
+	buf   []Change
+	bytes int
+	// base is the slot's position, or where trim is moving it: no stream
+	// may open before it.
+	base    uint64
+	scanned Position // every change up to here is in buf or was trimmed
+	trimmed Position // the last change dropped from buf
+	// rewinds counts the times Open emptied buf to read history again; a
+	// read of the slot begun before one drops what it read.
+	rewinds  int
 	streams  map[*Stream]struct{}
 	lastOpen time.Time // when a stream was last open
 }
@@ -103,7 +114,12 @@ func (h *Hub) Open(ctx context.Context, scope Scope, start *Position) (*Stream, 
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if pos.LSN < h.base {
+	if pos.needs() < h.base && start == nil {
+		// The slot moved on since the end of the WAL was read: a new
+		// stream starts where the slot is now.
+		pos = Position{LSN: h.base, Index: hwm}
+	}
+	if pos.needs() < h.base {
 		return nil, mongoerr.New(mongoerr.ChangeStreamHistoryLost, "Resume of change stream was not possible, as the resume point may no longer be in the oplog (tierdb's replication slot has moved past it)")
 	}
 	if pos.Less(h.trimmed) {
@@ -111,6 +127,7 @@ func (h *Hub) Open(ctx context.Context, scope Scope, start *Position) (*Stream, 
 		// read it again from the slot.
 		h.buf, h.bytes = nil, 0
 		h.scanned, h.trimmed = pos, pos
+		h.rewinds++
 	}
 	s := &Stream{hub: h, scope: scope, pos: pos}
 	h.streams[s] = struct{}{}
@@ -133,9 +150,6 @@ func (s *Stream) Hub() *Hub { return s.hub }
 // Position is where the stream is: after every change it has been given
 // or passed over.
 func (s *Stream) Position() Position { return s.pos }
-
-// Ended reports whether the stream was invalidated.
-func (s *Stream) Ended() bool { return s.ended }
 
 // Next returns up to n changes of the stream's scope after its position
 // (reading the slot if it has none buffered), and whether the last one
@@ -200,27 +214,30 @@ func (h *Hub) poll(ctx context.Context) error {
 		return err
 	}
 	defer done()
-	if err := h.trim(ctx); err != nil {
-		return busyIsNil(err)
-	}
+	// First whether another tierdb on the same PostgreSQL moved the
+	// shared slot past streams of ours (their history is gone), so that
+	// trimming never tries to move it back.
 	conf, err := h.slot.Confirmed(ctx)
 	if err != nil {
 		return err
 	}
 	h.mu.Lock()
 	if conf > h.base {
-		// Another tierdb on the same PostgreSQL moved the shared slot
-		// past streams of ours: their history is gone.
 		h.base = conf
 		for s := range h.streams {
-			if s.pos.LSN < conf {
+			if s.pos.needs() < conf {
 				s.lost = true
 			}
 		}
 	}
-	scanned, room := h.scanned, MaxBufferedChanges-len(h.buf)
+	h.mu.Unlock()
+	if err := h.trim(ctx); err != nil {
+		return busyIsNil(err)
+	}
+	h.mu.Lock()
+	scanned, rewinds, room := h.scanned, h.rewinds, MaxBufferedChanges-len(h.buf)
 	roomBytes := MaxBufferedBytes - h.bytes
-	want := len(h.buf) + 1000
+	want := h.behind + len(h.buf) + 1000
 	h.mu.Unlock()
 	if room <= 0 || roomBytes <= 0 {
 		return nil // the slowest stream has to catch up first
@@ -231,6 +248,12 @@ func (h *Hub) poll(ctx context.Context) error {
 	freshBytes := 0
 	var decodeErr error
 	msgs := 0
+	// whole is the end of the last transaction that made no change (an
+	// index build, catalog rows): the scan has passed it, and so may the
+	// slot, or a read would decode it again and, when it has more rows
+	// than a read asks for, never get past it.
+	var whole Position
+	behind := 0
 	err = h.slot.Peek(ctx, want, func(data []byte) bool {
 		if msgs++; msgs%256 == 0 {
 			runtime.Gosched() // decoding is background work: let requests run
@@ -243,7 +266,12 @@ func (h *Hub) poll(ctx context.Context) error {
 		if decodeErr = dec.Apply(m); decodeErr != nil {
 			return false
 		}
-		for _, c := range dec.Take() {
+		taken := dec.Take()
+		commit, isCommit := m.(*pglogrepl.CommitMessage)
+		if isCommit && len(taken) == 0 {
+			whole = Position{LSN: uint64(commit.CommitLSN), Index: hwm}
+		}
+		for _, c := range taken {
 			if !scanned.Less(c.Pos) {
 				continue
 			}
@@ -253,6 +281,9 @@ func (h *Hub) poll(ctx context.Context) error {
 			freshBytes += c.size()
 			fresh = append(fresh, c)
 		}
+		if isCommit && len(fresh) == 0 {
+			behind = msgs
+		}
 		return true
 	})
 	if err == nil {
@@ -261,12 +292,19 @@ func (h *Hub) poll(ctx context.Context) error {
 	if err != nil {
 		return busyIsNil(err)
 	}
+	h.behind = behind
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.rewinds != rewinds {
+		return nil // fresh follows the old buffer, not the rewound one
+	}
 	h.buf = append(h.buf, fresh...)
 	h.bytes += freshBytes
 	if len(fresh) > 0 {
 		h.scanned = fresh[len(fresh)-1].Pos
+	}
+	if h.scanned.Less(whole) {
+		h.scanned = whole
 	}
 	return nil
 }
@@ -322,19 +360,23 @@ func (h *Hub) trim(ctx context.Context) error {
 		// Transactions committed before every stream's position are
 		// needed by none (one committed at target is sent again, and
 		// skipped by position).
-		target = min.LSN
+		target = min.needs()
 	}
 	if target <= h.base {
 		h.mu.Unlock()
 		return nil
 	}
+	// Raised before the slot moves, so that no stream opens, meanwhile,
+	// at a position the slot is leaving behind.
+	was := h.base
+	h.base = target
 	h.mu.Unlock()
 	if err := h.slot.Advance(ctx, target); err != nil {
+		h.mu.Lock()
+		h.base = was
+		h.mu.Unlock()
 		return err
 	}
-	h.mu.Lock()
-	h.base = max(h.base, target)
-	h.mu.Unlock()
 	return nil
 }
 

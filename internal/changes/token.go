@@ -23,6 +23,17 @@ const hwm = math.MaxUint32
 // tokenPrefix versions the resume token format.
 const tokenPrefix = "T1"
 
+// needs is the slot position that still holds every change after p: the
+// slot passes a transaction only once it is beyond its commit LSN, so a
+// position inside one needs the slot at that LSN, and one past all of it
+// (Index hwm) only just beyond.
+func (p Position) needs() uint64 {
+	if p.Index == hwm {
+		return p.LSN + 1
+	}
+	return p.LSN
+}
+
 // Less orders positions.
 func (p Position) Less(q Position) bool {
 	if p.LSN != q.LSN {

@@ -3,7 +3,6 @@ package commands
 import (
 	"context"
 	"errors"
-	"sync"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -13,7 +12,6 @@ import (
 	"tierdb/internal/changes"
 	"tierdb/internal/exec"
 	"tierdb/internal/mongoerr"
-	"tierdb/internal/qos"
 	"tierdb/internal/storage"
 )
 
@@ -49,49 +47,6 @@ func isChangeStream(cmd bson.D) bool {
 	}
 	st, ok := a[0].(bson.D)
 	return ok && len(st) > 0 && st[0].Key == "$changeStream"
-}
-
-type changeHub struct {
-	mu  sync.Mutex
-	hub *changes.Hub
-}
-
-// changeHub returns the hub, enabling change streams on the first call.
-func (h *Handlers) changeHub(ctx context.Context) (*changes.Hub, error) {
-	h.changes.mu.Lock()
-	defer h.changes.mu.Unlock()
-	if h.changes.hub != nil {
-		return h.changes.hub, nil
-	}
-	slot, err := h.store.EnableChangeStreams(ctx)
-	if errors.Is(err, storage.ErrNoLogicalDecoding) {
-		return nil, mongoerr.New(mongoerr.Location40573, "The $changeStream stage needs PostgreSQL's wal_level = logical (the embedded PostgreSQL has it; set it on the server given with --postgres-url)")
-	}
-	if err != nil {
-		return nil, err
-	}
-	admit := func(ctx context.Context) (func(), error) {
-		if h.opts.Admission == nil {
-			return func() {}, nil
-		}
-		return h.opts.Admission.Admit(qos.WithTier(ctx, qos.Low), qos.Low, false)
-	}
-	hub, err := changes.NewHub(ctx, slot, admit)
-	if err != nil {
-		return nil, err
-	}
-	h.changes.hub = hub
-	return hub, nil
-}
-
-// dropHub forgets the hub whose slot is gone, so the next stream enables
-// change streams again (a new slot, on the current primary).
-func (h *Handlers) dropHub(s *changes.Stream) {
-	h.changes.mu.Lock()
-	defer h.changes.mu.Unlock()
-	if h.changes.hub != nil && s.Hub() == h.changes.hub {
-		h.changes.hub = nil
-	}
 }
 
 // streamSpec is a parsed change stream request.
@@ -256,11 +211,15 @@ func (h *Handlers) changeStream(ctx context.Context, req *Request) (bson.D, erro
 	if sp.scope.Coll != "" {
 		ns = req.DB + "." + sp.scope.Coll
 	}
-	// The first batch returns what is there without waiting, as MongoDB's.
-	batch, done, err := src.next(ctx, batchSize)
-	if err != nil {
-		stream.Close()
-		return nil, err
+	// The first batch returns what is there without waiting, as MongoDB's;
+	// batchSize 0 asks for the cursor (and its resume token) only.
+	var batch []bson.Raw
+	done := false
+	if batchSize != 0 {
+		if batch, done, err = src.next(ctx, batchSize); err != nil {
+			stream.Close()
+			return nil, err
+		}
 	}
 	var id int64
 	if done {
@@ -459,46 +418,4 @@ func sameID(raw bson.Raw, want any) bool {
 		return false
 	}
 	return string(bson.Raw(w).Lookup("_id").Value) == string(got.Value)
-}
-
-// maintainChanges keeps the change streams' slot moving while no stream
-// reads it: at start, and then every half minute, it opens the hub if
-// change streams were enabled on the cluster (so replacements are marked
-// and the slot is trimmed even before the first stream of this process),
-// then lets the hub trim.
-func (h *Handlers) maintainChanges() {
-	if h.store == nil {
-		return
-	}
-	wait := time.NewTimer(2 * time.Second)
-	defer wait.Stop()
-	for {
-		select {
-		case <-h.stop:
-			return
-		case <-wait.C:
-		}
-		ctx, cancel := context.WithTimeout(qos.WithTier(context.Background(), qos.Low), 30*time.Second)
-		h.changes.mu.Lock()
-		hub := h.changes.hub
-		h.changes.mu.Unlock()
-		var err error
-		if hub == nil {
-			var on bool
-			if on, err = h.store.ChangeStreamsEnabled(ctx); on && err == nil {
-				_, err = h.changeHub(ctx)
-			}
-		} else if err = hub.Maintain(ctx); errors.Is(err, changes.ErrSlotLost) {
-			h.changes.mu.Lock()
-			if h.changes.hub == hub {
-				h.changes.hub = nil // recreated on the next pass
-			}
-			h.changes.mu.Unlock()
-		}
-		if err != nil {
-			h.log.Debug("change streams maintenance", "err", err)
-		}
-		cancel()
-		wait.Reset(30 * time.Second)
-	}
 }

@@ -52,6 +52,8 @@ func Map(err error) (e *mongoerr.Error, internal bool) {
 			return &mongoerr.Error{Code: mongoerr.MaxTimeMSExpired, Msg: "operation exceeded time limit", Cause: err}, false
 		case storage.ErrWriteConflict:
 			return &mongoerr.Error{Code: mongoerr.WriteConflict, Msg: se.Msg, Cause: err}, false
+		case storage.ErrTooLarge:
+			return &mongoerr.Error{Code: mongoerr.BSONObjectTooLarge, Msg: se.Msg, Cause: err}, false
 		case storage.ErrNotInTxn:
 			return &mongoerr.Error{Code: mongoerr.OperationNotSupportedInTxn, Msg: se.Msg, Cause: err}, false
 		case storage.ErrCanceled:

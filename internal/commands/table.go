@@ -200,7 +200,7 @@ func New(opts Options) *Handlers {
 	}
 	h.instr, h.slow = newInstruments(), status.NewSlowLog(100)
 	go h.reapSessions()
-	go h.maintainChanges() // changestream.go
+	go h.maintainChanges() // changehub.go
 	if opts.TTLInterval == 0 {
 		opts.TTLInterval = 60 * time.Second
 	}

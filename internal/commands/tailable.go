@@ -98,14 +98,19 @@ func (h *Handlers) findTailable(ctx context.Context, req *Request, ns string, co
 		return nil, mongoerr.Newf(mongoerr.BadValue, "error processing query: ns=%s: tailable cursor requested on non capped collection", ns)
 	}
 	src := &tailSource{store: h.store, col: col, spec: rs, await: o.awaitData, node: storage.NodeFrom(ctx)}
-	batch, _, err := src.next(ctx, batchSize)
-	if err != nil {
-		return nil, err
+	// batchSize 0 asks for a cursor and no documents: nothing is read.
+	read := batchSize != 0 || singleBatch
+	var batch []bson.Raw
+	if read {
+		var err error
+		if batch, _, err = src.next(ctx, batchSize); err != nil {
+			return nil, err
+		}
 	}
 	var id int64
 	// Without a position (the collection was empty) the cursor is dead at
 	// once, as MongoDB's tailable cursors are.
-	if src.after > 0 && !singleBatch {
+	if (src.after > 0 || !read) && !singleBatch {
 		id = h.cursors.add(ns, cursorOwner(req.Session), src).id
 	}
 	return cursorReply(id, ns, rawArray(batch), true), nil
@@ -229,7 +234,7 @@ func (t *tailSource) match(doc []byte) (bson.Raw, bool, error) {
 }
 
 // getMoreContext applies getMore's maxTimeMS: the await time of an
-// awaitData cursor, else a time limit as on any command.
+// awaitData cursor. Other cursors refuse it, as MongoDB does.
 func getMoreContext(ctx context.Context, cmd bson.D, src batchSource) (context.Context, context.CancelFunc, error) {
 	ms, err := getInt(cmd, "maxTimeMS", 0)
 	if err != nil {
@@ -245,11 +250,10 @@ func getMoreContext(ctx context.Context, cmd bson.D, src batchSource) (context.C
 		}
 		return withAwait(ctx, d), func() {}, nil
 	}
-	if ms == 0 {
-		return ctx, func() {}, nil
+	if ms != 0 {
+		return ctx, func() {}, mongoerr.New(mongoerr.BadValue, "cannot set maxTimeMS on getMore command for a non-awaitData cursor")
 	}
-	c, cancel := context.WithTimeout(ctx, time.Duration(ms)*time.Millisecond)
-	return c, cancel, nil
+	return ctx, func() {}, nil
 }
 
 // collectionOptions are a collection's create options, as listCollections

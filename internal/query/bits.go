@@ -37,6 +37,9 @@ var bitsOps = map[string]bitsKind{
 type bitsPred struct {
 	kind      bitsKind
 	positions []int // sorted, distinct
+	// mask is a BinData operand, kept as it came (its positions would
+	// take 64 times its size): it names the positions instead.
+	mask []byte
 }
 
 // maxBitPosition is the largest position MongoDB accepts (an int).
@@ -56,13 +59,7 @@ func parseBits(path, op string, arg any) (bitsPred, error) {
 		sort.Ints(p.positions)
 		p.positions = dedupInts(p.positions)
 	case bson.Binary:
-		for i, b := range x.Data {
-			for j := 0; j < 8; j++ {
-				if b&(1<<j) != 0 {
-					p.positions = append(p.positions, i*8+j)
-				}
-			}
-		}
+		p.mask = x.Data
 	case int32, int64, float64, bson.Decimal128:
 		m, err := bitMask(op, x)
 		if err != nil {
@@ -189,26 +186,31 @@ func (p bitsPred) match(v any, missing bool) bool {
 }
 
 func (p bitsPred) test(isSet func(int) bool) bool {
-	for _, pos := range p.positions {
+	// decided reports whether the bit at pos settles the result, which
+	// is then the opposite of the answer with no position left.
+	decided := func(pos int) bool {
 		set := isSet(pos)
 		switch p.kind {
-		case bitsAllSet:
-			if !set {
-				return false
-			}
-		case bitsAnySet:
-			if set {
-				return true
-			}
-		case bitsAllClear:
-			if set {
-				return false
-			}
-		case bitsAnyClear:
-			if !set {
-				return true
-			}
+		case bitsAllSet, bitsAnyClear:
+			return !set
+		default:
+			return set
 		}
 	}
-	return p.kind == bitsAllSet || p.kind == bitsAllClear
+	vacuous := p.kind == bitsAllSet || p.kind == bitsAllClear
+	for _, pos := range p.positions {
+		if decided(pos) {
+			return !vacuous
+		}
+	}
+	for i, b := range p.mask {
+		for b != 0 {
+			j := bits.TrailingZeros8(b)
+			if decided(i*8 + j) {
+				return !vacuous
+			}
+			b &^= 1 << j
+		}
+	}
+	return vacuous
 }

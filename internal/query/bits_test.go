@@ -1,6 +1,12 @@
 package query
 
-import "testing"
+import (
+	"bytes"
+	"runtime"
+	"testing"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+)
 
 // Cases from MongoDB's $bitsAllSet/$bitsAnySet/$bitsAllClear/$bitsAnyClear
 // reference pages: a: 54 (00110110), -5 sign-extended, BinData, doubles.
@@ -84,5 +90,33 @@ func TestMatchedPosition(t *testing.T) {
 		if got != c.want {
 			t.Errorf("%s on %s: position %q, want %q", c.filter, c.doc, got, c.want)
 		}
+	}
+}
+
+// A BinData mask is kept as it came: a 1 MiB mask of ones (8M positions)
+// must not cost 64 MiB of positions, whatever a client sends.
+func TestBitsBinDataMaskStaysItsSize(t *testing.T) {
+	mask := bytes.Repeat([]byte{0xff}, 1<<20)
+	filter := bson.D{{Key: "a", Value: bson.D{{Key: "$bitsAnyClear", Value: bson.Binary{Data: mask}}}}}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	f, err := ParseFilter(filter)
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 8<<20 {
+		t.Errorf("parsing a 1 MiB mask allocated %d MiB", grew>>20)
+	}
+	if f.Match(bson.D{{Key: "a", Value: int32(-1)}}) {
+		t.Error("-1 has every bit set: $bitsAnyClear must not match")
+	}
+	if !f.Match(bson.D{{Key: "a", Value: int32(5)}}) {
+		t.Error("5 has clear bits: $bitsAnyClear must match")
+	}
+	set := bson.D{{Key: "a", Value: bson.D{{Key: "$bitsAllSet", Value: bson.Binary{Data: []byte{0, 0x80}}}}}}
+	if g, _ := ParseFilter(set); !g.Match(bson.D{{Key: "a", Value: int32(1 << 15)}}) || g.Match(bson.D{{Key: "a", Value: int32(1 << 14)}}) {
+		t.Error("BinData mask byte 1 = 0x80 names bit 15 only")
 	}
 }

@@ -106,6 +106,13 @@ type visitFn func(v any, missing bool) bool
 // yield nothing; a path that ends early yields one missing element. It
 // reports whether fn stopped it.
 func walkDoc(doc bson.D, parts []string, mode leafMode, fn visitFn) bool {
+	return walkDocAt(doc, parts, mode, nil, fn)
+}
+
+// walkDocAt is walkDoc that, when outer is not nil, keeps in *outer the
+// index, in the first array the path runs through, of the element being
+// visited (-1 while none, or when visiting that array whole).
+func walkDocAt(doc bson.D, parts []string, mode leafMode, outer *int, fn visitFn) bool {
 	cur := doc
 	for i, p := range parts {
 		v, found := field(cur, p)
@@ -121,7 +128,7 @@ func walkDoc(doc bson.D, parts []string, mode leafMode, fn visitFn) bool {
 			}
 			cur = x
 		case bson.A:
-			return walkArray(x, parts[i+1:], mode, fn)
+			return walkArray(x, parts[i+1:], mode, outer, fn)
 		default:
 			if last {
 				return fn(v, false)
@@ -132,7 +139,14 @@ func walkDoc(doc bson.D, parts []string, mode leafMode, fn visitFn) bool {
 	return false
 }
 
-func walkArray(arr bson.A, rest []string, mode leafMode, fn visitFn) bool {
+// walkArray walks rest from an array; outer, when not nil, is set to the
+// index of the element being visited and to -1 for the array whole.
+func walkArray(arr bson.A, rest []string, mode leafMode, outer *int, fn visitFn) bool {
+	at := func(i int) {
+		if outer != nil {
+			*outer = i
+		}
+	}
 	if len(rest) == 0 {
 		switch mode {
 		case leafWhole:
@@ -142,19 +156,23 @@ func walkArray(arr bson.A, rest []string, mode leafMode, fn visitFn) bool {
 				return fn(bson.Undefined{}, false)
 			}
 		}
-		for _, e := range arr {
+		for i, e := range arr {
+			at(i)
 			if fn(normalize(e), false) {
 				return true
 			}
 		}
+		at(-1)
 		return mode == leafExpand && fn(arr, false)
 	}
 	idx, isIndex := arrayIndex(rest[0])
 	for i, e := range arr {
+		at(i)
 		if walkElem(normalize(e), isIndex && i == idx, rest, mode, fn) {
 			return true
 		}
 	}
+	at(-1)
 	return false
 }
 
@@ -177,7 +195,7 @@ func walkElem(e any, offset bool, rest []string, mode leafMode, fn visitFn) bool
 			if len(rest) == 1 {
 				return fn(x, false)
 			}
-			return walkArray(x, rest[1:], mode, fn)
+			return walkArray(x, rest[1:], mode, nil, fn)
 		}
 	default:
 		return offset && len(rest) == 1 && fn(x, false)

@@ -67,57 +67,6 @@ type indexedPred interface {
 	matchIndex(v any, missing bool) int
 }
 
-// walkDocAt is walkDoc that keeps in *outer the index, in the first array
-// the path runs through, of the element being visited (-1 while none, or
-// when visiting that array whole).
-func walkDocAt(doc bson.D, parts []string, mode leafMode, outer *int, fn visitFn) bool {
-	cur := doc
-	for i, p := range parts {
-		v, found := field(cur, p)
-		if !found {
-			return fn(nil, true)
-		}
-		v = normalize(v)
-		last := i == len(parts)-1
-		switch x := v.(type) {
-		case bson.D:
-			if last {
-				return fn(x, false)
-			}
-			cur = x
-		case bson.A:
-			rest := parts[i+1:]
-			if len(rest) == 0 {
-				if mode == leafExpand {
-					for j, e := range x {
-						*outer = j
-						if fn(normalize(e), false) {
-							return true
-						}
-					}
-				}
-				*outer = -1
-				return fn(x, false)
-			}
-			idx, isIndex := arrayIndex(rest[0])
-			for j, e := range x {
-				*outer = j
-				if walkElem(normalize(e), isIndex && j == idx, rest, mode, fn) {
-					return true
-				}
-			}
-			*outer = -1
-			return false
-		default:
-			if last {
-				return fn(v, false)
-			}
-			return fn(nil, true)
-		}
-	}
-	return false
-}
-
 func (p elemMatchDocPred) matchIndex(v any, missing bool) int {
 	a, ok := asArray(normalize(v))
 	if missing || !ok {

@@ -146,6 +146,20 @@ func (s *Store) CreateCappedCollection(ctx context.Context, db, name string, c C
 	return s.createCollection(ctx, db, name, &c)
 }
 
+// insertFitting is insertBatch, refusing with ErrTooLarge a batch in which
+// a document is larger than its capped collection: MongoDB refuses such a
+// document rather than evicting everything, itself included.
+func (s *Store) insertFitting(ctx context.Context, c *Collection, docs []Doc) error {
+	if c.Capped != nil {
+		for _, d := range docs {
+			if int64(len(d.Raw)) > c.Capped.Size {
+				return newErr(ErrTooLarge, "object to insert exceeds cappedMaxSize")
+			}
+		}
+	}
+	return s.insertBatch(ctx, c, docs)
+}
+
 // TailParams position a tailable read of a capped collection.
 type TailParams struct {
 	// After is the seq of the last row the cursor saw; 0 starts at the

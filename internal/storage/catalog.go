@@ -175,7 +175,7 @@ CREATE TABLE IF NOT EXISTS `+catalogSchema+`.collections (
 	next_col int NOT NULL DEFAULT 1,
 	created  timestamptz NOT NULL DEFAULT now(),
 	PRIMARY KEY (db, name)
-);`+authTablesSQL+recordsSQL+cappedSQL+viewsSQL)
+);`+authTablesSQL+recordsSQL+cappedSQL+droppedTablesSQL+viewsSQL)
 		return err
 	})
 }
@@ -486,6 +486,9 @@ func dropTables(ctx context.Context, tx pgx.Tx, col *Collection) error {
 			return err
 		}
 	}
-	_, err := tx.Exec(ctx, `DROP TABLE IF EXISTS `+col.table)
+	if _, err := tx.Exec(ctx, `DROP TABLE IF EXISTS `+col.table); err != nil {
+		return err
+	}
+	_, err := tx.Exec(ctx, rememberDroppedSQL, col.tbl, col.DB, col.Name)
 	return err
 }

@@ -19,6 +19,25 @@ const (
 	changesPublication = "tierdb_changes"
 )
 
+// The tables of dropped collections, while change streams may still decode
+// their rows: the catalog forgets a table at its drop, but the changes
+// before the drop are decoded later and must still name their collection.
+// A row is written after the table is dropped, so its lsn follows every
+// change of the table; once the slot has passed it, it is deleted.
+const droppedTablesSQL = `;
+CREATE TABLE IF NOT EXISTS ` + catalogSchema + `.dropped_tables (
+	tbl  text PRIMARY KEY,
+	db   text NOT NULL,
+	name text NOT NULL,
+	lsn  pg_lsn NOT NULL DEFAULT pg_current_wal_insert_lsn()
+)`
+
+// rememberDroppedSQL keeps a dropped table's namespace, when the change
+// streams' slot exists.
+const rememberDroppedSQL = `INSERT INTO ` + catalogSchema + `.dropped_tables (tbl, db, name)
+SELECT $1, $2, $3 WHERE EXISTS (SELECT 1 FROM pg_replication_slots WHERE slot_name = '` + changesSlot + `')
+ON CONFLICT DO NOTHING`
+
 // ErrNoLogicalDecoding: PostgreSQL's wal_level is not logical, so change
 // streams cannot be served.
 var ErrNoLogicalDecoding = newErr(ErrIllegal, "change streams need PostgreSQL's wal_level = logical")
@@ -156,8 +175,12 @@ func slotError(ctx context.Context, err error) error {
 // Advance implements changes.Slot.
 func (c *ChangeSlot) Advance(ctx context.Context, lsn uint64) error {
 	ctx, q := c.low(ctx)
-	_, err := q.Exec(ctx, `SELECT pg_replication_slot_advance($1, $2::pg_lsn)`, changesSlot, pglogrepl.LSN(lsn).String())
-	return slotError(ctx, err)
+	pos := pglogrepl.LSN(lsn).String()
+	if _, err := q.Exec(ctx, `SELECT pg_replication_slot_advance($1, $2::pg_lsn)`, changesSlot, pos); err != nil {
+		return slotError(ctx, err)
+	}
+	_, err := q.Exec(ctx, `DELETE FROM `+catalogSchema+`.dropped_tables WHERE lsn < $1::pg_lsn`, pos)
+	return fromPG(ctx, err)
 }
 
 // Confirmed implements changes.Slot.
@@ -187,7 +210,8 @@ func (c *ChangeSlot) lsn(ctx context.Context, sql string, args ...any) (uint64, 
 func (c *ChangeSlot) Resolve(ctx context.Context, tbl string) (changes.Namespace, bool, error) {
 	ctx, q := c.low(ctx)
 	var ns changes.Namespace
-	err := q.QueryRow(ctx, `SELECT db, name FROM `+catalogSchema+`.collections WHERE tbl = $1`, tbl).Scan(&ns.DB, &ns.Coll)
+	err := q.QueryRow(ctx, `SELECT db, name FROM `+catalogSchema+`.collections WHERE tbl = $1
+UNION ALL SELECT db, name FROM `+catalogSchema+`.dropped_tables WHERE tbl = $1 LIMIT 1`, tbl).Scan(&ns.DB, &ns.Coll)
 	if err == pgx.ErrNoRows {
 		return ns, false, nil
 	}
@@ -204,10 +228,6 @@ type replacingKey struct{}
 func Replacing(ctx context.Context) context.Context {
 	return context.WithValue(ctx, replacingKey{}, true)
 }
-
-// ChangeStreamsOn reports whether change streams are enabled on the
-// cluster, as last seen (EnableChangeStreams, ChangeStreamsEnabled).
-func (s *Store) ChangeStreamsOn() bool { return s.changesOn.Load() }
 
 // ChangeStreamsEnabled looks whether change streams have been enabled on
 // the cluster (by any tierdb): their slot exists.
@@ -228,32 +248,7 @@ func (s *Store) ChangeStreamsEnabled(ctx context.Context) (bool, error) {
 // replacement (MongoDB's "replace" event) from an update.
 func (s *Store) writeReplacement(ctx context.Context, key []byte, sql string, args ...any) (pgconn.CommandTag, error) {
 	const msg = `SELECT pg_logical_emit_message(true, '` + changes.ReplaceMessagePrefix + `', $1::bytea)`
-	if t := txnFrom(ctx); t != nil {
-		if _, err := t.exec(ctx, msg, key); err != nil {
-			return pgconn.CommandTag{}, err
-		}
-		return t.exec(ctx, sql, args...)
-	}
-	b := &pgx.Batch{}
-	async, _ := ctx.Value(asyncCommitKey{}).(bool)
-	if async {
-		b.Queue(`SELECT set_config('synchronous_commit', 'off', true)`)
-	}
-	b.Queue(msg, key)
-	b.Queue(sql, args...)
-	br := s.pool(ctx).SendBatch(ctx, b)
-	var tag pgconn.CommandTag
-	var err error
-	for i := 0; i < b.Len() && err == nil; i++ {
-		tag, err = br.Exec()
-	}
-	if cerr := br.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil && async {
-		s.asyncCommits.Add(1)
-	}
-	return tag, err
+	return s.writeAfter(ctx, &statement{sql: msg, args: []any{key}}, sql, args...)
 }
 
 // dropDatabaseMessageSQL marks a dropDatabase in its transaction, after the

@@ -46,10 +46,11 @@ func (s *Store) Insert(ctx context.Context, c *Collection, docs []Doc, ordered b
 		return 0, nil, err
 	}
 	// Fast path: the whole batch in one statement, atomically. Only when it
-	// fails on a unique index do we go document by document to find out which
-	// ones conflict and honour ordered semantics exactly.
-	err = s.insertBatch(ctx, c, docs)
+	// fails on a unique index, or one document is larger than its capped
+	// collection, do we go document by document to find out which ones
+	// fail and honour ordered semantics exactly.
 	defer s.noteAppend(c)
+	err = s.insertFitting(ctx, c, docs)
 	if err == nil {
 		for _, d := range docs {
 			s.versions.put(cacheKey(c, IDKey(d.ID)), d.Raw)
@@ -60,7 +61,7 @@ func (s *Store) Insert(ctx context.Context, c *Collection, docs []Doc, ordered b
 		return 0, nil, err
 	}
 	for i := range docs {
-		err := s.insertBatch(ctx, c, docs[i:i+1])
+		err := s.insertFitting(ctx, c, docs[i:i+1])
 		switch {
 		case err == nil:
 			inserted++
@@ -81,9 +82,10 @@ func (s *Store) Insert(ctx context.Context, c *Collection, docs []Doc, ordered b
 }
 
 // docError reports a failure of one document (not of the batch): a
-// duplicate key, a value an index cannot hold.
+// duplicate key, a value an index cannot hold, a document larger than its
+// capped collection.
 func docError(err error) bool {
-	return IsCode(err, ErrDuplicateKey) || IsCode(err, ErrCannotIndex) || IsCode(err, ErrBadLanguage)
+	return IsCode(err, ErrDuplicateKey) || IsCode(err, ErrCannotIndex) || IsCode(err, ErrBadLanguage) || IsCode(err, ErrTooLarge)
 }
 
 func (s *Store) insertBatch(ctx context.Context, c *Collection, docs []Doc) error {
@@ -127,26 +129,49 @@ func (s *Store) AsyncCommits() int64 { return s.asyncCommits.Load() }
 // implicit transaction, so it costs no round trip and cannot leak into the
 // backend's next request.
 func (s *Store) write(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	return s.writeAfter(ctx, nil, sql, args...)
+}
+
+// statement is one SQL statement and its arguments.
+type statement struct {
+	sql  string
+	args []any
+}
+
+// writeAfter is write with, when first is not nil, a statement run just
+// before it in the same transaction.
+func (s *Store) writeAfter(ctx context.Context, first *statement, sql string, args ...any) (pgconn.CommandTag, error) {
 	if t := txnFrom(ctx); t != nil {
+		if first != nil {
+			if _, err := t.exec(ctx, first.sql, first.args...); err != nil {
+				return pgconn.CommandTag{}, err
+			}
+		}
 		return t.exec(ctx, sql, args...) // its commit decides synchronous_commit
 	}
 	p := s.pool(ctx)
-	if async, _ := ctx.Value(asyncCommitKey{}).(bool); !async {
+	async, _ := ctx.Value(asyncCommitKey{}).(bool)
+	if !async && first == nil {
 		return p.Exec(ctx, sql, args...)
 	}
 	b := &pgx.Batch{}
-	b.Queue(`SELECT set_config('synchronous_commit', 'off', true)`)
+	if async {
+		b.Queue(`SELECT set_config('synchronous_commit', 'off', true)`)
+	}
+	if first != nil {
+		b.Queue(first.sql, first.args...)
+	}
 	b.Queue(sql, args...)
 	br := p.SendBatch(ctx, b)
-	_, err := br.Exec()
 	var tag pgconn.CommandTag
-	if err == nil {
+	var err error
+	for i := 0; i < b.Len() && err == nil; i++ {
 		tag, err = br.Exec()
 	}
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
-	if err == nil {
+	if err == nil && async {
 		s.asyncCommits.Add(1)
 	}
 	return tag, err

@@ -39,6 +39,8 @@ const (
 	// ErrNotInTxn: an operation a transaction may not do (writing to a
 	// capped collection).
 	ErrNotInTxn
+	// ErrTooLarge: a document larger than its capped collection.
+	ErrTooLarge
 	// ErrCannotIndex: a document holds a value an index cannot hold (an
 	// array in a hashed field).
 	ErrCannotIndex

@@ -24,9 +24,6 @@ func FromPipeline(p Pipeline) *Update {
 	return &Update{pipeline: p, now: time.Now}
 }
 
-// IsPipeline reports whether the update is pipeline-style.
-func (u *Update) IsPipeline() bool { return u.pipeline != nil }
-
 func (u *Update) applyPipeline(doc bson.D) (bson.D, error) {
 	in := doc
 	if in == nil {
