@@ -444,8 +444,8 @@ def test_explain_pipeline(db, sales):
 
 
 def test_unsupported_stages_are_refused(sales):
-    for stage, code in [({"$out": "x"}, 238), ({"$merge": {"into": "x"}}, 238), ({"$graphLookup": {}}, 238),
-                        ({"$setWindowFields": {}}, 238),
+    for stage, code in [({"$redact": "$$KEEP"}, 238), ({"$geoNear": {}}, 238), ({"$densify": {}}, 238),
+                        ({"$fill": {}}, 238),
                         ({"$frobnicate": {}}, 40324)]:
         with pytest.raises(OperationFailure) as e:
             agg(sales, [stage])
@@ -497,3 +497,88 @@ def test_lookup_needs_find_on_the_other_collection(new_server):
     assert list(admin.shop.orders.aggregate(pipeline))[0]["s"] == [{"_id": "a", "code": 42}]
     clerk.close()
     admin.close()
+
+
+# --- $graphLookup, $bucketAuto, $setWindowFields ----------------------------
+
+def test_graph_lookup(db):
+    db.emp.insert_many([
+        {"_id": 1, "name": "Dev"},
+        {"_id": 2, "name": "Eliot", "reportsTo": "Dev"},
+        {"_id": 3, "name": "Ron", "reportsTo": "Eliot"},
+        {"_id": 4, "name": "Andrew", "reportsTo": "Eliot"},
+        {"_id": 5, "name": "Asya", "reportsTo": "Ron"},
+    ])
+    rows = agg(db.emp, [
+        {"$graphLookup": {"from": "emp", "startWith": "$reportsTo", "connectFromField": "reportsTo",
+                          "connectToField": "name", "as": "chain", "depthField": "depth"}},
+        {"$project": {"chain": {"$map": {"input": "$chain", "in": ["$$this.name", "$$this.depth"]}}}},
+    ])
+    chains = {r["_id"]: sorted(r["chain"], key=lambda c: c[1]) for r in rows}
+    assert chains[1] == [] and chains[2] == [["Dev", 0]]
+    assert chains[5] == [["Ron", 0], ["Eliot", 1], ["Dev", 2]]
+    assert all(isinstance(c[1], Int64) for c in chains[5])
+    # maxDepth and restrictSearchWithMatch.
+    rows = agg(db.emp, [
+        {"$match": {"_id": 1}},
+        {"$graphLookup": {"from": "emp", "startWith": "$name", "connectFromField": "name", "connectToField": "reportsTo",
+                          "as": "reports", "maxDepth": 1, "restrictSearchWithMatch": {"name": {"$ne": "Andrew"}}}},
+    ])
+    assert sorted(r["name"] for r in rows[0]["reports"]) == ["Eliot", "Ron"]
+    with pytest.raises(OperationFailure) as e:
+        agg(db.emp, [{"$graphLookup": {"from": "emp", "startWith": "$x", "as": "y"}}])
+    assert codes(e) == 40105
+
+
+def test_bucket_auto(db):
+    db.b.insert_many([{"_id": i, "price": p} for i, p in enumerate([5, 1, 2, 2, 2, 3, 8, 9, 4, 7, 6, 10])])
+    rows = agg(db.b, [{"$bucketAuto": {"groupBy": "$price", "buckets": 4, "output": {"n": {"$sum": 1}, "top": {"$max": "$price"}}}}])
+    assert rows == [
+        {"_id": {"min": 1, "max": 3}, "n": 4, "top": 2},
+        {"_id": {"min": 3, "max": 6}, "n": 3, "top": 5},
+        {"_id": {"min": 6, "max": 9}, "n": 3, "top": 8},
+        {"_id": {"min": 9, "max": 10}, "n": 2, "top": 10},
+    ]
+    assert agg(db.b, [{"$bucketAuto": {"groupBy": "$price", "buckets": 1}}]) == [{"_id": {"min": 1, "max": 10}, "count": 12}]
+    with pytest.raises(OperationFailure) as e:
+        agg(db.b, [{"$bucketAuto": {"groupBy": "$price", "buckets": 2, "granularity": "R5"}}])
+    assert codes(e) == 238
+    with pytest.raises(OperationFailure) as e:
+        agg(db.b, [{"$bucketAuto": {"groupBy": "$price", "buckets": 0}}])
+    assert codes(e) == 40243
+
+
+def test_set_window_fields(db):
+    db.w.insert_many([
+        {"_id": 1, "state": "CA", "day": 1, "qty": 10},
+        {"_id": 2, "state": "CA", "day": 2, "qty": 20},
+        {"_id": 3, "state": "CA", "day": 3, "qty": 20},
+        {"_id": 4, "state": "WA", "day": 1, "qty": 5},
+        {"_id": 5, "state": "WA", "day": 2, "qty": 7},
+    ])
+    rows = agg(db.w, [{"$setWindowFields": {
+        "partitionBy": "$state", "sortBy": {"day": 1},
+        "output": {
+            "running": {"$sum": "$qty", "window": {"documents": ["unbounded", "current"]}},
+            "moving": {"$avg": "$qty", "window": {"documents": [-1, 0]}},
+            "total": {"$sum": "$qty"},
+            "n": {"$documentNumber": {}},
+            "next": {"$shift": {"output": "$qty", "by": 1}},
+        }}}, {"$project": {"state": 0, "day": 0}}])
+    assert rows == [
+        {"_id": 1, "qty": 10, "running": 10, "moving": 10.0, "total": 50, "n": 1, "next": 20},
+        {"_id": 2, "qty": 20, "running": 30, "moving": 15.0, "total": 50, "n": 2, "next": 20},
+        {"_id": 3, "qty": 20, "running": 50, "moving": 20.0, "total": 50, "n": 3, "next": None},
+        {"_id": 4, "qty": 5, "running": 5, "moving": 5.0, "total": 12, "n": 1, "next": 7},
+        {"_id": 5, "qty": 7, "running": 12, "moving": 6.0, "total": 12, "n": 2, "next": None},
+    ]
+    ranks = agg(db.w, [{"$setWindowFields": {"sortBy": {"qty": -1}, "output": {
+        "r": {"$rank": {}}, "d": {"$denseRank": {}}}}}, {"$project": {"r": 1, "d": 1}}])
+    assert ranks == [{"_id": 2, "r": 1, "d": 1}, {"_id": 3, "r": 1, "d": 1}, {"_id": 1, "r": 3, "d": 2},
+                     {"_id": 5, "r": 4, "d": 3}, {"_id": 4, "r": 5, "d": 4}]
+    for output, code in [({"x": {"$sum": "$qty", "window": {"range": [-1, 1]}}}, 238),
+                         ({"x": {"$derivative": {"input": "$qty"}}}, 238),
+                         ({"x": {"$rank": {}}}, 9)]:
+        with pytest.raises(OperationFailure) as e:
+            agg(db.w, [{"$setWindowFields": {"sortBy": {"qty": 1, "day": 1}, "output": output}}])
+        assert codes(e) == code, output

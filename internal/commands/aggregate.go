@@ -2,6 +2,7 @@ package commands
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 
@@ -43,36 +44,101 @@ func (h *Handlers) aggregate(ctx context.Context, req *Request) (bson.D, error) 
 	if err != nil {
 		return nil, err
 	}
+	name, err := collectionName(req)
+	if err != nil {
+		return nil, mongoerr.New(mongoerr.NotImplemented, "aggregate is supported on collections only")
+	}
+	pipeline, err := getArray(req.Cmd, "pipeline")
+	if err != nil {
+		return nil, err
+	}
+	run := func(ctx context.Context, req *Request) (bson.D, error) {
+		sink := &exec.Collect{}
+		if err := h.runAggregate(ctx, req, name, pipeline, sink); err != nil {
+			return nil, err
+		}
+		return h.firstBatch(ctx, req, req.DB+"."+name, &sliceSource{docs: sink.Raws}, batchSize, false)
+	}
+	if writes(pipeline) {
+		// $out and $merge honour the command's write concern.
+		return h.withWriteConcern(ctx, req, run)
+	}
+	return run(ctx, req)
+}
+
+// writes reports whether a pipeline ends in $out or $merge.
+func writes(pipeline bson.A) bool {
+	if len(pipeline) == 0 {
+		return false
+	}
+	last, ok := pipeline[len(pipeline)-1].(bson.D)
+	return ok && len(last) == 1 && (last[0].Key == "$out" || last[0].Key == "$merge")
+}
+
+// runAggregate runs pipeline over db.name (a collection, or a view: its
+// pipeline first, over the collection it reads) into sink. Documents
+// stream through the stages one at a time: memory is what the stages
+// keep ($group's groups, $sort's input) and the results, not every match.
+func (h *Handlers) runAggregate(ctx context.Context, req *Request, name string, pipeline bson.A, sink exec.Stage) error {
+	out := h.newOutput(ctx, req)
+	defer out.abort()
 	ctx, done, err := h.routeRead(ctx, req)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer done()
-	p, err := h.parseAggregate(ctx, req)
+	p, err := h.parseAggregate(ctx, req, name, pipeline)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	// Documents stream through the stages one at a time: memory is what
-	// the stages keep ($group's groups, $sort's input) and the results,
-	// not every match.
-	sink := &exec.Collect{}
+	p.env.Output = out
 	stages, read := h.aggregateInput(ctx, req.DB, p)
 	head, err := exec.Build(stages, sink, p.env)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	err = read(head.Push)
-	if err != nil && err != exec.ErrDone {
-		return nil, err
+	if err == nil || err == exec.ErrDone {
+		err = head.Finish()
 	}
-	if err := head.Finish(); err != nil {
-		return nil, err
-	}
-	return h.firstBatch(ctx, req, req.DB+"."+p.coll, &sliceSource{docs: sink.Raws}, batchSize, false)
+	return h.memoryError(req, err)
 }
 
-// parsedAggregate is an aggregate command ready to run: the prefilter of
-// its leading $match and the stages after it, already checked.
+// memoryError tells a stage past its memory limit apart when the command
+// allowed disk use (as MongoDB 6.0 does by default): tierdb spills only
+// $sort and $group, so for the other blocking stages the limit stands, but the
+// answer must not claim the permission was missing.
+func (h *Handlers) memoryError(req *Request, err error) error {
+	var me *mongoerr.Error
+	if !errors.As(err, &me) || me.Code != mongoerr.QueryExceededMemoryLimit {
+		return err
+	}
+	if allow, _ := getBool(req.Cmd, "allowDiskUse", true); !allow {
+		return err
+	}
+	return mongoerr.Newf(mongoerr.ExceededMemoryLimit, "%s; disk use is allowed, but tierdb spills only $sort and $group to disk, not this stage", strings.TrimSuffix(me.Msg, exec.ExceededHint))
+}
+
+// findDiskUse keeps find's memory error honest: its in-memory sort does
+// not spill, so with allowDiskUse: true it answers ExceededMemoryLimit,
+// not that disk use was not allowed.
+func findDiskUse(next handlerFunc) handlerFunc {
+	return func(ctx context.Context, req *Request) (bson.D, error) {
+		reply, err := next(ctx, req)
+		var me *mongoerr.Error
+		if err == nil || !errors.As(err, &me) || me.Code != mongoerr.QueryExceededMemoryLimit {
+			return reply, err
+		}
+		if allow, _ := getBool(req.Cmd, "allowDiskUse", false); !allow {
+			return reply, err
+		}
+		return nil, mongoerr.Newf(mongoerr.ExceededMemoryLimit, "%s; allowDiskUse was given, but find's in-memory sort does not spill", me.Msg)
+	}
+}
+
+// parsedAggregate is an aggregate command ready to run: the collection it
+// reads, the prefilter of its leading $match and the stages after it,
+// already checked.
 type parsedAggregate struct {
 	coll   string
 	first  bson.D
@@ -86,16 +152,14 @@ type parsedAggregate struct {
 	text *textQuery
 }
 
-func (h *Handlers) parseAggregate(ctx context.Context, req *Request) (*parsedAggregate, error) {
-	name, err := collectionName(req)
-	if err != nil {
-		return nil, mongoerr.New(mongoerr.NotImplemented, "aggregate is supported on collections only")
-	}
-	pipeline, err := getArray(req.Cmd, "pipeline")
+// parseAggregate prepares pipeline over db.name; over a view, the view's
+// pipeline comes first and the collection it reads is read.
+func (h *Handlers) parseAggregate(ctx context.Context, req *Request, name string, pipeline bson.A) (*parsedAggregate, error) {
+	base, viewStages, err := h.resolveView(ctx, req.DB, name)
 	if err != nil {
 		return nil, err
 	}
-	stages, err := exec.ParsePipeline(pipeline)
+	stages, err := exec.ParsePipeline(append(viewStages, pipeline...))
 	if err != nil {
 		return nil, err
 	}
@@ -115,12 +179,16 @@ func (h *Handlers) parseAggregate(ctx context.Context, req *Request) (*parsedAgg
 	if err != nil {
 		return nil, err
 	}
+	allowDisk, err := getBool(req.Cmd, "allowDiskUse", true)
+	if err != nil {
+		return nil, err
+	}
 	p := &parsedAggregate{
-		coll: name, first: first, stages: stages, text: text,
+		coll: base, first: first, stages: stages, text: text,
 		// With $text, rs is only the rest of the $match: never "empty" or
 		// "exact", so no shortcut can take it for the whole selection.
 		rs:  &readSpec{filter: filter, empty: len(rest) == 0 && text == nil, exact: text == nil && isIDEquality(first)},
-		env: &exec.Env{Ctx: ctx, Vars: vars, Read: h.reader(req)},
+		env: &exec.Env{Ctx: ctx, Vars: vars, Read: h.reader(req), DB: req.DB, Output: noOutput{}, AllowDiskUse: allowDisk},
 	}
 	p.rs.sort, p.limitHint = leadingSort(stages)
 	// Build the stages once before reading anything, so that a bad stage
@@ -131,12 +199,32 @@ func (h *Handlers) parseAggregate(ctx context.Context, req *Request) (*parsedAgg
 	return p, nil
 }
 
+// noOutput stands for the real output while a pipeline is only parsed
+// (or explained): it never writes.
+type noOutput struct{}
+
+func (noOutput) Out(context.Context, string, string) (exec.OutWriter, error) {
+	return nil, mongoerr.New(mongoerr.InternalError, "a pipeline that was only parsed wrote")
+}
+
+func (noOutput) Merge(context.Context, string, string, []string) (exec.MergeTarget, error) {
+	return nil, mongoerr.New(mongoerr.InternalError, "a pipeline that was only parsed wrote")
+}
+
 // explainAggregate describes how a pipeline runs, reading nothing: the
 // leading $match as PostgreSQL's plan of the prefilter it becomes (as
 // explain does for find), then the stages tierdb runs in process, as
 // given.
 func (h *Handlers) explainAggregate(ctx context.Context, req *Request) (bson.D, error) {
-	p, err := h.parseAggregate(ctx, req)
+	name, err := collectionName(req)
+	if err != nil {
+		return nil, mongoerr.New(mongoerr.NotImplemented, "aggregate is supported on collections only")
+	}
+	pipeline, err := getArray(req.Cmd, "pipeline")
+	if err != nil {
+		return nil, err
+	}
+	p, err := h.parseAggregate(ctx, req, name, pipeline)
 	if err != nil {
 		return nil, err
 	}
@@ -349,7 +437,7 @@ func (h *Handlers) readInto(ctx context.Context, db, coll string, rs *readSpec, 
 }
 
 // reader is how a pipeline's $lookup and $unionWith read the other
-// collections of the request's database: the same storage read as the
+// collections (or views) of the request's database: the same storage read as the
 // pipeline's own input, on the same node, allowed when the user may find
 // in that collection too (the dispatch wrapper checked only the
 // aggregated one).
@@ -359,7 +447,33 @@ func (h *Handlers) reader(req *Request) exec.Reader {
 			!req.Session.User.Grants.Allows(req.DB, coll, auth.Actions(auth.ActFind)) {
 			return mongoerr.Newf(mongoerr.Unauthorized, "not authorized on %s to execute command { find: %q }", req.DB, coll)
 		}
-		return h.readInto(ctx, req.DB, coll, &readSpec{filter: filter}, fn)
+		base, stages, err := h.resolveView(ctx, req.DB, coll)
+		if err != nil || len(stages) == 0 {
+			if err != nil {
+				return err
+			}
+			return h.readInto(ctx, req.DB, coll, &readSpec{filter: filter}, fn)
+		}
+		// A view: its pipeline over the collection it reads, then filter.
+		parsed, err := exec.ParsePipeline(stages)
+		if err != nil {
+			return err
+		}
+		sink := &funcSink{push: func(doc bson.D) error {
+			if !filter.Match(doc) {
+				return nil
+			}
+			return fn(doc)
+		}}
+		head, err := exec.Build(parsed, sink, &exec.Env{Ctx: ctx, Read: h.reader(req), DB: req.DB})
+		if err != nil {
+			return err
+		}
+		all, _ := query.ParseFilter(nil)
+		if err := h.readInto(ctx, req.DB, base, &readSpec{filter: all, empty: true}, head.Push); err != nil && err != exec.ErrDone {
+			return err
+		}
+		return head.Finish()
 	}
 }
 

@@ -77,6 +77,11 @@ func (h *Handlers) listCollections(ctx context.Context, req *Request) (bson.D, e
 			batch = append(batch, info)
 		}
 	}
+	views, err := h.viewInfos(ctx, req.DB, filter, nameOnly)
+	if err != nil {
+		return nil, err
+	}
+	batch = append(batch, views...)
 	return cursorReply(0, req.DB+".$cmd.listCollections", batch, true), nil
 }
 

@@ -23,15 +23,7 @@ func (h *Handlers) distinct(ctx context.Context, req *Request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	keyV, ok := lookup(req.Cmd, "key")
-	if !ok {
-		return nil, mongoerr.New(mongoerr.Location40414, "BSON field 'distinct.key' is missing but a required field")
-	}
-	key, ok := keyV.(string)
-	if !ok {
-		return nil, typeErr("distinct.key", "string", keyV)
-	}
-	filter, err := getDoc(req.Cmd, "query")
+	key, filter, err := distinctArgs(req)
 	if err != nil {
 		return nil, err
 	}
@@ -56,47 +48,77 @@ func (h *Handlers) distinct(ctx context.Context, req *Request) (bson.D, error) {
 		return nil, err
 	}
 	defer done()
-	seen := map[string]bool{}
-	var values bson.A
-	size := 0
-	add := func(v any) error {
-		k := string(query.AppendKey(nil, v))
-		if seen[k] {
-			return nil
-		}
-		raw, err := bsonx.Marshal(bson.D{{Key: "v", Value: v}})
-		if err != nil {
-			return err
-		}
-		if size += len(raw); size > maxDistinctBytes {
-			return mongoerr.New(mongoerr.Location17217, "distinct too big, 16mb cap")
-		}
-		seen[k] = true
-		values = append(values, v)
-		return nil
-	}
-	err = read(ctx, req.DB, name, rs, func(doc bson.D) error {
-		for _, v := range query.LookupAll(doc, key) {
-			if arr, isArray := v.(bson.A); isArray {
-				for _, e := range arr {
-					if err := add(e); err != nil {
-						return err
-					}
-				}
-				continue
-			}
-			if err := add(v); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	vals := newDistinctValues()
+	err = read(ctx, req.DB, name, rs, func(doc bson.D) error { return vals.addFrom(doc, key) })
 	if err != nil {
 		return nil, err
 	}
-	sort.SliceStable(values, func(i, j int) bool { return query.Compare(values[i], values[j]) < 0 })
-	if values == nil {
-		values = bson.A{}
+	return bson.D{{Key: "values", Value: vals.sorted()}}, nil
+}
+
+// distinctArgs reads distinct's key and query.
+func distinctArgs(req *Request) (string, bson.D, error) {
+	keyV, ok := lookup(req.Cmd, "key")
+	if !ok {
+		return "", nil, mongoerr.New(mongoerr.Location40414, "BSON field 'distinct.key' is missing but a required field")
 	}
-	return bson.D{{Key: "values", Value: values}}, nil
+	key, ok := keyV.(string)
+	if !ok {
+		return "", nil, typeErr("distinct.key", "string", keyV)
+	}
+	filter, err := getDoc(req.Cmd, "query")
+	return key, filter, err
+}
+
+// distinctValues gathers distinct values, within the reply's size cap.
+type distinctValues struct {
+	seen   map[string]bool
+	values bson.A
+	size   int
+}
+
+func newDistinctValues() *distinctValues { return &distinctValues{seen: map[string]bool{}} }
+
+func (d *distinctValues) add(v any) error {
+	k := string(query.AppendKey(nil, v))
+	if d.seen[k] {
+		return nil
+	}
+	raw, err := bsonx.Marshal(bson.D{{Key: "v", Value: v}})
+	if err != nil {
+		return err
+	}
+	if d.size += len(raw); d.size > maxDistinctBytes {
+		return mongoerr.New(mongoerr.Location17217, "distinct too big, 16mb cap")
+	}
+	d.seen[k] = true
+	d.values = append(d.values, v)
+	return nil
+}
+
+// addFrom adds the values of doc at key, arrays unwound one level.
+func (d *distinctValues) addFrom(doc bson.D, key string) error {
+	for _, v := range query.LookupAll(doc, key) {
+		if arr, isArray := v.(bson.A); isArray {
+			for _, e := range arr {
+				if err := d.add(e); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		if err := d.add(v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sorted is the values in BSON order.
+func (d *distinctValues) sorted() bson.A {
+	sort.SliceStable(d.values, func(i, j int) bool { return query.Compare(d.values[i], d.values[j]) < 0 })
+	if d.values == nil {
+		return bson.A{}
+	}
+	return d.values
 }

@@ -37,9 +37,10 @@ var commandFields = map[string]map[string]fieldRule{
 		"hint": harmless,
 		// Sharding and storage options with no effect on one node's result.
 		"allowPartialResults": harmless, "readOnce": harmless, "oplogReplay": harmless,
-		// tierdb never spills; a sort past its memory limit fails
-		// (QueryExceededMemoryLimit) with or without the permission.
-		"allowDiskUse": harmless,
+		// find's in-memory sort never spills; past its memory limit it
+		// fails, with ExceededMemoryLimit when the permission was given
+		// (findDiskUse), else QueryExceededMemoryLimitNoDiskUseAllowed.
+		"allowDiskUse": implemented,
 		// An idle cursor still times out (--cursor-timeout) and then
 		// answers CursorNotFound: an error, never a wrong result.
 		"noCursorTimeout": harmless,
@@ -50,8 +51,8 @@ var commandFields = map[string]map[string]fieldRule{
 	"distinct": {"key": implemented, "query": implemented, "hint": harmless},
 	"aggregate": {
 		"pipeline": implemented, "cursor": implemented, "explain": implemented,
-		"hint": harmless, "allowDiskUse": harmless, "bypassDocumentValidation": harmless,
-		"let": implemented,
+		"hint": harmless, "bypassDocumentValidation": harmless,
+		"let": implemented, "allowDiskUse": implemented,
 	},
 	"getMore":     {"batchSize": implemented, "collection": implemented, "maxTimeMS": implemented, "term": harmless, "lastKnownCommittedOpTime": harmless},
 	"killCursors": {"cursors": implemented},
@@ -73,7 +74,7 @@ var commandFields = map[string]map[string]fieldRule{
 	"collMod": {
 		"index":     implemented,
 		"validator": unimplemented, "validationLevel": unimplemented, "validationAction": unimplemented,
-		"viewOn": unimplemented, "pipeline": unimplemented, "cappedSize": unimplemented, "cappedMax": unimplemented,
+		"viewOn": implemented, "pipeline": implemented, "cappedSize": unimplemented, "cappedMax": unimplemented,
 		"changeStreamPreAndPostImages": unimplemented, "expireAfterSeconds": unimplemented,
 		"timeseries": unimplemented, "clusteredIndex": unimplemented, "dryRun": unimplemented,
 	},
@@ -86,7 +87,7 @@ var commandFields = map[string]map[string]fieldRule{
 	"renameCollection": {"to": implemented, "dropTarget": implemented, "stayTemp": harmless},
 	"create": {
 		"capped": implemented, "size": implemented, "max": implemented, "timeseries": unimplemented,
-		"clusteredIndex": unimplemented, "viewOn": unimplemented, "pipeline": unimplemented,
+		"clusteredIndex": unimplemented, "viewOn": implemented, "pipeline": implemented,
 		"validator": unimplemented, "validationLevel": unimplemented, "validationAction": unimplemented,
 		"changeStreamPreAndPostImages": unimplemented, "expireAfterSeconds": unimplemented,
 		"storageEngine": harmless, "indexOptionDefaults": harmless,

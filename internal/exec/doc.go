@@ -5,8 +5,11 @@
 // storage, push them through a pipeline built here and reply.
 //
 // exec never talks to PostgreSQL itself: where a stage needs another
-// collection ($lookup) it reads through the Reader the handler passes in
-// Env. It never holds more than the memory limit (MaxMemoryBytes) in a
-// blocking stage, and never ignores a stage, option or operator it does
-// not implement: those are refused with MongoDB's codes.
+// collection ($lookup, $graphLookup, $unionWith) it reads through the
+// Reader the handler passes in Env, and $out and $merge write through the
+// Env's Output. It never holds more than the memory limit
+// (MaxMemoryBytes) in a blocking stage ($sort and $group, when allowed,
+// spill to unlinked temporary files instead), and never ignores a stage,
+// option or operator it does not implement: those are refused with
+// MongoDB's codes.
 package exec

@@ -23,6 +23,12 @@ type groupStage struct {
 	order  []string
 	mem    int
 	ev     *evaluator
+	// spill: past the limit, new groups' documents go to overflow
+	// (a file in tempDir) for a later pass.
+	spill       bool
+	tempDir     string
+	overflowing bool
+	overflow    *spillFile
 }
 
 type accSpec struct {
@@ -52,7 +58,7 @@ func newGroupStage(spec bson.D, next Stage, env *Env) (*groupStage, error) {
 	if err != nil {
 		return nil, err
 	}
-	g := &groupStage{next: next, groups: map[string]*groupState{}, ev: newEvaluator(env)}
+	g := &groupStage{next: next, groups: map[string]*groupState{}, ev: newEvaluator(env), spill: env.AllowDiskUse, tempDir: env.TempDir}
 	g.id = func(doc bson.D) (any, error) { return g.ev.eval(idExpr, doc) }
 	if err := g.parseAccumulators(spec, scope); err != nil {
 		return nil, err
@@ -105,12 +111,24 @@ func (g *groupStage) parseAccumulators(spec bson.D, scope *expr.Scope) error {
 	return nil
 }
 
-// grow counts n more bytes held.
+// groupMemoryBytes is what $group holds before it spills or fails (a
+// variable for tests).
+var groupMemoryBytes = MaxMemoryBytes
+
+// grow counts n more bytes held. Past the limit, a $group allowed to use
+// disk takes no new groups (their documents go to a spill file, grouped
+// in a later pass) while the groups it holds may still grow, up to twice
+// the limit.
 func (g *groupStage) grow(n int) error {
-	if g.mem += n; g.mem > MaxMemoryBytes {
-		return Exceeded("$group")
+	g.mem += n
+	switch {
+	case g.mem <= groupMemoryBytes:
+		return nil
+	case g.spill && g.mem <= 2*groupMemoryBytes:
+		g.overflowing = true
+		return nil
 	}
-	return nil
+	return Exceeded("$group")
 }
 
 func (g *groupStage) Push(doc bson.D) error {
@@ -123,6 +141,9 @@ func (g *groupStage) Push(doc bson.D) error {
 	}
 	k := string(query.AppendKey(nil, id))
 	st := g.groups[k]
+	if st == nil && g.overflowing {
+		return g.spillDoc(doc)
+	}
 	if st == nil {
 		st = &groupState{id: id, accs: make([]accumulator, len(g.specs))}
 		for i, s := range g.specs {
@@ -152,7 +173,64 @@ func (g *groupStage) Push(doc bson.D) error {
 	return nil
 }
 
+// spillDoc keeps a document of a group not held for a later pass.
+func (g *groupStage) spillDoc(doc bson.D) error {
+	if g.overflow == nil {
+		f, err := newSpillFile(g.tempDir, "group")
+		if err != nil {
+			return err
+		}
+		g.overflow = f
+	}
+	return g.overflow.write(doc)
+}
+
+// Finish emits the groups held, then groups the spilled documents in
+// further passes, each emitting what it held.
 func (g *groupStage) Finish() error {
+	for {
+		done, err := g.emit()
+		if err != nil || done || g.overflow == nil {
+			if g.overflow != nil {
+				g.overflow.f.Close()
+			}
+			if err != nil {
+				return err
+			}
+			return g.next.Finish()
+		}
+		run, err := g.overflow.run()
+		if err != nil {
+			return err
+		}
+		g.overflow, g.overflowing, g.mem = nil, false, 0
+		err = g.regroup(run)
+		run.f.Close()
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// regroup pushes a spilled pass's documents through the group again.
+func (g *groupStage) regroup(run *sortRun) error {
+	for {
+		if err := run.next(); err != nil {
+			return err
+		}
+		if run.doc == nil {
+			return nil
+		}
+		if err := g.Push(run.doc); err != nil {
+			return err
+		}
+	}
+}
+
+// emit passes the groups held on and forgets them; done when the next
+// stage needs no more.
+func (g *groupStage) emit() (done bool, err error) {
+	defer func() { g.order = nil }()
 	for _, k := range g.order {
 		st := g.groups[k]
 		d := bson.D{{Key: "_id", Value: st.id}}
@@ -161,11 +239,10 @@ func (g *groupStage) Finish() error {
 		}
 		delete(g.groups, k)
 		if err := g.next.Push(d); err == ErrDone {
-			break
+			return true, nil
 		} else if err != nil {
-			return err
+			return false, err
 		}
 	}
-	g.order = nil
-	return g.next.Finish()
+	return false, nil
 }

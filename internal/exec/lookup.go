@@ -144,6 +144,7 @@ func (l *lookupStage) subPipeline(vars map[string]any, sink Stage) (Stage, error
 	sub := *l.env
 	sub.Vars = vars
 	sub.inFacet = false
+	sub.within = "$lookup"
 	return Build(l.pipeline, sink, &sub)
 }
 
@@ -381,6 +382,7 @@ func newUnionWith(arg any, next Stage, env *Env) (Stage, error) {
 func (u *unionWithStage) subEnv() *Env {
 	sub := *u.env
 	sub.inFacet = false
+	sub.within = "$unionWith"
 	return &sub
 }
 

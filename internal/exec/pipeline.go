@@ -33,9 +33,12 @@ type Stage interface {
 // ErrDone: a stage needs no more input ($limit reached).
 var ErrDone = errors.New("pipeline needs no more documents")
 
+// ExceededHint ends Exceeded's message.
+const ExceededHint = "; only $sort and $group spill to disk, and only when allowDiskUse allows it"
+
 // Exceeded is the error of a stage past the memory limit.
 func Exceeded(what string) error {
-	return mongoerr.Newf(mongoerr.QueryExceededMemoryLimit, "%s exceeded the memory limit of %d bytes; tierdb does not spill to disk (allowDiskUse)", what, MaxMemoryBytes)
+	return mongoerr.Newf(mongoerr.QueryExceededMemoryLimit, "%s exceeded the memory limit of %d bytes%s", what, MaxMemoryBytes, ExceededHint)
 }
 
 // Reader streams the documents of a collection of the pipeline's database
@@ -53,9 +56,21 @@ type Env struct {
 	Vars map[string]any
 	// Now is $$NOW.
 	Now bson.DateTime
+	// DB is the pipeline's database, where $out and $merge write by
+	// default.
+	DB string
+	// Output is where $out and $merge write; nil refuses them.
+	Output Output
+	// AllowDiskUse lets $sort spill to temporary files in TempDir ("":
+	// the OS's temporary directory) past the memory limit.
+	AllowDiskUse bool
+	TempDir      string
 	// inFacet marks a $facet's sub-pipeline, where some stages are not
 	// allowed.
 	inFacet bool
+	// within names the stage whose sub-pipeline this is ($lookup,
+	// $unionWith, $merge), "" for the outermost pipeline.
+	within string
 }
 
 // ParsePipeline checks that each stage is a document of one field.
@@ -95,6 +110,11 @@ func Build(stages []bson.D, sink Stage, env *Env) (Stage, error) {
 	}
 	next := sink
 	for i := len(stages) - 1; i >= 0; i-- {
+		if name := stages[i][0].Key; (name == "$out" || name == "$merge") && !env.inFacet {
+			if err := checkWritingStage(name, i == len(stages)-1, env); err != nil {
+				return nil, err
+			}
+		}
 		st, err := newStage(stages[i], next, env)
 		if err != nil {
 			return nil, err
@@ -106,10 +126,10 @@ func Build(stages []bson.D, sink Stage, env *Env) (Stage, error) {
 
 // unsupportedStages are MongoDB stages tierdb does not run.
 var unsupportedStages = map[string]bool{
-	"$out": true, "$merge": true, "$graphLookup": true, "$geoNear": true,
+	"$geoNear":    true,
 	"$indexStats": true, "$listSessions": true,
-	"$listLocalSessions": true, "$planCacheStats": true, "$redact": true, "$bucketAuto": true,
-	"$densify": true, "$fill": true, "$setWindowFields": true, "$changeStream": true,
+	"$listLocalSessions": true, "$planCacheStats": true, "$redact": true,
+	"$densify": true, "$fill": true, "$changeStream": true,
 	"$documents": true, "$search": true, "$searchMeta": true, "$vectorSearch": true,
 	"$listSearchIndexes": true, "$changeStreamSplitLargeEvent": true, "$querySettings": true,
 }
@@ -183,7 +203,7 @@ func newStage(st bson.D, next Stage, env *Env) (Stage, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &sortStage{next: next, sort: s}, nil
+		return &sortStage{next: next, sort: s, spill: env.AllowDiskUse, tempDir: env.TempDir}, nil
 	case "$group":
 		d, err := stageDoc(st)
 		if err != nil {
@@ -204,6 +224,16 @@ func newStage(st bson.D, next Stage, env *Env) (Stage, error) {
 		return newLookup(arg, next, env)
 	case "$unionWith":
 		return newUnionWith(arg, next, env)
+	case "$graphLookup":
+		return newGraphLookup(arg, next, env)
+	case "$bucketAuto":
+		return newBucketAuto(arg, next, env)
+	case "$setWindowFields":
+		return newSetWindowFields(arg, next, env)
+	case "$out":
+		return newOut(arg, env)
+	case "$merge":
+		return newMerge(arg, env)
 	case "$collStats", "$currentOp":
 		// Sources: the aggregate handler runs them when they come first.
 		return nil, mongoerr.Newf(mongoerr.Location40602, "%s is only valid as the first stage in a pipeline", name)
@@ -285,22 +315,40 @@ func (s *countStage) Finish() error {
 
 // sortStage holds its input, sorted at Finish. What it holds is counted as
 // the decoded documents' estimated size (DocMemory), not their BSON bytes.
+// With allowDiskUse it spills sorted runs to temporary files instead of
+// failing (spill.go).
 type sortStage struct {
 	next Stage
 	sort query.Sort
 	docs []bson.D
 	mem  int
+	// spill: past the limit, write a run to tempDir ("": the OS's).
+	spill   bool
+	tempDir string
+	runs    []*sortRun
 }
 
+// sortMemoryBytes is what $sort holds before it spills or fails (a
+// variable for tests).
+var sortMemoryBytes = MaxMemoryBytes
+
 func (s *sortStage) Push(doc bson.D) error {
-	if s.mem += DocMemory(doc); s.mem > MaxMemoryBytes {
+	s.mem += DocMemory(doc)
+	s.docs = append(s.docs, doc)
+	if s.mem <= sortMemoryBytes {
+		return nil
+	}
+	if !s.spill {
+		s.docs = nil
 		return Exceeded("$sort")
 	}
-	s.docs = append(s.docs, doc)
-	return nil
+	return s.spillRun()
 }
 
 func (s *sortStage) Finish() error {
+	if s.runs != nil {
+		return s.mergeRuns()
+	}
 	sortDocs(s.docs, s.sort)
 	return flush(&s.docs, s.next)
 }

@@ -154,7 +154,7 @@ func newSortByCount(arg any, next Stage, env *Env) (Stage, error) {
 		return nil, err
 	}
 	return newGroupStage(bson.D{{Key: "_id", Value: arg}, {Key: "count", Value: bson.D{{Key: "$sum", Value: int32(1)}}}},
-		&sortStage{next: next, sort: s}, env)
+		&sortStage{next: next, sort: s, spill: env.AllowDiskUse, tempDir: env.TempDir}, env)
 }
 
 // newBucket is $bucket: a $group whose key is the lower boundary of the
@@ -230,7 +230,8 @@ func newBucket(arg any, next Stage, env *Env) (Stage, error) {
 	if err != nil {
 		return nil, err
 	}
-	g := &groupStage{next: &sortStage{next: next, sort: s}, groups: map[string]*groupState{}, ev: newEvaluator(env)}
+	g := &groupStage{next: &sortStage{next: next, sort: s, spill: env.AllowDiskUse, tempDir: env.TempDir}, groups: map[string]*groupState{},
+		ev: newEvaluator(env), spill: env.AllowDiskUse, tempDir: env.TempDir}
 	if err := g.parseAccumulators(output, scope); err != nil {
 		return nil, err
 	}

@@ -19,7 +19,8 @@ var updateStages = map[string]bool{
 func knownStage(name string) bool {
 	switch name {
 	case "$match", "$skip", "$limit", "$count", "$sort", "$group", "$unwind", "$sortByCount",
-		"$bucket", "$facet", "$sample", "$lookup", "$unionWith":
+		"$bucket", "$facet", "$sample", "$lookup", "$unionWith",
+		"$graphLookup", "$bucketAuto", "$setWindowFields", "$out", "$merge":
 		return true
 	}
 	return updateStages[name] || unsupportedStages[name]

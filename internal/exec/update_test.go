@@ -33,7 +33,7 @@ func TestUpdatePipeline(t *testing.T) {
 }
 
 func TestUpdatePipelineRefusesOtherStages(t *testing.T) {
-	for _, st := range []string{"$match", "$group", "$out", "$lookup"} {
+	for _, st := range []string{"$match", "$group", "$out", "$lookup", "$merge", "$graphLookup", "$setWindowFields"} {
 		_, err := NewUpdatePipeline(bson.A{bson.D{{Key: st, Value: bson.D{}}}}, nil, 0)
 		if e, ok := mongoerr.As(err); !ok || e.Code != mongoerr.InvalidOptions {
 			t.Errorf("%s: %v, want InvalidOptions", st, err)

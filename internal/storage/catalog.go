@@ -175,7 +175,7 @@ CREATE TABLE IF NOT EXISTS `+catalogSchema+`.collections (
 	next_col int NOT NULL DEFAULT 1,
 	created  timestamptz NOT NULL DEFAULT now(),
 	PRIMARY KEY (db, name)
-);`+authTablesSQL+recordsSQL+cappedSQL+droppedTablesSQL)
+);`+authTablesSQL+recordsSQL+cappedSQL+droppedTablesSQL+viewsSQL)
 		return err
 	})
 }
@@ -334,6 +334,12 @@ func (s *Store) createCollection(ctx context.Context, db, name string, capped *C
 		}
 		if existing != nil {
 			return newErr(ErrNamespaceExists, "Collection %s.%s already exists.", db, name)
+		}
+		if isView, err := viewExists(ctx, tx, db, name); err != nil || isView {
+			if err == nil {
+				err = newErr(ErrNamespaceExists, "A view already exists. NS: %s.%s", db, name)
+			}
+			return err
 		}
 		var n int64
 		if err := tx.QueryRow(ctx, `SELECT nextval('`+catalogSchema+`.table_seq')`).Scan(&n); err != nil {
