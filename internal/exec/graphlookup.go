@@ -5,7 +5,6 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
-	"tierdb/internal/bsonx"
 	"tierdb/internal/expr"
 	"tierdb/internal/mongoerr"
 	"tierdb/internal/query"
@@ -180,17 +179,7 @@ func (g *graphLookupStage) Push(doc bson.D) error {
 		}
 		frontier = next
 	}
-	out := setPath(doc, g.as, results)
-	if mem > maxDocBytes {
-		raw, err := bsonx.Marshal(out)
-		if err != nil {
-			return err
-		}
-		if len(raw) > maxDocBytes {
-			return mongoerr.Newf(mongoerr.BSONObjectTooLarge, "$graphLookup's output document is %d bytes, over the %d-byte limit", len(raw), maxDocBytes)
-		}
-	}
-	return g.next.Push(out)
+	return emitWithArray(g.next, "$graphLookup", doc, g.as, results, mem)
 }
 
 // nestedFieldThroughArrays reads a dotted path, through arrays of

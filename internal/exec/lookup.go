@@ -130,14 +130,20 @@ func newLookup(arg any, next Stage, env *Env) (Stage, error) {
 
 // placeholderVars binds every variable the sub-pipeline may read to null.
 func (l *lookupStage) placeholderVars() map[string]any {
-	vars := map[string]any{}
-	for k, v := range l.env.Vars {
-		vars[k] = v
+	return placeholders(l.env.Vars, l.letNames)
+}
+
+// placeholders is vars with every name of names bound to null: what a
+// sub-pipeline is compiled against before its per-document values exist.
+func placeholders(vars map[string]any, names []string) map[string]any {
+	out := make(map[string]any, len(vars)+len(names))
+	for k, v := range vars {
+		out[k] = v
 	}
-	for _, n := range l.letNames {
-		vars[n] = nil
+	for _, n := range names {
+		out[n] = nil
 	}
-	return vars
+	return out
 }
 
 func (l *lookupStage) subPipeline(vars map[string]any, sink Stage) (Stage, error) {
@@ -304,17 +310,24 @@ func (l *lookupStage) flush() error {
 // emit passes doc on with its matches at 'as', refusing an output
 // document past the BSON size limit (mem estimates the matches' size).
 func (l *lookupStage) emit(doc bson.D, matches bson.A, mem int) error {
-	out := setPath(doc, l.as, matches)
+	return emitWithArray(l.next, "$lookup", doc, l.as, matches, mem)
+}
+
+// emitWithArray passes doc on with arr at path as, refusing an output
+// document past the BSON size limit (mem estimates arr's size, so only a
+// large one is measured).
+func emitWithArray(next Stage, stage string, doc bson.D, as []string, arr bson.A, mem int) error {
+	out := setPath(doc, as, arr)
 	if mem > maxDocBytes {
 		raw, err := bsonx.Marshal(out)
 		if err != nil {
 			return err
 		}
 		if len(raw) > maxDocBytes {
-			return mongoerr.Newf(mongoerr.BSONObjectTooLarge, "$lookup's output document is %d bytes, over the %d-byte limit", len(raw), maxDocBytes)
+			return mongoerr.Newf(mongoerr.BSONObjectTooLarge, "%s's output document is %d bytes, over the %d-byte limit", stage, len(raw), maxDocBytes)
 		}
 	}
-	return l.next.Push(out)
+	return next.Push(out)
 }
 
 func (l *lookupStage) Finish() error {

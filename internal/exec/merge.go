@@ -176,14 +176,7 @@ func parseMergeOn(v any) ([]string, error) {
 }
 
 func (m *mergeStage) placeholderVars() map[string]any {
-	vars := map[string]any{"new": nil}
-	for k, v := range m.env.Vars {
-		vars[k] = v
-	}
-	for _, n := range m.letNames {
-		vars[n] = nil
-	}
-	return vars
+	return placeholders(m.env.Vars, append([]string{"new"}, m.letNames...))
 }
 
 func (m *mergeStage) subPipeline(vars map[string]any, sink Stage) (Stage, error) {
