@@ -337,6 +337,16 @@ func (h *Handlers) textCollection(ctx context.Context, db, name string) (*storag
 	return col, err
 }
 
+// textSearch runs ts on the text index of db.name.
+func (h *Handlers) textSearch(ctx context.Context, db, name string, ts *textSpec) (*storage.Collection, []textResult, error) {
+	col, err := h.textCollection(ctx, db, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	results, err := h.searchText(ctx, col, ts)
+	return col, results, err
+}
+
 // findText is find with $text.
 func (h *Handlers) findText(ctx context.Context, req *Request, name string, text *textQuery, rest, sortDoc, proj bson.D, skip, limit int64, batchSize int, singleBatch bool) (bson.D, error) {
 	ts, err := parseTextSpec(text, rest, sortDoc, proj, skip, limit)
@@ -348,11 +358,7 @@ func (h *Handlers) findText(ctx context.Context, req *Request, name string, text
 		return nil, err
 	}
 	defer done()
-	col, err := h.textCollection(ctx, req.DB, name)
-	if err != nil {
-		return nil, err
-	}
-	results, err := h.searchText(ctx, col, ts)
+	col, results, err := h.textSearch(ctx, req.DB, name, ts)
 	if err != nil {
 		return nil, err
 	}
@@ -390,11 +396,7 @@ func (h *Handlers) countText(ctx context.Context, req *Request, name string, tex
 		return nil, err
 	}
 	defer done()
-	col, err := h.textCollection(ctx, req.DB, name)
-	if err != nil {
-		return nil, err
-	}
-	results, err := h.searchText(ctx, col, ts)
+	_, results, err := h.textSearch(ctx, req.DB, name, ts)
 	if err != nil {
 		return nil, err
 	}
@@ -406,11 +408,7 @@ func (h *Handlers) countText(ctx context.Context, req *Request, name string, tex
 // available to later stages ({$meta: "textScore"} there is refused by the
 // expression parser).
 func (h *Handlers) readText(ctx context.Context, db, coll string, text *textQuery, rs *readSpec, fn func(bson.D) error) error {
-	col, err := h.textCollection(ctx, db, coll)
-	if err != nil {
-		return err
-	}
-	results, err := h.searchText(ctx, col, &textSpec{text: text, filter: rs.filter, empty: rs.empty})
+	_, results, err := h.textSearch(ctx, db, coll, &textSpec{text: text, filter: rs.filter, empty: rs.empty})
 	if err != nil {
 		return err
 	}
