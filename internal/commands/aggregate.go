@@ -460,8 +460,8 @@ func (h *Handlers) reader(req *Request) exec.Reader {
 			return err
 		}
 		sink := &funcSink{push: func(doc bson.D) error {
-			if !filter.Match(doc) {
-				return nil
+			if ok, err := filter.MatchErr(doc); !ok || err != nil {
+				return err
 			}
 			return fn(doc)
 		}}

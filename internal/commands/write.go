@@ -177,8 +177,8 @@ func (h *Handlers) modify(ctx context.Context, col *storage.Collection, filter *
 		if doc, err = bsonx.Decode(raw); err != nil {
 			return false, false, nil, err
 		}
-		if !filter.Match(doc) {
-			return false, false, nil, nil
+		if ok, err := filter.MatchErr(doc); !ok || err != nil {
+			return false, false, nil, err
 		}
 	}
 	err = h.store.WithRowLocked(ctx, col, storage.IDKey(idOf(doc)), func(ctx context.Context, row *storage.Row) error {
@@ -186,7 +186,10 @@ func (h *Handlers) modify(ctx context.Context, col *storage.Collection, filter *
 			return nil
 		}
 		locked, err := bsonx.Decode(row.Doc)
-		if err != nil || !filter.Match(locked) {
+		if err != nil {
+			return err
+		}
+		if ok, err := filter.MatchErr(locked); !ok || err != nil {
 			return err
 		}
 		var done bool
@@ -519,7 +522,10 @@ func (h *Handlers) deleteStatement(ctx context.Context, col *storage.Collection,
 						return nil
 					}
 					doc, err := bsonx.Decode(locked.Doc)
-					if err != nil || !rs.filter.Match(doc) {
+					if err != nil {
+						return err
+					}
+					if ok, err := rs.filter.MatchErr(doc); !ok || err != nil {
 						return err
 					}
 					n, err = h.store.Delete(ctx, col, []storage.Row{*locked})
