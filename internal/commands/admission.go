@@ -18,8 +18,9 @@ type admissionHold struct {
 	tier qos.Tier
 	p    qos.Principal
 	acct *userAccount
-	// done releases what admit took; nil while not admitted.
-	done []func()
+	// channelDone and fairDone release what admit took; nil while not
+	// admitted.
+	channelDone, fairDone func()
 }
 
 type admissionHoldKey struct{}
@@ -28,25 +29,24 @@ type admissionHoldKey struct{}
 func (a *admissionHold) admit(ctx context.Context) error {
 	h := a.h
 	t0 := time.Now()
-	setOpQueued(ctx, true) // currentOp's waitingForAdmission
-	defer func() {
-		setOpQueued(ctx, false)
-		a.acct.waitNanos.Add(int64(time.Since(t0)))
-	}()
+	op, _ := ctx.Value(liveOpKey{}).(*liveOp)
+	if op != nil {
+		op.queued.Store(true) // currentOp's waitingForAdmission
+		defer op.queued.Store(false)
+	}
+	defer func() { a.acct.waitNanos.Add(int64(time.Since(t0))) }()
 	done, err := h.opts.Admission.Admit(ctx, a.tier, false)
 	if err != nil {
 		return err
 	}
-	a.done = append(a.done, done)
+	a.channelDone = done
 	t1 := time.Now()
 	h.instr.qosWait[a.tier].Observe(t1.Sub(t0).Seconds())
 	if h.opts.Fair != nil {
-		fdone, err := h.opts.Fair.Admit(ctx, a.tier, a.p)
-		if err != nil {
+		if a.fairDone, err = h.opts.Fair.Admit(ctx, a.tier, a.p); err != nil {
 			a.release()
 			return err
 		}
-		a.done = append(a.done, fdone)
 		h.instr.fairWait[a.tier].Observe(time.Since(t1).Seconds())
 	}
 	return nil
@@ -54,10 +54,14 @@ func (a *admissionHold) admit(ctx context.Context) error {
 
 // release gives the admission back (once; a no-op when not admitted).
 func (a *admissionHold) release() {
-	for i := len(a.done) - 1; i >= 0; i-- {
-		a.done[i]()
+	if a.fairDone != nil {
+		a.fairDone()
+		a.fairDone = nil
 	}
-	a.done = nil
+	if a.channelDone != nil {
+		a.channelDone()
+		a.channelDone = nil
+	}
 }
 
 // idle runs wait without holding the request's admission, then waits to be
@@ -65,7 +69,7 @@ func (a *admissionHold) release() {
 // statements of a transaction, --qos=off) just wait.
 func idle(ctx context.Context, wait func()) error {
 	a, _ := ctx.Value(admissionHoldKey{}).(*admissionHold)
-	if a == nil || a.done == nil {
+	if a == nil || a.channelDone == nil {
 		wait()
 		return nil
 	}

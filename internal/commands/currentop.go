@@ -31,7 +31,7 @@ func (h *Handlers) currentOps(req *Request, allUsers, idle bool, filter *query.F
 		if op.hasConn {
 			busy[op.connID] = true
 		}
-		if allUsers || op.user == sessionUser(req.Session) {
+		if allUsers || op.ownedBy(req.Session) {
 			docs = append(docs, op.doc(now))
 		}
 	}
@@ -170,7 +170,7 @@ func (h *Handlers) killOp(_ context.Context, req *Request) (bson.D, error) {
 	n := int32(id)
 	mayAny := h.mayCluster(req.Session, auth.Actions(auth.ActKillop))
 	if h.live.kill(n, func(op *liveOp) bool {
-		return mayAny || op.user == sessionUser(req.Session)
+		return mayAny || op.ownedBy(req.Session)
 	}) {
 		h.log.Info("operation killed", "opid", n, "by", logUser(req.Session))
 	}

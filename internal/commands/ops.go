@@ -9,6 +9,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"tierdb/internal/auth"
 	"tierdb/internal/bsonx"
 	"tierdb/internal/mongoerr"
 	"tierdb/internal/qos"
@@ -33,8 +34,7 @@ type liveOp struct {
 	ns      string
 	cmd     bson.D
 	start   time.Time
-	user    string // sessionUser
-	userDoc bson.D // {user, db}; nil when unauthenticated
+	user    auth.UserName // zero when unauthenticated
 	connID  int64
 	client  string
 	meta    bson.D
@@ -73,10 +73,8 @@ func (l *liveOps) begin(ctx context.Context, req *Request, c *command) (context.
 	}
 	if s := req.Session; s != nil {
 		op.hasConn, op.connID, op.client, op.meta = true, s.ID, s.RemoteAddr, s.Client
-		op.user = sessionUser(s)
 		if s.User != nil {
-			n := s.User.User.Name
-			op.userDoc = bson.D{{Key: "user", Value: n.User}, {Key: "db", Value: n.DB}}
+			op.user = s.User.User.Name
 		}
 	}
 	op.tier.Store(int32(qos.Normal))
@@ -107,11 +105,14 @@ func setOpTier(ctx context.Context, t qos.Tier) {
 	}
 }
 
-// setOpQueued records whether the request waits for admission.
-func setOpQueued(ctx context.Context, queued bool) {
-	if op, _ := ctx.Value(liveOpKey{}).(*liveOp); op != nil {
-		op.queued.Store(queued)
+// ownedBy says whether the operation is s's user's (both unauthenticated
+// counts as the same, as sessionUser compares).
+func (op *liveOp) ownedBy(s *Session) bool {
+	var u auth.UserName
+	if s != nil && s.User != nil {
+		u = s.User.User.Name
 	}
+	return op.user == u
 }
 
 // kill interrupts the operation with opid id: its context is canceled and
@@ -188,8 +189,8 @@ func (op *liveOp) doc(now time.Time) bson.D {
 			}
 			d = append(d, bson.E{Key: "clientMetadata", Value: op.meta})
 		}
-		if op.userDoc != nil {
-			d = append(d, bson.E{Key: "effectiveUsers", Value: bson.A{op.userDoc}})
+		if op.user != (auth.UserName{}) {
+			d = append(d, bson.E{Key: "effectiveUsers", Value: bson.A{bson.D{{Key: "user", Value: op.user.User}, {Key: "db", Value: op.user.DB}}}})
 		}
 	}
 	if lsid, ok := lookup(op.cmd, "lsid"); ok {
