@@ -239,10 +239,10 @@ func (s *Store) noteAppend(c *Collection) {
 	}
 }
 
-// cappedInTxn refuses writes to a capped collection inside a transaction,
+// cappedInTransaction refuses writes to a capped collection inside a transaction,
 // as MongoDB does (its writes are serialised by the collection's state
 // row, which a transaction would hold until it ends).
-func cappedInTxn(on On, c *Collection) error {
+func cappedInTransaction(on On, c *Collection) error {
 	if c.Capped != nil && on.InTransaction() {
 		return newErr(ErrNotInTxn, "Collection '%s' is a capped collection. Writes in transactions are not allowed on capped collections.", c.Namespace())
 	}

@@ -42,7 +42,7 @@ func (s *Store) Insert(ctx context.Context, on On, c *Collection, docs []Doc, or
 	if len(docs) == 0 {
 		return 0, nil, nil
 	}
-	if err := cappedInTxn(on, c); err != nil {
+	if err := cappedInTransaction(on, c); err != nil {
 		return 0, nil, err
 	}
 	// Fast path: the whole batch in one statement, atomically. Only when it
@@ -598,7 +598,7 @@ func (s *Store) Explain(ctx context.Context, on On, c *Collection, p ScanParams)
 // another's changes without holding a transaction open across a round trip).
 // ok is false when the row changed or vanished since it was read.
 func (s *Store) Replace(ctx context.Context, on On, c *Collection, key, old []byte, newDoc Doc) (bool, error) {
-	if err := cappedInTxn(on, c); err != nil {
+	if err := cappedInTransaction(on, c); err != nil {
 		return false, err
 	}
 	vals, err := c.rowValues(newDoc.ID, newDoc.D, newDoc.Raw)
@@ -633,7 +633,7 @@ func (s *Store) Replace(ctx context.Context, on On, c *Collection, key, old []by
 // Delete removes the given rows if they still hold the bytes they were read
 // with, and returns how many were removed.
 func (s *Store) Delete(ctx context.Context, on On, c *Collection, rows []Row) (int64, error) {
-	if err := cappedInTxn(on, c); err != nil {
+	if err := cappedInTransaction(on, c); err != nil {
 		return 0, err
 	}
 	keys := make([][]byte, len(rows))
