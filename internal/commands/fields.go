@@ -45,7 +45,7 @@ var commandFields = map[string]map[string]fieldRule{
 		// answers CursorNotFound: an error, never a wrong result.
 		"noCursorTimeout": harmless,
 		"returnKey":       unimplemented, "showRecordId": unimplemented, "tailable": implemented,
-		"awaitData": implemented, "min": unimplemented, "max": unimplemented, "let": unimplemented,
+		"awaitData": implemented, "min": unimplemented, "max": unimplemented, "let": implemented,
 	},
 	"count":    {"query": implemented, "limit": implemented, "skip": implemented, "hint": harmless, "fields": harmless},
 	"distinct": {"key": implemented, "query": implemented, "hint": harmless},
