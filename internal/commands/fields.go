@@ -33,7 +33,8 @@ var commandFields = map[string]map[string]fieldRule{
 	"find": {
 		"filter": implemented, "sort": implemented, "projection": implemented, "skip": implemented,
 		"limit": implemented, "batchSize": implemented, "singleBatch": implemented,
-		// A plan hint: PostgreSQL plans the query; the result is the same.
+		// A plan hint: checked against the indexes (hint.go), then advisory:
+		// PostgreSQL plans the query.
 		"hint": harmless,
 		// Sharding and storage options with no effect on one node's result.
 		"allowPartialResults": harmless, "readOnce": harmless, "oplogReplay": harmless,

@@ -303,6 +303,9 @@ func (h *Handlers) updateStatement(ctx context.Context, db, name string, stmt bs
 	if err := checkStatement("update", stmt); err != nil {
 		return res, err
 	}
+	if err := checkStatementHint(nil, stmt); err != nil { // hint.go: its type
+		return res, err
+	}
 	if err := checkCollation(stmt); err != nil {
 		return res, err
 	}
@@ -330,6 +333,9 @@ func (h *Handlers) updateStatement(ctx context.Context, db, name string, stmt bs
 		return res, nil
 	}
 	if err != nil && !storage.IsCode(err, storage.ErrNamespaceNotFound) {
+		return res, err
+	}
+	if err := checkStatementHint(col, stmt); err != nil { // hint.go
 		return res, err
 	}
 	if col != nil && rs.exact {
@@ -487,6 +493,9 @@ func (h *Handlers) deleteStatement(ctx context.Context, col *storage.Collection,
 		return 0, err
 	}
 	if err := checkStatement("delete", stmt); err != nil {
+		return 0, err
+	}
+	if err := checkStatementHint(col, stmt); err != nil { // hint.go
 		return 0, err
 	}
 	if err := checkCollation(stmt); err != nil {
