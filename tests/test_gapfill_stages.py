@@ -238,6 +238,11 @@ def test_now_is_one_value_per_command(db):
     got = list(db.n.aggregate([{"$match": {"$expr": {"$eq": ["$$NOW", "$$t"]}}}, {"$set": {"now": "$$NOW"}},
                                {"$match": {"$expr": {"$eq": ["$now", "$$t"]}}}, {"$count": "n"}], let={"t": "$$NOW"}))
     assert got == [{"n": 300}]
+    # ... and in an update: its query, its let and its pipeline.
+    res = db.n.update_many({"$expr": {"$eq": ["$$NOW", "$$t"]}}, [{"$set": {"u": "$$NOW", "same": {"$eq": ["$$NOW", "$$t"]}}}],
+                           let={"t": "$$NOW"})
+    assert res.modified_count == 300
+    assert db.n.count_documents({"same": True}) == 300 and len(db.n.distinct("u")) == 1
     # $$CLUSTER_TIME (tierdb keeps no cluster time) is refused the same way by both.
     assert code_of(lambda: list(db.n.find({"$expr": {"$eq": ["$$CLUSTER_TIME", 1]}}))) == 168
     assert code_of(lambda: list(db.n.aggregate([{"$match": {"$expr": {"$eq": ["$$CLUSTER_TIME", 1]}}}]))) == 168
