@@ -165,6 +165,9 @@ def test_fill_methods_and_values(readings):
     got = {d["_id"]: (d["v"], d["s"]) for d in readings.aggregate([
         {"$fill": {"output": {"v": {"value": 0}, "s": {"value": {"$concat": ["n-", "$g"]}}}}}])}
     assert got[2] == (0, "n-a") and got[3] == (0, "y") and got[1] == (10, "x")
+    # Without sortBy, locf follows the input's order.
+    got = [d["s"] for d in readings.aggregate([{"$sort": {"_id": -1}}, {"$fill": {"output": {"s": {"method": "locf"}}}}])]
+    assert got == [None, None, None, None, "y", "y", "x"]
     # partitionBy as an expression.
     got = {d["_id"]: d["s"] for d in readings.aggregate([
         {"$fill": {"sortBy": {"t": 1}, "partitionBy": {"$toUpper": "$g"}, "output": {"s": {"method": "locf"}}}}])}
@@ -191,6 +194,8 @@ def test_window_locf_and_linear_fill(readings):
     ([{"$fill": {"sortBy": {"t": 1}, "partitionBy": "$g", "partitionByFields": ["g"], "output": {"v": {"method": "locf"}}}}], 6050204),
     ([{"$fill": {"sortBy": {"t": 1}, "output": {"v": 1}}}], 6050200),
     ([{"$setWindowFields": {"sortBy": {"t": 1, "g": 1}, "output": {"v": {"$linearFill": "$v"}}}}], 605001),
+    ([{"$fill": {"output": {"v": {"method": "linear"}}}}], 605001),
+    ([{"$densify": {"field": "t", "partitionByFields": ["t.x"], "range": {"step": 1, "bounds": "full"}}}], 8993000),
     ([{"$set": {"t": 1}}, {"$setWindowFields": {"sortBy": {"t": 1}, "output": {"v": {"$linearFill": "$v"}}}}], 6050106),
     ([{"$setWindowFields": {"sortBy": {"t": 1}, "output": {"v": {"$linearFill": "$s"}}}}], 14),
 ])

@@ -118,9 +118,15 @@ func parseDensify(d bson.D) (*densifySpec, error) {
 	if !hasRange {
 		return nil, mongoerr.New(mongoerr.Location40414, "BSON field '$densify.range' is missing but a required field")
 	}
+	field := strings.Join(spec.field, ".")
 	for _, p := range spec.partitions {
-		if strings.Join(p, ".") == strings.Join(spec.field, ".") {
-			return nil, mongoerr.New(mongoerr.FailedToParse, "$densify's field may not also be one of its partitionByFields")
+		// MongoDB compares the paths as strings.
+		pf := strings.Join(p, ".")
+		if strings.HasPrefix(pf, field) {
+			return nil, mongoerr.Newf(mongoerr.Code(8993000), "partitionByFields '%s' cannot include field '%s' that is being densified.", pf, field)
+		}
+		if strings.HasPrefix(field, pf) {
+			return nil, mongoerr.Newf(mongoerr.Code(9554500), "field '%s' that is being densified cannot include partitionByFields '%s'.", field, pf)
 		}
 	}
 	if err := spec.parseRange(rng); err != nil {
@@ -428,9 +434,9 @@ func (s *densifyStage) checkValue(v any) error {
 	case !expr.IsNumber(v) && !isDate:
 		return mongoerr.New(mongoerr.Code(5733201), "Densify field type must be numeric or a date")
 	case s.spec.unit != "" && !isDate:
-		return mongoerr.New(mongoerr.Code(6053600), "Encountered non-date value in collection when step has a date unit.")
+		return mongoerr.New(mongoerr.Code(6053600), "Encountered numeric densify value in collection when step has a date unit.")
 	case s.spec.unit == "" && isDate:
-		return mongoerr.New(mongoerr.Code(6053601), "Encountered date value in collection when step does not have a date unit.")
+		return mongoerr.New(mongoerr.Code(6053600), "Encountered date densify value in collection when step does not have a date unit.")
 	}
 	return nil
 }

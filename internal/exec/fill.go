@@ -127,10 +127,12 @@ func newFill(arg any, next Stage, env *Env) (Stage, error) {
 	if len(windows) == 0 {
 		return next, nil
 	}
-	if !hasSort {
-		return nil, mongoerr.New(mongoerr.FailedToParse, "$fill needs a sortBy when an output field has a 'method'")
+	// Without sortBy, $locf follows the input's order and $linearFill
+	// is refused (605001), as in MongoDB.
+	spec := bson.D{{Key: "output", Value: windows}}
+	if hasSort {
+		spec = append(spec, bson.E{Key: "sortBy", Value: sortBy})
 	}
-	spec := bson.D{{Key: "sortBy", Value: sortBy}, {Key: "output", Value: windows}}
 	if partitionBy != nil {
 		spec = append(spec, bson.E{Key: "partitionBy", Value: partitionBy})
 	}

@@ -176,10 +176,12 @@ func TestDensifyErrors(t *testing.T) {
 		{`{"$densify":{"field":"x","range":{"step":1,"bounds":5}}}`, nil, 5733404},
 		{`{"$densify":{"field":"x","range":{"step":1,"bounds":"partition"}}}`, nil, 5733408},
 		{`{"$densify":{"field":"x","range":{"step":1}}}`, nil, mongoerr.Location40414},
+		{`{"$densify":{"field":"x","partitionByFields":["x.y"],"range":{"step":1,"bounds":"full"}}}`, nil, 8993000},
+		{`{"$densify":{"field":"a.x","partitionByFields":["a"],"range":{"step":1,"bounds":"full"}}}`, nil, 9554500},
 		{`{"$densify":{"field":"x","range":{"step":1,"bounds":"full"},"other":1}}`, nil, mongoerr.UnknownField},
 		{`{"$densify":{"field":"x","range":{"step":1,"bounds":"full"}}}`, docs(t, `{"x":"s"}`), 5733201},
 		{`{"$densify":{"field":"x","range":{"step":1,"unit":"day","bounds":"full"}}}`, docs(t, `{"x":1}`), 6053600},
-		{`{"$densify":{"field":"x","range":{"step":1,"bounds":"full"}}}`, docs(t, `{"x":{"$date":"2024-01-01T00:00:00Z"}}`), 6053601},
+		{`{"$densify":{"field":"x","range":{"step":1,"bounds":"full"}}}`, docs(t, `{"x":{"$date":"2024-01-01T00:00:00Z"}}`), 6053600},
 	} {
 		if _, err := run(t, &Env{}, c.input, parse(t, c.stage)); code(err) != c.want {
 			t.Errorf("%s: got %v, want %d", c.stage, err, c.want)
