@@ -245,7 +245,11 @@ func resolveVar(p *pathExpr, name string, s *Scope) error {
 	case "REMOVE":
 		p.source = srcRemove
 		return nil
-	case "CLUSTER_TIME", "SEARCH_META", "USER_ROLES":
+	case "CLUSTER_TIME":
+		// As a MongoDB server without cluster time (a standalone):
+		// tierdb keeps none.
+		return mongoerr.New(mongoerr.Code(51144), "Builtin variable '$$CLUSTER_TIME' is not available")
+	case "SEARCH_META", "USER_ROLES":
 		return mongoerr.Newf(mongoerr.InvalidPipelineOperator, "the variable $$%s is not supported by tierdb", name)
 	}
 	if s.system[name] {
