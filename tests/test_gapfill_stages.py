@@ -29,6 +29,10 @@ def test_documents_collectionless(db):
     got = list(db.aggregate([{"$documents": {"$map": {"input": {"$range": [0, "$$n"]}, "in": {"x": "$$this"}}}},
                              {"$group": {"_id": None, "s": {"$sum": "$x"}}}], let={"n": 5}))
     assert got == [{"_id": None, "s": 10}]
+    # More than a first batch: the cursor continues with getMore.
+    got = list(db.aggregate([{"$documents": {"$map": {"input": {"$range": [0, 250]}, "in": {"x": "$$this"}}}}],
+                            batchSize=100))
+    assert [d["x"] for d in got] == list(range(250))
     # $$NOW is one value for the command: in let, in $documents and later.
     got = list(db.aggregate([{"$documents": [{"t": "$$NOW"}]}, {"$set": {"same": {"$eq": ["$t", "$$now0"]}}}],
                             let={"now0": "$$NOW"}))
