@@ -13,6 +13,9 @@ import (
 // and one $$NOW (the same in let and in every $expr of the filter) are in
 // scope of the filter's $expr.
 func findReadSpec(cmd bson.D, filter, sortDoc, proj bson.D, skip, limit int64) (*readSpec, error) {
+	if _, hasLet := lookup(cmd, "let"); !hasLet && !hasExpr(filter) {
+		return parseReadSpec(filter, sortDoc, proj, skip, limit) // nothing reads a variable
+	}
 	now := expr.Now()
 	vars, err := letVarsAt(cmd, now)
 	if err != nil {
@@ -32,6 +35,25 @@ func findReadSpec(cmd bson.D, filter, sortDoc, proj bson.D, skip, limit int64) (
 		}
 	}
 	return rs, nil
+}
+
+// hasExpr reports whether a filter has an $expr, at its top level or
+// under $and, $or or $nor (the only places one may be).
+func hasExpr(filter bson.D) bool {
+	for _, e := range filter {
+		switch e.Key {
+		case "$expr":
+			return true
+		case "$and", "$or", "$nor":
+			a, _ := e.Value.(bson.A)
+			for _, c := range a {
+				if d, ok := c.(bson.D); ok && hasExpr(d) {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // aggregateCollection is the collection an aggregate reads; {aggregate:
