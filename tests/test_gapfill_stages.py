@@ -39,6 +39,16 @@ def test_documents_collectionless(db):
     assert got[0]["same"] is True and isinstance(got[0]["t"], datetime.datetime)
 
 
+def test_documents_into_out_and_merge(db):
+    assert list(db.aggregate([{"$documents": [{"_id": 1, "a": 1}, {"_id": 2, "a": 2}]}, {"$out": "made"}])) == []
+    assert list(db.made.find().sort("_id", 1)) == [{"_id": 1, "a": 1}, {"_id": 2, "a": 2}]
+    list(db.aggregate([{"$documents": [{"_id": 2, "b": 3}, {"_id": 3, "a": 3}]}, {"$merge": {"into": "made"}}]))
+    assert list(db.made.find().sort("_id", 1)) == [{"_id": 1, "a": 1}, {"_id": 2, "a": 2, "b": 3}, {"_id": 3, "a": 3}]
+    # A failing pipeline leaves the target as it was.
+    assert code_of(lambda: list(db.aggregate([{"$documents": [{"_id": 9}, {"_id": 9}]}, {"$out": "made"}]))) == 11000
+    assert db.made.count_documents({}) == 3
+
+
 def test_documents_errors(db):
     db.c.insert_one({"a": 1})
     assert code_of(lambda: list(db.aggregate([{"$documents": [1, 2]}]))) == 40228

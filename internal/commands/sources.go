@@ -40,8 +40,8 @@ var aggregateAccess = access{kind: accessCollection, actionsFor: func(cmd bson.D
 }}
 
 // aggregateSource runs a pipeline whose first stage produces documents
-// instead of reading the collection ($collStats, $currentOp); handled is
-// false for any other pipeline.
+// instead of reading the collection ($collStats, $currentOp, $indexStats,
+// $documents); handled is false for any other pipeline.
 func (h *Handlers) aggregateSource(ctx context.Context, req *Request) (reply bson.D, handled bool, err error) {
 	pipeline, err := getArray(req.Cmd, "pipeline")
 	if err != nil || len(pipeline) == 0 {
@@ -73,53 +73,65 @@ func (h *Handlers) aggregateSource(ctx context.Context, req *Request) (reply bso
 	if err != nil {
 		return nil, true, err
 	}
-	env, err := sourceEnv(ctx, req, h.reader(req))
-	if err != nil {
-		return nil, true, err
-	}
-	sink := &exec.Collect{}
-	head, err := exec.Build(stages, sink, env)
-	if err != nil {
-		return nil, true, err
-	}
-	var docs bson.A
-	ns := req.DB + ".$cmd.aggregate"
-	switch first[0].Key {
-	case "$currentOp":
-		docs, err = h.currentOpStage(req, first[0].Value)
-	case "$documents":
-		var ds []bson.D
-		if ds, err = exec.EvalDocuments(first[0].Value, env); err == nil {
-			err = exec.RunDocuments(ds, head)
-		}
+	run := func(ctx context.Context, req *Request) (bson.D, error) {
+		env, err := sourceEnv(ctx, req, h.reader(req))
 		if err != nil {
-			return nil, true, h.memoryError(req, err)
+			return nil, err
 		}
-		reply, err = h.firstBatch(ctx, req, ns, &sliceSource{docs: sink.Raws}, batchSize, false)
-		return reply, true, err
+		out := h.newOutput(ctx, req) // $out and $merge after the source
+		defer out.abort()
+		env.Output = out
+		sink := &exec.Collect{}
+		head, err := exec.Build(stages, sink, env)
+		if err != nil {
+			return nil, err
+		}
+		ns, err := h.runSource(ctx, req, first[0], env, head)
+		if err != nil {
+			return nil, h.memoryError(req, err)
+		}
+		return h.firstBatch(ctx, req, ns, &sliceSource{docs: sink.Raws}, batchSize, false)
+	}
+	if writes(pipeline) {
+		reply, err = h.withWriteConcern(ctx, req, run)
+	} else {
+		reply, err = run(ctx, req)
+	}
+	return reply, true, err
+}
+
+// runSource makes the source stage's documents and pushes them through
+// head; ns is the cursor's namespace.
+func (h *Handlers) runSource(ctx context.Context, req *Request, src bson.E, env *exec.Env, head exec.Stage) (ns string, err error) {
+	var docs bson.A
+	ns = req.DB + ".$cmd.aggregate"
+	switch src.Key {
+	case "$currentOp":
+		docs, err = h.currentOpStage(req, src.Value)
+	case "$documents":
+		ds, err := exec.EvalDocuments(src.Value, env)
+		if err != nil {
+			return "", err
+		}
+		return ns, exec.RunDocuments(ds, head)
 	case "$indexStats":
-		docs, err = h.indexStatsStage(ctx, req, first[0].Value)
+		docs, err = h.indexStatsStage(ctx, req, src.Value)
 		ns = req.DB + "." + req.Cmd[0].Value.(string)
 	default:
-		docs, err = h.collStatsStage(ctx, req, first[0].Value)
+		docs, err = h.collStatsStage(ctx, req, src.Value)
 		ns = req.DB + "." + req.Cmd[0].Value.(string)
 	}
 	if err != nil {
-		return nil, true, err
+		return "", err
 	}
 	for _, d := range docs {
-		if err := head.Push(d.(bson.D)); err != nil {
-			if err == exec.ErrDone {
-				break
-			}
-			return nil, true, h.memoryError(req, err)
+		if err := head.Push(d.(bson.D)); err == exec.ErrDone {
+			break
+		} else if err != nil {
+			return "", err
 		}
 	}
-	if err := head.Finish(); err != nil {
-		return nil, true, h.memoryError(req, err)
-	}
-	reply, err = h.firstBatch(ctx, req, ns, &sliceSource{docs: sink.Raws}, batchSize, false)
-	return reply, true, err
+	return ns, head.Finish()
 }
 
 // sourceStages are the stages aggregateSource runs when they come first.
@@ -138,5 +150,5 @@ func sourceEnv(ctx context.Context, req *Request, read exec.Reader) (*exec.Env, 
 	if err != nil {
 		return nil, err
 	}
-	return &exec.Env{Ctx: ctx, Read: read, Vars: vars, Now: now, DB: req.DB, AllowDiskUse: allowDisk, Output: noOutput{}}, nil
+	return &exec.Env{Ctx: ctx, Read: read, Vars: vars, Now: now, DB: req.DB, AllowDiskUse: allowDisk}, nil
 }
