@@ -301,6 +301,8 @@ def test_hint_must_name_a_visible_index(db):
     # Valid hints on writes work.
     assert c.update_one({"_id": 1}, {"$set": {"z": 1}}, hint="a_1").modified_count == 1
     assert c.delete_one({"_id": 2}, hint=[("_id", 1)]).deleted_count == 1
+    assert code_of(lambda: db.command("explain", {"find": "h", "filter": {}, "hint": "nope"})) == 2
+    assert "queryPlanner" in db.command("explain", {"find": "h", "filter": {}, "hint": "a_1"})
     # A collection that does not exist answers empty, hint or not.
     assert list(db.nothing.find({}).hint("nope")) == []
 

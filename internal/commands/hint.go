@@ -24,17 +24,26 @@ var hintCommands = map[string]bool{"find": true, "count": true, "distinct": true
 
 // checkCommandHint checks the command's top-level hint (run calls it).
 func (h *Handlers) checkCommandHint(ctx context.Context, req *Request) error {
-	if !hintCommands[req.Name] {
+	cmd, cmdName := req.Cmd, req.Name
+	if cmdName == "explain" {
+		// The explained command's hint, as it would run.
+		inner, ok := cmd[0].Value.(bson.D)
+		if !ok || len(inner) == 0 {
+			return nil
+		}
+		cmd, cmdName = inner, inner[0].Key
+	}
+	if !hintCommands[cmdName] {
 		return nil
 	}
-	hint, ok := lookup(req.Cmd, "hint")
+	hint, ok := lookup(cmd, "hint")
 	if !ok || noHint(hint) {
 		return nil
 	}
 	if err := hintType(hint); err != nil {
 		return err
 	}
-	name, ok := req.Cmd[0].Value.(string)
+	name, ok := cmd[0].Value.(string)
 	if !ok {
 		return nil
 	}
