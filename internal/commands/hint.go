@@ -47,7 +47,7 @@ func (h *Handlers) checkCommandHint(ctx context.Context, req *Request) error {
 	if !ok {
 		return nil
 	}
-	col, err := h.store.Collection(ctx, req.DB, name)
+	col, err := h.store.Collection(ctx, req.on, req.DB, name)
 	if storage.IsCode(err, storage.ErrNamespaceNotFound) {
 		return nil
 	}

@@ -25,14 +25,14 @@ func (h *Handlers) indexStatsStage(ctx context.Context, req *Request, arg any) (
 	if d, ok := arg.(bson.D); !ok || len(d) != 0 {
 		return nil, mongoerr.Newf(mongoerr.Code(28803), "The $indexStats stage specification must be an empty object, found %s", query.TypeName(arg))
 	}
-	col, err := h.store.Collection(ctx, req.DB, name)
+	col, err := h.store.Collection(ctx, req.on, req.DB, name)
 	if storage.IsCode(err, storage.ErrNamespaceNotFound) {
 		return bson.A{}, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	usage, err := h.store.IndexUsage(ctx, col)
+	usage, err := h.store.IndexUsage(ctx, req.on, col)
 	if err != nil {
 		return nil, err
 	}

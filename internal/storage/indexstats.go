@@ -16,10 +16,10 @@ type IndexUsage struct {
 }
 
 // IndexUsage reads the usage of each of c's indexes, by MongoDB index
-// name, on the primary. PostgreSQL publishes a backend's counts when its
+// name, on the primary (at on's tier). PostgreSQL publishes a backend's counts when its
 // transaction ends, at most about once a second, so a scan shows up a
 // moment later.
-func (s *Store) IndexUsage(ctx context.Context, c *Collection) (map[string]IndexUsage, error) {
+func (s *Store) IndexUsage(ctx context.Context, on On, c *Collection) (map[string]IndexUsage, error) {
 	names := make([]string, len(c.Indexes))
 	for i := range c.Indexes {
 		ix := &c.Indexes[i]
@@ -31,13 +31,13 @@ func (s *Store) IndexUsage(ctx context.Context, c *Collection) (map[string]Index
 	}
 	var ops []int64
 	var since time.Time
-	err := s.q(ctx).QueryRow(ctx, `SELECT
+	err := s.q(ctx, on).QueryRow(ctx, `SELECT
 	coalesce((SELECT stats_reset FROM pg_stat_database WHERE datname = current_database()), pg_postmaster_start_time()),
 	ARRAY(SELECT coalesce((SELECT idx_scan FROM pg_stat_user_indexes
 		WHERE schemaname = $1 AND indexrelname = n), 0)::bigint FROM unnest($2::text[]) WITH ORDINALITY AS u(n, i) ORDER BY i)`,
 		dataSchema, names).Scan(&since, &ops)
 	if err != nil {
-		return nil, s.readError(ctx, c, err)
+		return nil, s.readError(ctx, on, c, err)
 	}
 	out := make(map[string]IndexUsage, len(c.Indexes))
 	for i := range c.Indexes {
