@@ -297,6 +297,11 @@ type fakeSlot struct {
 	// onPeek and onAdvance, when set, run once at the start of the next
 	// Peek or Advance: what a concurrent request does meanwhile.
 	onPeek, onAdvance func()
+	// when is the commit time of the transactions txn adds (PostgreSQL's
+	// epoch when zero).
+	when time.Time
+	// peeks counts the reads of the slot.
+	peeks int
 }
 
 func once(f *func()) {
@@ -310,6 +315,7 @@ func once(f *func()) {
 // after the one in which n messages have been served, as PostgreSQL does.
 func (f *fakeSlot) Peek(_ context.Context, n int, fn func([]byte) bool) error {
 	once(&f.onPeek)
+	f.peeks++
 	served := 0
 	for i, m := range f.msgs {
 		if f.lsns[i] < f.confirmed {
@@ -341,7 +347,11 @@ func (f *fakeSlot) txn(t *testing.T, lsn uint64, ids ...int32) {
 	add := func(b []byte) { f.msgs = append(f.msgs, b); f.lsns = append(f.lsns, lsn) }
 	begin := []byte{'B'}
 	begin = appendU64(begin, lsn)
-	begin = appendU64(begin, 0)
+	var micros int64
+	if !f.when.IsZero() {
+		micros = f.when.Sub(time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)).Microseconds()
+	}
+	begin = appendU64(begin, uint64(micros))
 	begin = append(begin, 0, 0, 0, 1)
 	add(relationBytes())
 	add(begin)

@@ -1,0 +1,185 @@
+package changes
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"tierdb/internal/mongoerr"
+)
+
+// txns appends count transactions of per inserts each, from LSN lsn on
+// (10 apart), with ids counting from id; it returns the next LSN and id.
+func (f *fakeSlot) txns(t *testing.T, lsn uint64, id int32, count, per int) (uint64, int32) {
+	for range count {
+		ids := make([]int32, per)
+		for i := range ids {
+			ids[i] = id
+			id++
+		}
+		f.txn(t, lsn, ids...)
+		lsn += 10
+	}
+	return lsn, id
+}
+
+// drain reads s until it has want changes, checking they come in order.
+func drain(t *testing.T, hub *Hub, s *Stream, first int32, want int) {
+	t.Helper()
+	next := first
+	for tries := 0; int(next-first) < want; tries++ {
+		if tries > 10*want/maxCatchUp+100 {
+			t.Fatalf("stream stuck after %d of %d changes", next-first, want)
+		}
+		hub.lastPoll = time.Time{}
+		for _, id := range ids(t, mustNext(t, s)) {
+			if id != next {
+				t.Fatalf("got id %d, want %d", id, next)
+			}
+			next++
+		}
+	}
+}
+
+// A stream that does not read never holds the others up: once the buffer
+// is full it is left behind, the others go on, and it later reads its
+// changes from the slot, in order, then joins the buffer again.
+func TestHubLeavesASlowStreamBehind(t *testing.T) {
+	ctx := context.Background()
+	slot, hub, fast := hubWithStream(t)
+	slow, err := hub.Open(ctx, Scope{DB: "d"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := MaxBufferedChanges*2 + 500
+	slot.txns(t, 10, 0, total/10, 10)
+	drain(t, hub, fast, 0, total)
+	if len(hub.buf) > MaxBufferedChanges {
+		t.Errorf("buffer holds %d changes", len(hub.buf))
+	}
+	if !slow.isLagging() {
+		t.Fatal("the slow stream was not left behind")
+	}
+	if slot.confirmed > slow.pos.needs() {
+		t.Fatalf("the slot (%d) moved past the slow stream (%d)", slot.confirmed, slow.pos.needs())
+	}
+	drain(t, hub, slow, 0, total)
+	if slow.isLagging() {
+		t.Error("the slow stream did not join the buffer again")
+	}
+	// Both read what comes next from the buffer.
+	slot.txn(t, 1_000_000, 99999)
+	for _, s := range []*Stream{fast, slow} {
+		hub.lastPoll = time.Time{}
+		if g := ids(t, mustNext(t, s)); len(g) != 1 || g[0] != 99999 {
+			t.Errorf("after catching up got %v", g)
+		}
+	}
+}
+
+// A stream left behind by more than MaxLagMessages loses its history; the
+// slot then moves on.
+func TestHubLosesAStreamTooFarBehind(t *testing.T) {
+	ctx := context.Background()
+	slot, hub, fast := hubWithStream(t)
+	slow, err := hub.Open(ctx, Scope{DB: "d"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const per = 100
+	total := (MaxLagMessages/per + MaxBufferedChanges/per + 20) * per
+	slot.txns(t, 10, 0, total/per, per)
+	drain(t, hub, fast, 0, total)
+	hub.lastPoll = time.Time{}
+	mustNext(t, fast)
+	if _, err := slow.Next(ctx, 0); !isCode(err, mongoerr.ChangeStreamHistoryLost) {
+		t.Fatalf("the stream left far behind: %v, want ChangeStreamHistoryLost", err)
+	}
+	if slot.confirmed <= 10 {
+		t.Errorf("the slot stayed at %d", slot.confirmed)
+	}
+}
+
+// A resume from history the buffer let go reads it from the slot without
+// emptying the buffer the other streams read.
+func TestHubResumeKeepsTheBuffer(t *testing.T) {
+	ctx := context.Background()
+	slot, hub, a := hubWithStream(t)
+	b, _ := hub.Open(ctx, Scope{DB: "d"}, nil)
+	slot.txn(t, 10, 1, 2, 3)
+	slot.txn(t, 20, 4, 44)
+	mustNext(t, a)
+	mustNext(t, b)
+	hub.lastPoll = time.Time{}
+	slot.txn(t, 30, 5)
+	mustNext(t, a) // the buffer now holds 5 only; b has not read it
+	r, err := hub.Open(ctx, Scope{DB: "d"}, &Position{LSN: 20, Index: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.isLagging() {
+		t.Fatal("a stream resumed before the buffer reads on its own")
+	}
+	if g := ids(t, mustNext(t, r)); len(g) != 2 || g[0] != 44 || g[1] != 5 {
+		t.Errorf("resumed stream got %v, want [44 5]", g)
+	}
+	if g := ids(t, mustNext(t, b)); len(g) != 1 || g[0] != 5 {
+		t.Errorf("the other stream got %v, want [5]", g)
+	}
+}
+
+// startAtOperationTime: the changes at or after a cluster time, from the
+// slot's history; before what the slot keeps is history lost.
+func TestHubOpenAt(t *testing.T) {
+	ctx := context.Background()
+	slot := &fakeSlot{confirmed: 1, current: 1}
+	hub, err := NewHub(ctx, slot, admitAll)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keep, _ := hub.Open(ctx, Scope{DB: "d"}, nil) // holds the slot
+	t0 := time.Now().Add(-30 * time.Minute).Truncate(time.Second)
+	slot.when = t0
+	slot.txn(t, 10, 1, 2)
+	slot.when = t0.Add(2 * time.Second)
+	slot.txn(t, 20, 3)
+	slot.when = t0.Add(5 * time.Second)
+	slot.txn(t, 30, 4)
+	mustNext(t, keep)
+	hub.since = time.Now().Add(-time.Hour) // as if the slot had stayed there an hour
+	at := bson.Timestamp{T: uint32(t0.Add(2 * time.Second).Unix())}
+	s, err := hub.OpenAt(ctx, Scope{DB: "d"}, at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := ids(t, mustNext(t, s)); len(g) != 2 || g[0] != 3 || g[1] != 4 {
+		t.Errorf("from t0+2s got %v, want [3 4]", g)
+	}
+	// The increment counts within a second: the second change of the
+	// transaction at t0 has increment 2.
+	s2, _ := hub.OpenAt(ctx, Scope{DB: "d"}, bson.Timestamp{T: uint32(t0.Unix()), I: 2})
+	if g := ids(t, mustNext(t, s2)); len(g) != 3 || g[0] != 2 {
+		t.Errorf("from {t0, 2} got %v, want [2 3 4]", g)
+	}
+	old := bson.Timestamp{T: uint32(time.Now().Add(-2 * time.Hour).Unix())}
+	if _, err := hub.OpenAt(ctx, Scope{DB: "d"}, old); !isCode(err, mongoerr.ChangeStreamHistoryLost) {
+		t.Errorf("before the slot's history: %v, want ChangeStreamHistoryLost", err)
+	}
+	// A time to come: only what is committed from then on.
+	slot.current = 40
+	later := time.Now().Add(time.Hour).Truncate(time.Second)
+	f, err := hub.OpenAt(ctx, Scope{DB: "d"}, bson.Timestamp{T: uint32(later.Unix())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slot.when = time.Now()
+	slot.txn(t, 50, 5)
+	slot.when = later
+	slot.txn(t, 60, 6)
+	hub.lastPoll = time.Time{}
+	if g := ids(t, mustNext(t, f)); len(g) != 1 || g[0] != 6 {
+		t.Errorf("from an hour ahead got %v, want [6]", g)
+	}
+}
