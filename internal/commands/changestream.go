@@ -51,9 +51,9 @@ func isChangeStream(cmd bson.D) bool {
 
 // streamSpec is a parsed change stream request.
 type streamSpec struct {
-	scope  changes.Scope
-	opts   changes.Options
-	start  *changes.Position
+	scope changes.Scope
+	opts  changes.Options
+	start *changes.Position
 	// at: startAtOperationTime, the changes at or after that cluster time.
 	at     *bson.Timestamp
 	stages []bson.D
