@@ -413,12 +413,42 @@ def test_current_op_idle_connections(server, client):
         idle_ops = [o for o in ops if o["active"] is False]
         assert idle_ops and all(o["type"] == "idleConnection" for o in idle_ops)
         assert len({o["connectionId"] for o in ops}) == len(ops), "a connection is listed once"
-        active_only = list(client.admin.aggregate([{"$currentOp": {"allUsers": True}}]))
+        active_only = list(client.admin.aggregate([{"$currentOp": {"allUsers": True, "idleSessions": False}}]))
         assert all(o["active"] for o in active_only)
         assert any(o["active"] is False for o in client.admin.command(SON([("currentOp", 1), ("$all", True)]))["inprog"])
         assert code_of(lambda: list(client.admin.aggregate([{"$currentOp": {"idleCursors": True}}]))) == 238
     finally:
         idle.close()
+
+
+def test_current_op_idle_sessions(client, db):
+    # A transaction open between its statements is an idle session:
+    # listed by $currentOp (idleSessions is true by default) and by the
+    # currentOp command, not with idleSessions: false, and no longer once
+    # committed.
+    db.c.insert_one({"_id": 0})
+    with client.start_session() as s:
+        s.start_transaction()
+        db.c.insert_one({"_id": 1}, session=s)
+        lsid = s.session_id["id"]
+
+        def mine(ops):
+            return [o for o in ops if o.get("type") == "idleSession" and o["lsid"]["id"] == lsid]
+
+        (o,) = mine(client.admin.aggregate([{"$currentOp": {}}]))
+        assert o["active"] is False and o["desc"] == "inactive transaction"
+        params = o["transaction"]["parameters"]
+        assert params["autocommit"] is False and params["txnNumber"] >= 1
+        assert o["transaction"]["timeOpenMicros"] >= 0
+        assert o["transaction"]["expiryTime"] > o["transaction"]["startWallClockTime"]
+        assert mine(client.admin.aggregate([{"$currentOp": {"allUsers": True}}]))
+        assert not mine(client.admin.aggregate([{"$currentOp": {"idleSessions": False}}]))
+        assert mine(client.admin.command("currentOp")["inprog"])
+        assert mine(client.admin.command(SON([("currentOp", 1), ("type", "idleSession")]))["inprog"])
+        assert not mine(client.admin.command(SON([("currentOp", 1), ("type", "op")]))["inprog"])
+        s.commit_transaction()
+        assert not mine(client.admin.aggregate([{"$currentOp": {}}]))
+    assert db.c.count_documents({}) == 2
 
 
 def test_current_op_shows_requests_waiting_for_admission(new_server):
