@@ -57,6 +57,21 @@ def test_db_stats_counts_and_sizes(db):
     assert kb["objects"] == 320, "counts are not scaled"
 
 
+def test_db_stats_counts_views_apart(db):
+    db.a.insert_many([{"_id": i} for i in range(5)])
+    db.create_collection("v1", viewOn="a", pipeline=[{"$match": {"_id": {"$gt": 2}}}])
+    db.create_collection("v2", viewOn="v1", pipeline=[])
+    st = db.command("dbStats")
+    assert (st["collections"], st["views"], st["objects"]) == (1, 2, 5), "views hold no documents of their own"
+    db.v2.drop()
+    assert (db.command("dbStats")["views"], db.command("dbStats")["collections"]) == (1, 1)
+    # A non-integer scale counts its integer part; freeStorage is refused
+    # unless 0 (tierdb does not measure free space).
+    assert db.command("dbStats", scale=1023.999)["scaleFactor"] == 1023
+    assert db.command("dbStats", freeStorage=0)["ok"] == 1
+    assert code_of(lambda: db.command("dbStats", freeStorage=1)) == 238
+
+
 def test_db_stats_of_a_missing_database_is_zero(client):
     st = client["nothing_" + uuid.uuid4().hex[:8]].command("dbStats")
     assert (st["collections"], st["objects"], st["dataSize"], st["indexes"]) == (0, 0, 0, 0)
