@@ -512,6 +512,53 @@ def test_max_time_ms_is_honoured(server, db):
         b.close()
 
 
+@pytest.mark.parametrize("kind", ["update", "delete", "insert"])
+def test_an_interrupted_retryable_write_fails_with_its_interruption(server, db, kind):
+    # A retryable write (lsid and txnNumber, as drivers send) whose second
+    # statement waits on a row held by another transaction until maxTimeMS:
+    # the command fails with MaxTimeMSExpired (not WriteConflict, as when
+    # the interruption travelled as a writeError), nothing of it is
+    # recorded, and a retry with the same txnNumber then runs it whole.
+    db.c.insert_many([{"_id": 1}, {"_id": 2}])
+    holder, other = server.client(), server.client()
+    s, s2 = holder.start_session(), other.start_session()
+    try:
+        s.start_transaction()
+        holder[db.name].c.update_one({"_id": 2}, {"$set": {"held": 1}}, session=s)
+        holder[db.name].c.insert_one({"_id": 4}, session=s)
+        cmd = {
+            "update": ("update", "c", {"updates": [{"q": {"_id": 1}, "u": {"$set": {"x": 1}}}, {"q": {"_id": 2}, "u": {"$set": {"x": 1}}}]}),
+            "delete": ("delete", "c", {"deletes": [{"q": {"_id": 1}, "limit": 1}, {"q": {"_id": 2}, "limit": 1}]}),
+            "insert": ("insert", "c", {"documents": [{"_id": 3}, {"_id": 4}]}),
+        }[kind]
+        name, coll, args = cmd
+        with pytest.raises(OperationFailure) as e:
+            other[db.name].command(name, coll, session=s2, txnNumber=bson.int64.Int64(1), maxTimeMS=300, **args)
+        assert e.value.code == 50 and e.value.details["codeName"] == "MaxTimeMSExpired", e.value.details
+        s.abort_transaction()
+        assert sorted(d["_id"] for d in db.c.find({"x": {"$exists": True}})) == []
+        r = other[db.name].command(name, coll, session=s2, txnNumber=bson.int64.Int64(1), **args)
+        assert r["n"] == 2 and "writeErrors" not in r
+        # In a transaction, the interrupted statement fails and aborts it.
+        s.start_transaction()
+        holder[db.name].c.insert_one({"_id": 9}, session=s)
+        with other.start_session() as s3:
+            s3.start_transaction()
+            with pytest.raises(OperationFailure) as e:
+                other[db.name].command("insert", "c", session=s3, documents=[{"_id": 8}, {"_id": 9}], maxTimeMS=300)
+            assert e.value.code == 50
+            with pytest.raises(OperationFailure) as e:
+                s3.commit_transaction()
+            assert e.value.code == 251
+        s.abort_transaction()
+        assert db.c.find_one({"_id": 8}) is None
+    finally:
+        s.end_session()
+        s2.end_session()
+        holder.close()
+        other.close()
+
+
 # --- argument checks -----------------------------------------------------------
 
 @pytest.mark.parametrize("value", [-1, -1000, bson.int64.Int64(-5)])
