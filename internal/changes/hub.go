@@ -64,6 +64,10 @@ type Hub struct {
 	// admit waits for low-tier admission before each read of the slot.
 	admit func(ctx context.Context) (func(), error)
 
+	// maxChanges, maxBytes, maxLag: MaxBufferedChanges,
+	// MaxBufferedBytes and MaxLagMessages (smaller in tests).
+	maxChanges, maxBytes, maxLag int
+
 	pollMu   sync.Mutex // one read of the slot at a time
 	lastPoll time.Time
 	known    map[string]Namespace
@@ -97,7 +101,7 @@ func NewHub(ctx context.Context, slot Slot, admit func(context.Context) (func(),
 	}
 	now := time.Now()
 	start := Position{LSN: base}
-	return &Hub{slot: slot, admit: admit, base: base, scanned: start, trimmed: start, since: now, streams: map[*Stream]struct{}{}, known: map[string]Namespace{}, lastOpen: now}, nil
+	return &Hub{slot: slot, admit: admit, maxChanges: MaxBufferedChanges, maxBytes: MaxBufferedBytes, maxLag: MaxLagMessages, base: base, scanned: start, trimmed: start, since: now, streams: map[*Stream]struct{}{}, known: map[string]Namespace{}, lastOpen: now}, nil
 }
 
 // Stream is one change stream's position in the hub.
@@ -241,13 +245,17 @@ func (h *Hub) poll(ctx context.Context) error {
 	if err := h.checkSlot(ctx); err != nil {
 		return err
 	}
-	h.leaveBehind()
 	if err := h.trim(ctx); err != nil {
 		return busyIsNil(err)
 	}
+	if h.leaveBehind() {
+		if err := h.trim(ctx); err != nil {
+			return busyIsNil(err)
+		}
+	}
 	h.mu.Lock()
-	scanned, room := h.scanned, MaxBufferedChanges-len(h.buf)
-	roomBytes := MaxBufferedBytes - h.bytes
+	scanned, room := h.scanned, h.maxChanges-len(h.buf)
+	roomBytes := h.maxBytes - h.bytes
 	want := h.behind + len(h.buf) + 1000
 	h.mu.Unlock()
 	if room <= 0 || roomBytes <= 0 {
@@ -265,13 +273,10 @@ func (h *Hub) poll(ctx context.Context) error {
 	// than a read asks for, never get past it.
 	var whole Position
 	behind := 0
-	// marks[i] is the last commit read before message i*lagMarkEvery,
-	// while no new change has come.
-	var marks []Position
-	var lastCommit Position
+	var marks lagMarks
 	err = h.slot.Peek(ctx, want, func(data []byte) bool {
-		if msgs%lagMarkEvery == 0 && len(fresh) == 0 {
-			marks = append(marks, lastCommit)
+		if len(fresh) == 0 {
+			marks.note(msgs)
 		}
 		if msgs++; msgs%256 == 0 {
 			runtime.Gosched() // decoding is background work: let requests run
@@ -287,9 +292,9 @@ func (h *Hub) poll(ctx context.Context) error {
 		taken := dec.Take()
 		commit, isCommit := m.(*pglogrepl.CommitMessage)
 		if isCommit {
-			lastCommit = Position{LSN: uint64(commit.CommitLSN), Index: hwm}
+			marks.last = Position{LSN: uint64(commit.CommitLSN), Index: hwm}
 			if len(taken) == 0 {
-				whole = lastCommit
+				whole = marks.last
 			}
 		}
 		for _, c := range taken {
@@ -316,9 +321,7 @@ func (h *Hub) poll(ctx context.Context) error {
 	h.behind = behind
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if behind > MaxLagMessages {
-		h.loseLagging(marks[min((behind-MaxLagMessages)/lagMarkEvery, len(marks)-1)])
-	}
+	h.loseLagging(marks, behind, nil)
 	h.buf = append(h.buf, fresh...)
 	h.bytes += freshBytes
 	if len(fresh) > 0 {

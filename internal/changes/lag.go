@@ -44,26 +44,49 @@ func (h *Hub) checkSlot(ctx context.Context) error {
 }
 
 // leaveBehind, when the buffer is full, makes the streams still before the
-// middle of it lagging, so that trim frees half of it.
-func (h *Hub) leaveBehind() {
+// middle of it lagging, so that trim frees half of it; it reports whether
+// it did.
+func (h *Hub) leaveBehind() bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if len(h.buf) == 0 || len(h.buf) < MaxBufferedChanges && h.bytes < MaxBufferedBytes {
-		return
+	if len(h.buf) == 0 || len(h.buf) < h.maxChanges && h.bytes < h.maxBytes {
+		return false
 	}
 	cut := h.buf[len(h.buf)/2].Pos
+	left := false
 	for s := range h.streams {
 		if !s.lagging && s.pos.Less(cut) {
-			s.lagging = true
+			s.lagging, left = true, true
 		}
+	}
+	return left
+}
+
+// lagMarks remembers, while a read of the slot has not yet come to what it
+// is after, the last commit before every lagMarkEvery-th message: where
+// the read was maxLag messages before that point.
+type lagMarks struct {
+	marks []Position
+	last  Position // the last commit read
+}
+
+// note is called before message msgs (counted from 0) is read.
+func (m *lagMarks) note(msgs int) {
+	if msgs%lagMarkEvery == 0 {
+		m.marks = append(m.marks, m.last)
 	}
 }
 
-// loseLagging ends the history of the lagging streams before cut (h.mu
-// held).
-func (h *Hub) loseLagging(cut Position) {
+// loseLagging ends the history of the lagging streams (but keep) more than
+// maxLag messages before the point a read of the slot came to after
+// behind messages, so that the slot may move on (h.mu held).
+func (h *Hub) loseLagging(m lagMarks, behind int, keep *Stream) {
+	if behind <= h.maxLag || len(m.marks) == 0 {
+		return
+	}
+	cut := m.marks[min((behind-h.maxLag)/lagMarkEvery, len(m.marks)-1)]
 	for s := range h.streams {
-		if s.lagging && s.pos.Less(cut) {
+		if s != keep && s.lagging && s.pos.Less(cut) {
 			s.lost = true
 		}
 	}
@@ -124,7 +147,11 @@ func (s *Stream) catchUp(ctx context.Context, n int) ([]Change, error) {
 	var out []Change
 	var decodeErr error
 	msgs, skip := 0, -1
+	var marks lagMarks
 	err = h.slot.Peek(ctx, want, func(data []byte) bool {
+		if skip < 0 {
+			marks.note(msgs)
+		}
 		if msgs++; msgs%256 == 0 {
 			runtime.Gosched()
 		}
@@ -157,10 +184,11 @@ func (s *Stream) catchUp(ctx context.Context, n int) ([]Change, error) {
 				}
 			}
 		}
-		if commit, ok := m.(*pglogrepl.CommitMessage); ok && len(taken) == 0 {
+		if commit, ok := m.(*pglogrepl.CommitMessage); ok {
+			marks.last = Position{LSN: uint64(commit.CommitLSN), Index: hwm}
 			// A transaction without changes is passed over.
-			if whole := (Position{LSN: uint64(commit.CommitLSN), Index: hwm}); pos.Less(whole) {
-				pos = whole
+			if len(taken) == 0 && pos.Less(marks.last) {
+				pos = marks.last
 			}
 		}
 		return true
@@ -175,6 +203,11 @@ func (s *Stream) catchUp(ctx context.Context, n int) ([]Change, error) {
 	defer h.mu.Unlock()
 	if s.lost {
 		return nil, errLost
+	}
+	if skip >= 0 {
+		// Streams lagging further behind than maxLag cost this one
+		// (every read decodes from the slowest): they lose their history.
+		h.loseLagging(marks, skip, s)
 	}
 	if skip < 0 && msgs >= want {
 		skip = 2 * msgs // nothing new within what was asked: ask for more

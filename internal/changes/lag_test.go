@@ -49,14 +49,15 @@ func drain(t *testing.T, hub *Hub, s *Stream, first int32, want int) {
 func TestHubLeavesASlowStreamBehind(t *testing.T) {
 	ctx := context.Background()
 	slot, hub, fast := hubWithStream(t)
+	hub.maxChanges = 500
 	slow, err := hub.Open(ctx, Scope{DB: "d"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	total := MaxBufferedChanges*2 + 500
+	total := hub.maxChanges*4 + 50
 	slot.txns(t, 10, 0, total/10, 10)
 	drain(t, hub, fast, 0, total)
-	if len(hub.buf) > MaxBufferedChanges {
+	if len(hub.buf) > hub.maxChanges {
 		t.Errorf("buffer holds %d changes", len(hub.buf))
 	}
 	if !slow.isLagging() {
@@ -84,12 +85,13 @@ func TestHubLeavesASlowStreamBehind(t *testing.T) {
 func TestHubLosesAStreamTooFarBehind(t *testing.T) {
 	ctx := context.Background()
 	slot, hub, fast := hubWithStream(t)
+	hub.maxChanges, hub.maxLag = 500, 5000
 	slow, err := hub.Open(ctx, Scope{DB: "d"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	const per = 100
-	total := (MaxLagMessages/per + MaxBufferedChanges/per + 20) * per
+	const per = 10
+	total := (hub.maxLag/per + hub.maxChanges/per + 20) * per
 	slot.txns(t, 10, 0, total/per, per)
 	drain(t, hub, fast, 0, total)
 	hub.lastPoll = time.Time{}
@@ -181,5 +183,31 @@ func TestHubOpenAt(t *testing.T) {
 	hub.lastPoll = time.Time{}
 	if g := ids(t, mustNext(t, f)); len(g) != 1 || g[0] != 6 {
 		t.Errorf("from an hour ahead got %v, want [6]", g)
+	}
+}
+
+// A stream left behind that never reads loses its history once the others
+// are maxLag past it, even when they are lagging themselves: the slot
+// moves on and the reading stream gets all its changes.
+func TestHubLosesAnAbandonedStreamBehindLaggingOnes(t *testing.T) {
+	ctx := context.Background()
+	slot, hub, fast := hubWithStream(t)
+	hub.maxChanges, hub.maxLag = 100, 2000
+	abandoned, _ := hub.Open(ctx, Scope{DB: "d"}, nil)
+	reader, _ := hub.Open(ctx, Scope{DB: "d"}, nil)
+	lsn, id := slot.txns(t, 10, 0, 100, 10) // 1000 changes, 1300 messages
+	drain(t, hub, fast, 0, int(id))
+	fast.Close()
+	if !abandoned.isLagging() || !reader.isLagging() {
+		t.Fatal("the streams that did not read were not left behind")
+	}
+	drain(t, hub, reader, 0, int(id))
+	_, end := slot.txns(t, lsn, id, 200, 10)
+	drain(t, hub, reader, id, int(end-id))
+	if _, err := abandoned.Next(ctx, 0); !isCode(err, mongoerr.ChangeStreamHistoryLost) {
+		t.Fatalf("the abandoned stream: %v, want ChangeStreamHistoryLost", err)
+	}
+	if slot.confirmed <= 10 {
+		t.Errorf("the slot stayed at %d", slot.confirmed)
 	}
 }
