@@ -47,7 +47,8 @@ const (
 	// slot keeps its history, and every read of the slot decodes it
 	// again, so past that the stream's history is lost.
 	MaxLagMessages = 60000
-	// maxCatchUp bounds the changes one read of a lagging stream takes.
+	// maxCatchUp bounds the changes one read of a lagging stream takes
+	// (and a quarter of MaxBufferedBytes, their size).
 	maxCatchUp = 1000
 	// lagMarkEvery spaces the positions a read of the slot remembers, to
 	// find where MaxLagMessages falls.

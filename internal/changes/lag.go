@@ -144,7 +144,9 @@ func (s *Stream) catchUp(ctx context.Context, n int) ([]Change, error) {
 	dec := NewDecoder(func(tbl string) (Namespace, bool, error) { return h.slot.Resolve(ctx, tbl) })
 	dec.known = h.known
 	pos := from
+	wasFrom := s.from // wants clears it: restored if the read fails
 	var out []Change
+	outBytes := 0
 	var decodeErr error
 	msgs, skip := 0, -1
 	var marks lagMarks
@@ -172,11 +174,12 @@ func (s *Stream) catchUp(ctx context.Context, n int) ([]Change, error) {
 			if skip < 0 {
 				skip = msgs
 			}
-			if len(out) >= n {
+			if len(out) >= n || len(out) > 0 && outBytes+c.size() > h.maxBytes/4 {
 				return false
 			}
 			pos = c.Pos
 			if s.wants(c) {
+				outBytes += c.size()
 				out = append(out, *c)
 				if s.scope.Invalidates(c) {
 					s.ended = true
@@ -197,6 +200,7 @@ func (s *Stream) catchUp(ctx context.Context, n int) ([]Change, error) {
 		err = decodeErr
 	}
 	if err != nil {
+		s.from, s.ended = wasFrom, false
 		return nil, busyIsNil(err)
 	}
 	h.mu.Lock()
