@@ -428,6 +428,9 @@ def test_current_op_idle_connections(server, client):
         idle_ops = [o for o in ops if o["active"] is False]
         assert idle_ops and all(o["type"] == "idleConnection" for o in idle_ops)
         assert len({o["connectionId"] for o in ops}) == len(ops), "a connection is listed once"
+        # Without authentication every connection is the caller's own.
+        own = list(client.admin.aggregate([{"$currentOp": {"idleConnections": True, "idleSessions": False}}]))
+        assert any(o["type"] == "idleConnection" for o in own)
         active_only = list(client.admin.aggregate([{"$currentOp": {"allUsers": True, "idleSessions": False}}]))
         assert all(o["active"] for o in active_only)
         assert any(o["active"] is False for o in client.admin.command(SON([("currentOp", 1), ("$all", True)]))["inprog"])
@@ -693,6 +696,20 @@ def test_current_op_of_other_users_needs_inprog(authsrv):
         assert c.admin.command("killOp", op=1)["ok"] == 1, "one's own operations need no killop privilege"
         assert [o["effectiveUsers"] for o in c.admin.aggregate([{"$currentOp": {}}])] == [[{"user": "plain", "db": "shop"}]]
         assert code_of(lambda: list(c.admin.aggregate([{"$currentOp": {"allUsers": True}}]))) == 13
+        # Idle sessions: one's own; idle connections, whose users tierdb
+        # does not know, only with allUsers.
+        with c.start_session() as mine, a.start_session() as theirs:
+            mine.start_transaction()
+            c.shop.t.insert_one({"_id": 1}, session=mine)
+            theirs.start_transaction()
+            a.shop.t.insert_one({"_id": 2}, session=theirs)
+            idle = [o for o in c.admin.aggregate([{"$currentOp": {}}]) if o["type"] == "idleSession"]
+            assert [(o["lsid"]["id"], o["effectiveUsers"]) for o in idle] == [(mine.session_id["id"], [{"user": "plain", "db": "shop"}])]
+            every = [o["lsid"]["id"] for o in a.admin.aggregate([{"$currentOp": {"allUsers": True}}]) if o["type"] == "idleSession"]
+            assert mine.session_id["id"] in every and theirs.session_id["id"] in every
+            mine.abort_transaction()
+            theirs.abort_transaction()
+        assert code_of(lambda: list(c.admin.aggregate([{"$currentOp": {"idleConnections": True}}]))) == 238
         # $collStats needs collStats (readWrite has it), not find
         a.shop.items.insert_one({"_id": 1})
         assert list(c.shop.items.aggregate([{"$collStats": {"count": {}}}]))[0]["count"] >= 1

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"sort"
+	"strings"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -19,7 +20,8 @@ import (
 // currentOps lists the operations the caller may see: everyone's with
 // allUsers (which needs inprog), else the caller's own; with idle, the
 // connections without a request in process too (active: false; whose
-// they are is not known, so only with allUsers); with idleSessions, the
+// they are is not known, so with authentication on only with allUsers,
+// and without it every connection is the caller's); with idleSessions, the
 // sessions whose transaction is open between statements; matching filter.
 func (h *Handlers) currentOps(req *Request, allUsers, idle, idleSessions bool, filter *query.Filter) (bson.A, error) {
 	if allUsers && !h.mayCluster(req.Session, auth.Actions(auth.ActInprog)) {
@@ -39,7 +41,11 @@ func (h *Handlers) currentOps(req *Request, allUsers, idle, idleSessions bool, f
 	if idleSessions {
 		docs = append(docs, h.idleSessionDocs(req, allUsers, now)...)
 	}
-	if idle && allUsers && h.opts.Clients != nil {
+	if idle && !allUsers && h.opts.Auth != nil && h.opts.Auth.Required() {
+		// An idle connection's user is not known here.
+		return nil, mongoerr.New(mongoerr.NotImplemented, "tierdb lists idle connections only with allUsers: true (or without $ownOps) while authentication is on")
+	}
+	if idle && h.opts.Clients != nil {
 		clients := h.opts.Clients()
 		sort.Slice(clients, func(i, j int) bool { return clients[i].ID < clients[j].ID })
 		for _, c := range clients {
@@ -169,6 +175,9 @@ func (h *Handlers) idleSessionDocs(req *Request, allUsers bool, now time.Time) [
 			}},
 			{Key: "waitingForLock", Value: false},
 		})
+		if db, user, ok := strings.Cut(it.ID.User, "."); ok {
+			docs[len(docs)-1] = append(docs[len(docs)-1], bson.E{Key: "effectiveUsers", Value: bson.A{bson.D{{Key: "user", Value: user}, {Key: "db", Value: db}}}})
+		}
 	}
 	return docs
 }
