@@ -378,3 +378,12 @@ def test_start_at_operation_time(db):
         time.sleep(max(0, later - time.time()) + 0.1)
         db.c.insert_one({"_id": "later"})
         assert next_events(s, 1)[0]["documentKey"]["_id"] == "later"
+    # Until its first event, such a stream has no resume token to give
+    # (resuming from its position would not pass over the earlier
+    # changes): drivers resume with the time.
+    later = Timestamp(int(time.time()) + 3600, 0)
+    reply = db.command("aggregate", "c", pipeline=[{"$changeStream": {"startAtOperationTime": later}}], cursor={})
+    assert "postBatchResumeToken" not in reply["cursor"]
+    more = db.command("getMore", reply["cursor"]["id"], collection="c", maxTimeMS=100)
+    assert "postBatchResumeToken" not in more["cursor"]
+    db.command("killCursors", "c", cursors=[reply["cursor"]["id"]])

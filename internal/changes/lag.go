@@ -98,6 +98,12 @@ func (s *Stream) isLagging() bool {
 	return s.lagging && !s.lost
 }
 
+// BeforeTime reports whether the stream still passes over the changes
+// before its startAtOperationTime: its position then makes no resume
+// token (resuming from it would not pass over them); a driver resumes with
+// the time instead.
+func (s *Stream) BeforeTime() bool { return s.from != nil }
+
 // wants reports whether the stream returns c (otherwise it passes over it).
 func (s *Stream) wants(c *Change) bool {
 	if !s.scope.Matches(c) {

@@ -244,10 +244,15 @@ func (h *Handlers) changeStream(ctx context.Context, req *Request) (bson.D, erro
 }
 
 // addResumeToken puts the cursor's postBatchResumeToken in a reply, which
-// drivers resume from.
+// drivers resume from. A stream still before its startAtOperationTime has
+// none yet.
 func addResumeToken(reply bson.D, src *streamSource) {
+	tok := src.resumeToken()
+	if tok == nil {
+		return
+	}
 	cur := reply[0].Value.(bson.D)
-	reply[0].Value = append(cur, bson.E{Key: "postBatchResumeToken", Value: src.resumeToken()})
+	reply[0].Value = append(cur, bson.E{Key: "postBatchResumeToken", Value: tok})
 }
 
 // streamSource is a change stream's cursor.
@@ -271,6 +276,9 @@ func (s *streamSource) close() { s.stream.Close() }
 func (s *streamSource) resumeToken() bson.D {
 	if len(s.pending) > 0 && s.last != nil {
 		return s.last
+	}
+	if s.stream.BeforeTime() {
+		return nil
 	}
 	return s.stream.Position().Token()
 }
