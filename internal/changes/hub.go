@@ -273,6 +273,7 @@ func (h *Hub) poll(ctx context.Context) error {
 	// slot, or a read would decode it again and, when it has more rows
 	// than a read asks for, never get past it.
 	var whole Position
+	var changed txnChanges
 	behind := 0
 	var marks lagMarks
 	err = h.slot.Peek(ctx, want, func(data []byte) bool {
@@ -291,10 +292,11 @@ func (h *Hub) poll(ctx context.Context) error {
 			return false
 		}
 		taken := dec.Take()
+		changed.see(m, taken)
 		commit, isCommit := m.(*pglogrepl.CommitMessage)
 		if isCommit {
 			marks.last = Position{LSN: uint64(commit.CommitLSN), Index: hwm}
-			if len(taken) == 0 {
+			if !changed.any {
 				whole = marks.last
 			}
 		}

@@ -98,6 +98,19 @@ func (s *Stream) isLagging() bool {
 	return s.lagging && !s.lost
 }
 
+// txnChanges follows whether the transaction being read made any change
+// (one without is passed over whole).
+type txnChanges struct{ any bool }
+
+func (t *txnChanges) see(m pglogrepl.Message, taken []Change) {
+	if _, begin := m.(*pglogrepl.BeginMessage); begin {
+		t.any = false
+	}
+	if len(taken) > 0 {
+		t.any = true
+	}
+}
+
 // BeforeTime reports whether the stream still passes over the changes
 // before its startAtOperationTime: its position then makes no resume
 // token (resuming from it would not pass over them); a driver resumes with
@@ -156,6 +169,7 @@ func (s *Stream) catchUp(ctx context.Context, n int) ([]Change, error) {
 	var decodeErr error
 	msgs, skip := 0, -1
 	var marks lagMarks
+	var changed txnChanges
 	err = h.slot.Peek(ctx, want, func(data []byte) bool {
 		if skip < 0 {
 			marks.note(msgs)
@@ -172,6 +186,7 @@ func (s *Stream) catchUp(ctx context.Context, n int) ([]Change, error) {
 			return false
 		}
 		taken := dec.Take()
+		changed.see(m, taken)
 		for i := range taken {
 			c := &taken[i]
 			if !pos.Less(c.Pos) {
@@ -196,7 +211,7 @@ func (s *Stream) catchUp(ctx context.Context, n int) ([]Change, error) {
 		if commit, ok := m.(*pglogrepl.CommitMessage); ok {
 			marks.last = Position{LSN: uint64(commit.CommitLSN), Index: hwm}
 			// A transaction without changes is passed over.
-			if len(taken) == 0 && pos.Less(marks.last) {
+			if !changed.any && pos.Less(marks.last) {
 				pos = marks.last
 			}
 		}

@@ -211,3 +211,19 @@ func TestHubLosesAnAbandonedStreamBehindLaggingOnes(t *testing.T) {
 		t.Errorf("the slot stayed at %d", slot.confirmed)
 	}
 }
+
+// A transaction larger than the buffer is read a buffer at a time, in
+// order, by a stream reading the buffer and by one left behind.
+func TestHubReadsATransactionLargerThanTheBuffer(t *testing.T) {
+	ctx := context.Background()
+	slot, hub, a := hubWithStream(t)
+	hub.maxChanges = 100
+	b, _ := hub.Open(ctx, Scope{DB: "d"}, nil)
+	slot.txns(t, 10, 0, 1, 1500)
+	slot.txns(t, 20, 1500, 1, 1)
+	drain(t, hub, a, 0, 1501)
+	if len(hub.buf) > hub.maxChanges {
+		t.Errorf("buffer holds %d changes", len(hub.buf))
+	}
+	drain(t, hub, b, 0, 1501)
+}
