@@ -33,7 +33,7 @@ func (h *Hub) checkSlot(ctx context.Context) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if conf > h.base {
-		h.base = conf
+		h.base, h.since = conf, time.Now()
 		for s := range h.streams {
 			if s.pos.needs() < conf {
 				s.lost = true

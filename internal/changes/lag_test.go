@@ -227,3 +227,20 @@ func TestHubReadsATransactionLargerThanTheBuffer(t *testing.T) {
 	}
 	drain(t, hub, b, 0, 1501)
 }
+
+// A slot moved by another tierdb takes the history before it away from
+// startAtOperationTime too.
+func TestHubOpenAtAfterTheSlotMovedElsewhere(t *testing.T) {
+	ctx := context.Background()
+	slot, hub, s := hubWithStream(t)
+	hub.since = time.Now().Add(-time.Hour)
+	slot.txn(t, 10, 1)
+	slot.confirmed = 20 // another tierdb advanced the shared slot
+	if _, err := s.Next(ctx, 0); !isCode(err, mongoerr.ChangeStreamHistoryLost) {
+		t.Fatalf("Next: %v", err)
+	}
+	at := bson.Timestamp{T: uint32(time.Now().Add(-time.Minute).Unix())}
+	if _, err := hub.OpenAt(ctx, Scope{DB: "d"}, at); !isCode(err, mongoerr.ChangeStreamHistoryLost) {
+		t.Errorf("a minute ago, after the slot moved now: %v, want ChangeStreamHistoryLost", err)
+	}
+}
