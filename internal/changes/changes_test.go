@@ -345,6 +345,7 @@ func (f *fakeSlot) Advance(_ context.Context, lsn uint64) error {
 }
 func (f *fakeSlot) Confirmed(context.Context) (uint64, error) { return f.confirmed, nil }
 func (f *fakeSlot) Current(context.Context) (uint64, error)   { return f.current, nil }
+func (f *fakeSlot) Flushed(context.Context) (uint64, error)   { return f.current, nil }
 func (f *fakeSlot) Resolve(context.Context, string) (Namespace, bool, error) {
 	return Namespace{"d", "c"}, true, nil
 }

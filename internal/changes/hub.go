@@ -26,6 +26,9 @@ type Slot interface {
 	Confirmed(ctx context.Context) (uint64, error)
 	// Current is the end of the WAL written so far.
 	Current(ctx context.Context) (uint64, error)
+	// Flushed is the end of the WAL flushed so far: what a read of the
+	// slot decodes up to.
+	Flushed(ctx context.Context) (uint64, error)
 	// Resolve names the collection of a data table.
 	Resolve(ctx context.Context, tbl string) (Namespace, bool, error)
 }
@@ -78,6 +81,11 @@ type Hub struct {
 	// of more rows than a read asks for, consumed but kept by the slot
 	// (for resuming inside it), would be all it ever reads.
 	behind int
+	// readTo is the end of the flushed WAL before the last read of the
+	// slot that got to the end of what the slot had: until the WAL
+	// flushed moves past it, a read would find nothing new (and decode
+	// the history the slot keeps again for nothing).
+	readTo uint64
 
 	mu    sync.Mutex
 	buf   []Change
@@ -262,6 +270,13 @@ func (h *Hub) poll(ctx context.Context) error {
 	if room <= 0 || roomBytes <= 0 {
 		return nil
 	}
+	flushed, err := h.slot.Flushed(ctx)
+	if err != nil {
+		return err
+	}
+	if flushed != 0 && flushed == h.readTo {
+		return nil // nothing written since the slot was read to its end
+	}
 	dec := NewDecoder(func(tbl string) (Namespace, bool, error) { return h.slot.Resolve(ctx, tbl) })
 	dec.known = h.known
 	var fresh []Change
@@ -276,6 +291,7 @@ func (h *Hub) poll(ctx context.Context) error {
 	var changed txnChanges
 	behind := 0
 	var marks lagMarks
+	stopped := false
 	err = h.slot.Peek(ctx, want, func(data []byte) bool {
 		if len(fresh) == 0 {
 			marks.note(msgs)
@@ -305,6 +321,7 @@ func (h *Hub) poll(ctx context.Context) error {
 				continue
 			}
 			if len(fresh) >= room || freshBytes+c.size() > roomBytes && len(fresh) > 0 {
+				stopped = true
 				return false
 			}
 			freshBytes += c.size()
@@ -322,6 +339,9 @@ func (h *Hub) poll(ctx context.Context) error {
 		return busyIsNil(err)
 	}
 	h.behind = behind
+	if h.readTo = 0; !stopped && msgs < want {
+		h.readTo = flushed // the read got to the end of the slot
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.loseLagging(marks, behind, nil)

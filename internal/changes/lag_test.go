@@ -244,3 +244,27 @@ func TestHubOpenAtAfterTheSlotMovedElsewhere(t *testing.T) {
 		t.Errorf("a minute ago, after the slot moved now: %v, want ChangeStreamHistoryLost", err)
 	}
 }
+
+// With nothing written since the slot was read to its end, a stream
+// waiting for changes does not read the slot again (which would decode the
+// history it keeps for nothing).
+func TestHubReadsTheSlotOnlyWhenTheWALMoved(t *testing.T) {
+	slot, hub, a := hubWithStream(t)
+	slot.txn(t, 10, 1)
+	if g := ids(t, mustNext(t, a)); len(g) != 1 {
+		t.Fatalf("got %v", g)
+	}
+	peeks := slot.peeks
+	for range 3 {
+		hub.lastPoll = time.Time{}
+		mustNext(t, a)
+	}
+	if slot.peeks != peeks {
+		t.Errorf("%d reads of an unchanged slot", slot.peeks-peeks)
+	}
+	slot.txn(t, 20, 2)
+	hub.lastPoll = time.Time{}
+	if g := ids(t, mustNext(t, a)); len(g) != 1 || g[0] != 2 {
+		t.Errorf("after a new transaction got %v", g)
+	}
+}
