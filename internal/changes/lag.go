@@ -167,11 +167,13 @@ func (s *Stream) catchUp(ctx context.Context, n int) ([]Change, error) {
 	var out []Change
 	outBytes := 0
 	var decodeErr error
-	msgs, skip := 0, -1
+	// first: the messages before the first change after the stream's
+	// position; upto: before its new position.
+	msgs, first, upto := 0, -1, -1
 	var marks lagMarks
 	var changed txnChanges
 	err = h.slot.Peek(ctx, want, func(data []byte) bool {
-		if skip < 0 {
+		if first < 0 {
 			marks.note(msgs)
 		}
 		if msgs++; msgs%256 == 0 {
@@ -192,13 +194,13 @@ func (s *Stream) catchUp(ctx context.Context, n int) ([]Change, error) {
 			if !pos.Less(c.Pos) {
 				continue
 			}
-			if skip < 0 {
-				skip = msgs
+			if first < 0 {
+				first = msgs
 			}
 			if len(out) >= n || len(out) > 0 && outBytes+c.size() > h.maxBytes/4 {
 				return false
 			}
-			pos = c.Pos
+			pos, upto = c.Pos, msgs
 			if s.wants(c) {
 				outBytes += c.size()
 				out = append(out, *c)
@@ -212,7 +214,7 @@ func (s *Stream) catchUp(ctx context.Context, n int) ([]Change, error) {
 			marks.last = Position{LSN: uint64(commit.CommitLSN), Index: hwm}
 			// A transaction without changes is passed over.
 			if !changed.any && pos.Less(marks.last) {
-				pos = marks.last
+				pos, upto = marks.last, msgs
 			}
 		}
 		return true
@@ -229,15 +231,17 @@ func (s *Stream) catchUp(ctx context.Context, n int) ([]Change, error) {
 	if s.lost {
 		return nil, errLost
 	}
-	if skip >= 0 {
+	if first >= 0 {
 		// Streams lagging further behind than maxLag cost this one
 		// (every read decodes from the slowest): they lose their history.
-		h.loseLagging(marks, skip, s)
+		h.loseLagging(marks, first, s)
 	}
-	if skip < 0 && msgs >= want {
-		skip = 2 * msgs // nothing new within what was asked: ask for more
+	switch {
+	case upto >= 0:
+		s.skip = upto
+	case msgs >= want:
+		s.skip = 2 * msgs // nothing new within what was asked: ask for more
 	}
-	s.skip = max(skip, 0)
 	s.pos = pos
 	if !s.pos.Less(h.trimmed) {
 		s.lagging = false
