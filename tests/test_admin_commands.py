@@ -57,6 +57,21 @@ def test_db_stats_counts_and_sizes(db):
     assert kb["objects"] == 320, "counts are not scaled"
 
 
+def test_db_stats_counts_views_apart(db):
+    db.a.insert_many([{"_id": i} for i in range(5)])
+    db.create_collection("v1", viewOn="a", pipeline=[{"$match": {"_id": {"$gt": 2}}}])
+    db.create_collection("v2", viewOn="v1", pipeline=[])
+    st = db.command("dbStats")
+    assert (st["collections"], st["views"], st["objects"]) == (1, 2, 5), "views hold no documents of their own"
+    db.v2.drop()
+    assert (db.command("dbStats")["views"], db.command("dbStats")["collections"]) == (1, 1)
+    # A non-integer scale counts its integer part; freeStorage is refused
+    # unless 0 (tierdb does not measure free space).
+    assert db.command("dbStats", scale=1023.999)["scaleFactor"] == 1023
+    assert db.command("dbStats", freeStorage=0)["ok"] == 1
+    assert code_of(lambda: db.command("dbStats", freeStorage=1)) == 238
+
+
 def test_db_stats_of_a_missing_database_is_zero(client):
     st = client["nothing_" + uuid.uuid4().hex[:8]].command("dbStats")
     assert (st["collections"], st["objects"], st["dataSize"], st["indexes"]) == (0, 0, 0, 0)
@@ -413,12 +428,45 @@ def test_current_op_idle_connections(server, client):
         idle_ops = [o for o in ops if o["active"] is False]
         assert idle_ops and all(o["type"] == "idleConnection" for o in idle_ops)
         assert len({o["connectionId"] for o in ops}) == len(ops), "a connection is listed once"
-        active_only = list(client.admin.aggregate([{"$currentOp": {"allUsers": True}}]))
+        # Without authentication every connection is the caller's own.
+        own = list(client.admin.aggregate([{"$currentOp": {"idleConnections": True, "idleSessions": False}}]))
+        assert any(o["type"] == "idleConnection" for o in own)
+        active_only = list(client.admin.aggregate([{"$currentOp": {"allUsers": True, "idleSessions": False}}]))
         assert all(o["active"] for o in active_only)
         assert any(o["active"] is False for o in client.admin.command(SON([("currentOp", 1), ("$all", True)]))["inprog"])
         assert code_of(lambda: list(client.admin.aggregate([{"$currentOp": {"idleCursors": True}}]))) == 238
     finally:
         idle.close()
+
+
+def test_current_op_idle_sessions(client, db):
+    # A transaction open between its statements is an idle session:
+    # listed by $currentOp (idleSessions is true by default) and by the
+    # currentOp command, not with idleSessions: false, and no longer once
+    # committed.
+    db.c.insert_one({"_id": 0})
+    with client.start_session() as s:
+        s.start_transaction()
+        db.c.insert_one({"_id": 1}, session=s)
+        lsid = s.session_id["id"]
+
+        def mine(ops):
+            return [o for o in ops if o.get("type") == "idleSession" and o["lsid"]["id"] == lsid]
+
+        (o,) = mine(client.admin.aggregate([{"$currentOp": {}}]))
+        assert o["active"] is False and o["desc"] == "inactive transaction"
+        params = o["transaction"]["parameters"]
+        assert params["autocommit"] is False and params["txnNumber"] >= 1
+        assert o["transaction"]["timeOpenMicros"] >= 0
+        assert o["transaction"]["expiryTime"] > o["transaction"]["startWallClockTime"]
+        assert mine(client.admin.aggregate([{"$currentOp": {"allUsers": True}}]))
+        assert not mine(client.admin.aggregate([{"$currentOp": {"idleSessions": False}}]))
+        assert mine(client.admin.command("currentOp")["inprog"])
+        assert mine(client.admin.command(SON([("currentOp", 1), ("type", "idleSession")]))["inprog"])
+        assert not mine(client.admin.command(SON([("currentOp", 1), ("type", "op")]))["inprog"])
+        s.commit_transaction()
+        assert not mine(client.admin.aggregate([{"$currentOp": {}}]))
+    assert db.c.count_documents({}) == 2
 
 
 def test_current_op_shows_requests_waiting_for_admission(new_server):
@@ -465,6 +513,53 @@ def test_max_time_ms_is_honoured(server, db):
         assert b.error.details["codeName"] == "MaxTimeMSExpired"
     finally:
         b.close()
+
+
+@pytest.mark.parametrize("kind", ["update", "delete", "insert"])
+def test_an_interrupted_retryable_write_fails_with_its_interruption(server, db, kind):
+    # A retryable write (lsid and txnNumber, as drivers send) whose second
+    # statement waits on a row held by another transaction until maxTimeMS:
+    # the command fails with MaxTimeMSExpired (not WriteConflict, as when
+    # the interruption travelled as a writeError), nothing of it is
+    # recorded, and a retry with the same txnNumber then runs it whole.
+    db.c.insert_many([{"_id": 1}, {"_id": 2}])
+    holder, other = server.client(), server.client()
+    s, s2 = holder.start_session(), other.start_session()
+    try:
+        s.start_transaction()
+        holder[db.name].c.update_one({"_id": 2}, {"$set": {"held": 1}}, session=s)
+        holder[db.name].c.insert_one({"_id": 4}, session=s)
+        cmd = {
+            "update": ("update", "c", {"updates": [{"q": {"_id": 1}, "u": {"$set": {"x": 1}}}, {"q": {"_id": 2}, "u": {"$set": {"x": 1}}}]}),
+            "delete": ("delete", "c", {"deletes": [{"q": {"_id": 1}, "limit": 1}, {"q": {"_id": 2}, "limit": 1}]}),
+            "insert": ("insert", "c", {"documents": [{"_id": 3}, {"_id": 4}]}),
+        }[kind]
+        name, coll, args = cmd
+        with pytest.raises(OperationFailure) as e:
+            other[db.name].command(name, coll, session=s2, txnNumber=bson.int64.Int64(1), maxTimeMS=300, **args)
+        assert e.value.code == 50 and e.value.details["codeName"] == "MaxTimeMSExpired", e.value.details
+        s.abort_transaction()
+        assert sorted(d["_id"] for d in db.c.find({"x": {"$exists": True}})) == []
+        r = other[db.name].command(name, coll, session=s2, txnNumber=bson.int64.Int64(1), **args)
+        assert r["n"] == 2 and "writeErrors" not in r
+        # In a transaction, the interrupted statement fails and aborts it.
+        s.start_transaction()
+        holder[db.name].c.insert_one({"_id": 9}, session=s)
+        with other.start_session() as s3:
+            s3.start_transaction()
+            with pytest.raises(OperationFailure) as e:
+                other[db.name].command("insert", "c", session=s3, documents=[{"_id": 8}, {"_id": 9}], maxTimeMS=300)
+            assert e.value.code == 50
+            with pytest.raises(OperationFailure) as e:
+                s3.commit_transaction()
+            assert e.value.code == 251
+        s.abort_transaction()
+        assert db.c.find_one({"_id": 8}) is None
+    finally:
+        s.end_session()
+        s2.end_session()
+        holder.close()
+        other.close()
 
 
 # --- argument checks -----------------------------------------------------------
@@ -601,6 +696,20 @@ def test_current_op_of_other_users_needs_inprog(authsrv):
         assert c.admin.command("killOp", op=1)["ok"] == 1, "one's own operations need no killop privilege"
         assert [o["effectiveUsers"] for o in c.admin.aggregate([{"$currentOp": {}}])] == [[{"user": "plain", "db": "shop"}]]
         assert code_of(lambda: list(c.admin.aggregate([{"$currentOp": {"allUsers": True}}]))) == 13
+        # Idle sessions: one's own; idle connections, whose users tierdb
+        # does not know, only with allUsers.
+        with c.start_session() as mine, a.start_session() as theirs:
+            mine.start_transaction()
+            c.shop.t.insert_one({"_id": 1}, session=mine)
+            theirs.start_transaction()
+            a.shop.t.insert_one({"_id": 2}, session=theirs)
+            idle = [o for o in c.admin.aggregate([{"$currentOp": {}}]) if o["type"] == "idleSession"]
+            assert [(o["lsid"]["id"], o["effectiveUsers"]) for o in idle] == [(mine.session_id["id"], [{"user": "plain", "db": "shop"}])]
+            every = [o["lsid"]["id"] for o in a.admin.aggregate([{"$currentOp": {"allUsers": True}}]) if o["type"] == "idleSession"]
+            assert mine.session_id["id"] in every and theirs.session_id["id"] in every
+            mine.abort_transaction()
+            theirs.abort_transaction()
+        assert code_of(lambda: list(c.admin.aggregate([{"$currentOp": {"idleConnections": True}}]))) == 238
         # $collStats needs collStats (readWrite has it), not find
         a.shop.items.insert_one({"_id": 1})
         assert list(c.shop.items.aggregate([{"$collStats": {"count": {}}}]))[0]["count"] >= 1

@@ -5,6 +5,7 @@ import threading
 import time
 
 import pytest
+from bson import Timestamp
 from pymongo.errors import OperationFailure
 
 
@@ -234,7 +235,8 @@ def test_batch_size_zero_returns_the_cursor_only(db):
 
 
 @pytest.mark.parametrize("stage,code", [
-    ({"$changeStream": {"startAtOperationTime": 1}}, 238),
+    ({"$changeStream": {"startAtOperationTime": 1}}, 14),
+    ({"$changeStream": {"startAtOperationTime": Timestamp(1, 1), "resumeAfter": {"_data": "T1" + "0" * 24}}}, 2),
     ({"$changeStream": {"bogus": 1}}, 40415),
     ({"$changeStream": {"fullDocument": "sometimes"}}, 2),
 ])
@@ -309,3 +311,79 @@ def test_privileges(new_server):
         assert e.value.code == 13
     finally:
         t.stop()
+
+
+def test_a_stream_not_read_holds_up_no_other(new_server):
+    # One stream is opened and not read; another reads every event. Past
+    # the shared buffer (10,000 changes) the unread stream is left behind
+    # instead of holding the other (its cursor does not time out here:
+    # the server keeps cursors 10 minutes). Read later, it reads its
+    # events from the slot on its own, in order, none lost.
+    t = new_server().start()
+    try:
+        c = t.client()
+        coll = c.d.c
+        n = 25000
+        unread = coll.watch(max_await_time_ms=200)
+        with coll.watch(max_await_time_ms=200, batch_size=1000) as fast:
+            for i in range(0, n, 5000):
+                coll.insert_many([{"_id": j} for j in range(i, i + 5000)])
+            got = [e["documentKey"]["_id"] for e in next_events(fast, n, timeout=120)]
+            assert got == list(range(n))
+            st = c.admin.command("serverStatus")["tierdb"]["changeStreams"]
+            assert st["open"] == 2 and st["lagging"] == 1 and st["lost"] == 0
+            assert st["bufferedChanges"] <= st["maxBufferedChanges"]
+        got = [e["documentKey"]["_id"] for e in next_events(unread, n, timeout=120)]
+        assert got == list(range(n))
+        # Caught up, it reads the buffer again.
+        coll.insert_one({"_id": "last"})
+        assert next_events(unread, 1)[0]["documentKey"]["_id"] == "last"
+        assert c.admin.command("serverStatus")["tierdb"]["changeStreams"]["lagging"] == 0
+        unread.close()
+        c.close()
+    finally:
+        t.stop()
+
+
+def test_start_at_operation_time(db):
+    # A stream open from the start holds the slot, so its history is kept
+    # (cluster times count whole seconds: the first event comes a second
+    # after the slot was placed).
+    with db.c.watch(max_await_time_ms=200) as holder, db.c.watch(max_await_time_ms=200) as s:
+        time.sleep(1.1)
+        db.c.insert_one({"_id": 1})
+        time.sleep(1.1)  # the next events in a later second of cluster time
+        db.c.insert_many([{"_id": 2}, {"_id": 3}])
+        db.c.insert_one({"_id": 4})
+        e1, e2, e3, e4 = next_events(s, 4)
+        assert e1["clusterTime"] < e2["clusterTime"]
+        assert e2["clusterTime"] > Timestamp(int(time.time()) - 60, 0)
+        with db.c.watch(start_at_operation_time=e2["clusterTime"], max_await_time_ms=200) as s2:
+            got = [e["documentKey"]["_id"] for e in next_events(s2, 3)]
+        assert got == [2, 3, 4]
+        # At or after: from the second event of that transaction on.
+        with db.c.watch(start_at_operation_time=e3["clusterTime"], max_await_time_ms=200) as s2:
+            assert [e["documentKey"]["_id"] for e in next_events(s2, 2)] == [3, 4]
+        with db.c.watch(start_at_operation_time=e1["clusterTime"], max_await_time_ms=200) as s2:
+            assert [e["documentKey"]["_id"] for e in next_events(s2, 4)] == [1, 2, 3, 4]
+        assert [e["documentKey"]["_id"] for e in next_events(holder, 4)] == [1, 2, 3, 4]
+    # Long before anything tierdb keeps.
+    with pytest.raises(OperationFailure) as e:
+        db.c.watch(start_at_operation_time=Timestamp(1, 1)).close()
+    assert e.value.code == 286 and "keeps the changes committed since" in str(e.value)
+    # A time to come: what is committed from then on.
+    later = int(time.time()) + 2
+    with db.c.watch(start_at_operation_time=Timestamp(later, 0), max_await_time_ms=200) as s:
+        db.c.insert_one({"_id": "now"})
+        time.sleep(max(0, later - time.time()) + 0.1)
+        db.c.insert_one({"_id": "later"})
+        assert next_events(s, 1)[0]["documentKey"]["_id"] == "later"
+    # Until its first event, such a stream has no resume token to give
+    # (resuming from its position would not pass over the earlier
+    # changes): drivers resume with the time.
+    later = Timestamp(int(time.time()) + 3600, 0)
+    reply = db.command("aggregate", "c", pipeline=[{"$changeStream": {"startAtOperationTime": later}}], cursor={})
+    assert "postBatchResumeToken" not in reply["cursor"]
+    more = db.command("getMore", reply["cursor"]["id"], collection="c", maxTimeMS=100)
+    assert "postBatchResumeToken" not in more["cursor"]
+    db.command("killCursors", "c", cursors=[reply["cursor"]["id"]])

@@ -122,7 +122,10 @@ func TestDecoderSkipsUpdatesOfKeyColumnsOnly(t *testing.T) {
 	}
 }
 
-func TestDecoderHoldsUncommittedTransactions(t *testing.T) {
+// A slot's reads carry committed transactions only: a change is released
+// as soon as its row is decoded, with its commit's position and time, so a
+// large transaction is never held whole.
+func TestDecoderReleasesChangesAsDecoded(t *testing.T) {
 	d := NewDecoder(nil)
 	d.known["t"] = Namespace{"a", "b"}
 	for _, m := range []pglogrepl.Message{
@@ -134,8 +137,12 @@ func TestDecoderHoldsUncommittedTransactions(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	got := d.Take()
+	if len(got) != 1 || got[0].Pos != (Position{LSN: 5}) || got[0].DB != "a" {
+		t.Fatalf("the decoded row: %+v", got)
+	}
 	if got := d.Take(); len(got) != 0 {
-		t.Fatalf("changes of an open transaction were released: %+v", got)
+		t.Fatalf("a change was released twice: %+v", got)
 	}
 }
 
@@ -297,6 +304,11 @@ type fakeSlot struct {
 	// onPeek and onAdvance, when set, run once at the start of the next
 	// Peek or Advance: what a concurrent request does meanwhile.
 	onPeek, onAdvance func()
+	// when is the commit time of the transactions txn adds (PostgreSQL's
+	// epoch when zero).
+	when time.Time
+	// peeks counts the reads of the slot.
+	peeks int
 }
 
 func once(f *func()) {
@@ -310,6 +322,7 @@ func once(f *func()) {
 // after the one in which n messages have been served, as PostgreSQL does.
 func (f *fakeSlot) Peek(_ context.Context, n int, fn func([]byte) bool) error {
 	once(&f.onPeek)
+	f.peeks++
 	served := 0
 	for i, m := range f.msgs {
 		if f.lsns[i] < f.confirmed {
@@ -332,6 +345,7 @@ func (f *fakeSlot) Advance(_ context.Context, lsn uint64) error {
 }
 func (f *fakeSlot) Confirmed(context.Context) (uint64, error) { return f.confirmed, nil }
 func (f *fakeSlot) Current(context.Context) (uint64, error)   { return f.current, nil }
+func (f *fakeSlot) Flushed(context.Context) (uint64, error)   { return f.current, nil }
 func (f *fakeSlot) Resolve(context.Context, string) (Namespace, bool, error) {
 	return Namespace{"d", "c"}, true, nil
 }
@@ -341,7 +355,11 @@ func (f *fakeSlot) txn(t *testing.T, lsn uint64, ids ...int32) {
 	add := func(b []byte) { f.msgs = append(f.msgs, b); f.lsns = append(f.lsns, lsn) }
 	begin := []byte{'B'}
 	begin = appendU64(begin, lsn)
-	begin = appendU64(begin, 0)
+	var micros int64
+	if !f.when.IsZero() {
+		micros = f.when.Sub(time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)).Microseconds()
+	}
+	begin = appendU64(begin, uint64(micros))
 	begin = append(begin, 0, 0, 0, 1)
 	add(relationBytes())
 	add(begin)

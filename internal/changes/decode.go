@@ -19,7 +19,10 @@ const (
 // Namespace is a collection's database and name.
 type Namespace struct{ DB, Coll string }
 
-// Decoder turns the pgoutput messages of whole transactions into Changes.
+// Decoder turns pgoutput messages into Changes, each as its row is decoded:
+// a slot's reads carry committed transactions only (the commit's position
+// and time come with its Begin), so nothing of a large transaction is held
+// until its commit.
 type Decoder struct {
 	// Resolve names the collection of a data table that the decoder has
 	// not seen created; ok false for tables that hold no documents
@@ -30,7 +33,6 @@ type Decoder struct {
 	inTxn      bool
 	pos        Position
 	commitTime time.Time
-	txn        []Change
 	done       []Change
 	// replacing are the _id keys of documents whose next update in the
 	// transaction is a replacement (storage's logical messages).
@@ -56,7 +58,7 @@ func NewDecoder(resolve func(tbl string) (Namespace, bool, error)) *Decoder {
 	return &Decoder{Resolve: resolve, known: map[string]Namespace{}, rels: map[uint32]*relation{}}
 }
 
-// Take returns the changes of the transactions committed so far.
+// Take returns the changes decoded since the last Take.
 func (d *Decoder) Take() []Change {
 	out := d.done
 	d.done = nil
@@ -86,7 +88,6 @@ func (d *Decoder) Apply(m pglogrepl.Message) error {
 	case *pglogrepl.BeginMessage:
 		d.inTxn = true
 		d.pos = Position{LSN: uint64(m.FinalLSN)}
-		d.txn = d.txn[:0]
 		d.replacing = nil
 		d.begin(m)
 	case *pglogrepl.LogicalDecodingMessage:
@@ -100,8 +101,6 @@ func (d *Decoder) Apply(m pglogrepl.Message) error {
 			d.replacing[string(m.Content)] = true
 		}
 	case *pglogrepl.CommitMessage:
-		d.done = append(d.done, d.txn...)
-		d.txn = nil
 		d.inTxn = false
 	case *pglogrepl.InsertMessage:
 		return d.row(m.RelationID, 'I', 0, nil, m.Tuple)
@@ -122,7 +121,7 @@ func (d *Decoder) emit(c Change) {
 	c.Pos = d.pos
 	c.Time = d.commitTime
 	d.pos.Index++
-	d.txn = append(d.txn, c)
+	d.done = append(d.done, c)
 }
 
 func (d *Decoder) row(relID uint32, op byte, oldType uint8, old, new *pglogrepl.TupleData) error {

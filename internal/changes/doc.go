@@ -11,7 +11,14 @@
 // a restart of tierdb (its resume token holds the commit LSN); with no
 // stream open the slot keeps its history for Retention, then follows the
 // end of the WAL. A token older than the slot's position answers
-// ChangeStreamHistoryLost (286). PostgreSQL itself bounds what a slot may
+// ChangeStreamHistoryLost (286). No stream waits for another: when the
+// buffer is full, the streams still in its older half are left behind
+// (lagging) and read the slot on their own, a bounded batch at a time,
+// until they reach the buffer again; so does a stream resumed before the
+// buffer. One that trails the newest change read by more than
+// MaxLagMessages loses its history, so that the slot (which every read
+// decodes from its position on) moves on. OpenAt (startAtOperationTime)
+// reads from the slot's position, passing over changes before the time. PostgreSQL itself bounds what a slot may
 // retain (max_slot_wal_keep_size): a slot past it is invalidated and
 // recreated, and every older token is then lost.
 //

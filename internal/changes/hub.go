@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pglogrepl"
+	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"tierdb/internal/mongoerr"
 )
@@ -25,6 +26,9 @@ type Slot interface {
 	Confirmed(ctx context.Context) (uint64, error)
 	// Current is the end of the WAL written so far.
 	Current(ctx context.Context) (uint64, error)
+	// Flushed is the end of the WAL flushed so far: what a read of the
+	// slot decodes up to.
+	Flushed(ctx context.Context) (uint64, error)
 	// Resolve names the collection of a data table.
 	Resolve(ctx context.Context, tbl string) (Namespace, bool, error)
 }
@@ -41,6 +45,17 @@ var ErrSlotBusy = errors.New("changes: the replication slot of change streams is
 const (
 	MaxBufferedChanges = 10000
 	MaxBufferedBytes   = 64 << 20
+	// MaxLagMessages bounds how far (in messages of the slot) a stream
+	// that fell behind the buffer may trail the newest change read: the
+	// slot keeps its history, and every read of the slot decodes it
+	// again, so past that the stream's history is lost.
+	MaxLagMessages = 60000
+	// maxCatchUp bounds the changes one read of a lagging stream takes
+	// (and a quarter of MaxBufferedBytes, their size).
+	maxCatchUp = 1000
+	// lagMarkEvery spaces the positions a read of the slot remembers, to
+	// find where MaxLagMessages falls.
+	lagMarkEvery = 1024
 	// Retention is how long the slot keeps its history with no stream open.
 	Retention = 10 * time.Minute
 	// pollEvery spaces the Hub's reads of the slot.
@@ -53,6 +68,10 @@ type Hub struct {
 	// admit waits for low-tier admission before each read of the slot.
 	admit func(ctx context.Context) (func(), error)
 
+	// maxChanges, maxBytes, maxLag: MaxBufferedChanges,
+	// MaxBufferedBytes and MaxLagMessages (smaller in tests).
+	maxChanges, maxBytes, maxLag int
+
 	pollMu   sync.Mutex // one read of the slot at a time
 	lastPoll time.Time
 	known    map[string]Namespace
@@ -62,6 +81,11 @@ type Hub struct {
 	// of more rows than a read asks for, consumed but kept by the slot
 	// (for resuming inside it), would be all it ever reads.
 	behind int
+	// readTo is the end of the flushed WAL before the last read of the
+	// slot that got to the end of what the slot had: until the WAL
+	// flushed moves past it, a read would find nothing new (and decode
+	// the history the slot keeps again for nothing).
+	readTo uint64
 
 	mu    sync.Mutex
 	buf   []Change
@@ -71,9 +95,9 @@ type Hub struct {
 	base    uint64
 	scanned Position // every change up to here is in buf or was trimmed
 	trimmed Position // the last change dropped from buf
-	// rewinds counts the times Open emptied buf to read history again; a
-	// read of the slot begun before one drops what it read.
-	rewinds  int
+	// since: every change committed at or after it is at or after base
+	// (startAtOperationTime cannot go back further).
+	since    time.Time
 	streams  map[*Stream]struct{}
 	lastOpen time.Time // when a stream was last open
 }
@@ -84,7 +108,9 @@ func NewHub(ctx context.Context, slot Slot, admit func(context.Context) (func(),
 	if err != nil {
 		return nil, err
 	}
-	return &Hub{slot: slot, admit: admit, base: base, scanned: Position{LSN: base}, streams: map[*Stream]struct{}{}, known: map[string]Namespace{}, lastOpen: time.Now()}, nil
+	now := time.Now()
+	start := Position{LSN: base}
+	return &Hub{slot: slot, admit: admit, maxChanges: MaxBufferedChanges, maxBytes: MaxBufferedBytes, maxLag: MaxLagMessages, base: base, scanned: start, trimmed: start, since: now, streams: map[*Stream]struct{}{}, known: map[string]Namespace{}, lastOpen: now}, nil
 }
 
 // Stream is one change stream's position in the hub.
@@ -96,6 +122,16 @@ type Stream struct {
 	ended bool
 	// lost: the slot moved past the stream (guarded by the hub's mu).
 	lost bool
+	// lagging: the stream is behind the buffer (it fell behind the others,
+	// or resumed from history the buffer let go) and reads the slot on its
+	// own until it reaches the buffer (guarded by the hub's mu).
+	lagging bool
+	// skip is how many messages of the slot came before the lagging
+	// stream's position at its last read.
+	skip int
+	// from, when set, passes over the changes before that cluster time
+	// (startAtOperationTime), until the first change at or after it.
+	from *bson.Timestamp
 }
 
 // Open registers a stream starting after pos, or, when start is nil, at
@@ -122,14 +158,9 @@ func (h *Hub) Open(ctx context.Context, scope Scope, start *Position) (*Stream, 
 	if pos.needs() < h.base {
 		return nil, mongoerr.New(mongoerr.ChangeStreamHistoryLost, "Resume of change stream was not possible, as the resume point may no longer be in the oplog (tierdb's replication slot has moved past it)")
 	}
-	if pos.Less(h.trimmed) {
-		// The slot still has this history but the buffer let it go:
-		// read it again from the slot.
-		h.buf, h.bytes = nil, 0
-		h.scanned, h.trimmed = pos, pos
-		h.rewinds++
-	}
-	s := &Stream{hub: h, scope: scope, pos: pos}
+	// The slot still has this history but the buffer let it go: the
+	// stream reads it from the slot on its own.
+	s := &Stream{hub: h, scope: scope, pos: pos, lagging: pos.Less(h.trimmed)}
 	h.streams[s] = struct{}{}
 	h.lastOpen = time.Now()
 	return s, nil
@@ -158,6 +189,9 @@ func (s *Stream) Next(ctx context.Context, n int) ([]Change, error) {
 	if s.ended {
 		return nil, nil
 	}
+	if s.isLagging() {
+		return s.catchUp(ctx, n)
+	}
 	out, err := s.take(n)
 	if len(out) > 0 || err != nil {
 		return out, err
@@ -173,9 +207,12 @@ func (s *Stream) take(n int) ([]Change, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if s.lost {
-		return nil, mongoerr.New(mongoerr.ChangeStreamHistoryLost, "the change stream's history is lost: another tierdb moved the shared replication slot past it")
+		return nil, errLost
 	}
 	h.lastOpen = time.Now()
+	if s.lagging {
+		return nil, nil // fell behind meanwhile: the next read catches up
+	}
 	var out []Change
 	for i := range h.buf {
 		c := &h.buf[i]
@@ -186,7 +223,7 @@ func (s *Stream) take(n int) ([]Change, error) {
 			return out, nil
 		}
 		s.pos = c.Pos
-		if s.scope.Matches(c) {
+		if s.wants(c) {
 			out = append(out, *c)
 			if s.scope.Invalidates(c) {
 				s.ended = true
@@ -214,33 +251,31 @@ func (h *Hub) poll(ctx context.Context) error {
 		return err
 	}
 	defer done()
-	// First whether another tierdb on the same PostgreSQL moved the
-	// shared slot past streams of ours (their history is gone), so that
-	// trimming never tries to move it back.
-	conf, err := h.slot.Confirmed(ctx)
-	if err != nil {
+	if err := h.checkSlot(ctx); err != nil {
 		return err
 	}
-	h.mu.Lock()
-	if conf > h.base {
-		h.base = conf
-		for s := range h.streams {
-			if s.pos.needs() < conf {
-				s.lost = true
-			}
-		}
-	}
-	h.mu.Unlock()
 	if err := h.trim(ctx); err != nil {
 		return busyIsNil(err)
 	}
+	if h.leaveBehind() {
+		if err := h.trim(ctx); err != nil {
+			return busyIsNil(err)
+		}
+	}
 	h.mu.Lock()
-	scanned, rewinds, room := h.scanned, h.rewinds, MaxBufferedChanges-len(h.buf)
-	roomBytes := MaxBufferedBytes - h.bytes
+	scanned, room := h.scanned, h.maxChanges-len(h.buf)
+	roomBytes := h.maxBytes - h.bytes
 	want := h.behind + len(h.buf) + 1000
 	h.mu.Unlock()
 	if room <= 0 || roomBytes <= 0 {
-		return nil // the slowest stream has to catch up first
+		return nil
+	}
+	flushed, err := h.slot.Flushed(ctx)
+	if err != nil {
+		return err
+	}
+	if flushed != 0 && flushed == h.readTo {
+		return nil // nothing written since the slot was read to its end
 	}
 	dec := NewDecoder(func(tbl string) (Namespace, bool, error) { return h.slot.Resolve(ctx, tbl) })
 	dec.known = h.known
@@ -253,8 +288,14 @@ func (h *Hub) poll(ctx context.Context) error {
 	// slot, or a read would decode it again and, when it has more rows
 	// than a read asks for, never get past it.
 	var whole Position
+	var changed txnChanges
 	behind := 0
+	var marks lagMarks
+	stopped := false
 	err = h.slot.Peek(ctx, want, func(data []byte) bool {
+		if len(fresh) == 0 {
+			marks.note(msgs)
+		}
 		if msgs++; msgs%256 == 0 {
 			runtime.Gosched() // decoding is background work: let requests run
 		}
@@ -267,15 +308,20 @@ func (h *Hub) poll(ctx context.Context) error {
 			return false
 		}
 		taken := dec.Take()
+		changed.see(m, taken)
 		commit, isCommit := m.(*pglogrepl.CommitMessage)
-		if isCommit && len(taken) == 0 {
-			whole = Position{LSN: uint64(commit.CommitLSN), Index: hwm}
+		if isCommit {
+			marks.last = Position{LSN: uint64(commit.CommitLSN), Index: hwm}
+			if !changed.any {
+				whole = marks.last
+			}
 		}
 		for _, c := range taken {
 			if !scanned.Less(c.Pos) {
 				continue
 			}
 			if len(fresh) >= room || freshBytes+c.size() > roomBytes && len(fresh) > 0 {
+				stopped = true
 				return false
 			}
 			freshBytes += c.size()
@@ -293,11 +339,12 @@ func (h *Hub) poll(ctx context.Context) error {
 		return busyIsNil(err)
 	}
 	h.behind = behind
+	if h.readTo = 0; !stopped && msgs < want {
+		h.readTo = flushed // the read got to the end of the slot
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.rewinds != rewinds {
-		return nil // fresh follows the old buffer, not the rewound one
-	}
+	h.loseLagging(marks, behind, nil)
 	h.buf = append(h.buf, fresh...)
 	h.bytes += freshBytes
 	if len(fresh) > 0 {
@@ -344,14 +391,23 @@ func (h *Hub) trim(ctx context.Context) error {
 		h.trimmed = h.scanned
 		target = cur
 	} else {
-		min := Position{LSN: ^uint64(0), Index: hwm}
+		// The buffer keeps what the streams reading it still need; the
+		// slot, what every stream whose history is not lost needs.
+		end := Position{LSN: ^uint64(0), Index: hwm}
+		keep, hold := end, end
 		for s := range h.streams {
-			if s.pos.Less(min) {
-				min = s.pos
+			if s.lost {
+				continue
+			}
+			if s.pos.Less(hold) {
+				hold = s.pos
+			}
+			if !s.lagging && s.pos.Less(keep) {
+				keep = s.pos
 			}
 		}
 		i := 0
-		for i < len(h.buf) && !min.Less(h.buf[i].Pos) {
+		for i < len(h.buf) && !keep.Less(h.buf[i].Pos) {
 			h.bytes -= h.buf[i].size()
 			h.trimmed = h.buf[i].Pos
 			i++
@@ -360,7 +416,11 @@ func (h *Hub) trim(ctx context.Context) error {
 		// Transactions committed before every stream's position are
 		// needed by none (one committed at target is sent again, and
 		// skipped by position).
-		target = min.needs()
+		if hold == end {
+			h.mu.Unlock()
+			return nil
+		}
+		target = hold.needs()
 	}
 	if target <= h.base {
 		h.mu.Unlock()
@@ -368,12 +428,15 @@ func (h *Hub) trim(ctx context.Context) error {
 	}
 	// Raised before the slot moves, so that no stream opens, meanwhile,
 	// at a position the slot is leaving behind.
-	was := h.base
+	was, wasSince := h.base, h.since
 	h.base = target
+	// Every transaction before target committed before now (target is
+	// at most the end of the WAL read so far).
+	h.since = time.Now()
 	h.mu.Unlock()
 	if err := h.slot.Advance(ctx, target); err != nil {
 		h.mu.Lock()
-		h.base = was
+		h.base, h.since = was, wasSince
 		h.mu.Unlock()
 		return err
 	}

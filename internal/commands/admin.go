@@ -189,7 +189,7 @@ func (h *Handlers) serverStatus(context.Context, *Request) (bson.D, error) {
 		{Key: "repl", Value: h.replStatus()},
 		{Key: "transactions", Value: h.txnStats.status()},
 		{Key: "logicalSessionRecordCache", Value: bson.D{{Key: "activeSessionsCount", Value: int32(h.sessions.Len())}}},
-		{Key: "tierdb", Value: bson.D{{Key: "backends", Value: h.backendStats()}, {Key: "versionCache", Value: h.versionCacheStats()}, {Key: "asyncCommits", Value: h.store.AsyncCommits()}}},
+		{Key: "tierdb", Value: bson.D{{Key: "backends", Value: h.backendStats()}, {Key: "versionCache", Value: h.versionCacheStats()}, {Key: "asyncCommits", Value: h.store.AsyncCommits()}, {Key: "changeStreams", Value: h.changeStreamStats()}}},
 		{Key: "metrics", Value: bson.D{{Key: "cursor", Value: bson.D{
 			{Key: "open", Value: bson.D{{Key: "total", Value: int64(h.cursors.len())}}},
 			{Key: "timedOut", Value: h.cursors.timedOut.Load()},

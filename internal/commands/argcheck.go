@@ -84,25 +84,16 @@ func withMaxTime(ctx context.Context, cmd bson.D) (context.Context, context.Canc
 	return c, cancel, nil
 }
 
-// interruptedBatch finds, in a write command's reply, a statement that
-// failed because the request was interrupted (maxTimeMS, killOp, client
-// gone). MongoDB fails the whole command then rather than reporting a
-// writeError, so Dispatch answers with that error instead.
-func interruptedBatch(reply bson.D) error {
-	v, _ := lookup(reply, "writeErrors")
-	errs, _ := v.(bson.A)
-	for _, e := range errs {
-		we, _ := e.(bson.D)
-		c, _ := lookup(we, "code")
-		code, _ := c.(int32)
-		switch mongoerr.Code(code) {
-		case mongoerr.MaxTimeMSExpired, mongoerr.Interrupted, mongoerr.ClientDisconnect:
-			msg, _ := lookup(we, "errmsg")
-			s, _ := msg.(string)
-			return mongoerr.New(mongoerr.Code(code), s)
-		}
+// isInterruption reports whether err is the request's interruption
+// (maxTimeMS, killOp, client gone) rather than the statement's own
+// failure.
+func isInterruption(err error) bool {
+	e, _ := Map(err)
+	switch e.Code {
+	case mongoerr.MaxTimeMSExpired, mongoerr.Interrupted, mongoerr.ClientDisconnect:
+		return true
 	}
-	return nil
+	return false
 }
 
 // keepTimeLimit gives a new cursor what remains of its command's

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"go.mongodb.org/mongo-driver/v2/bson"
+
 	"tierdb/internal/changes"
 	"tierdb/internal/mongoerr"
 	"tierdb/internal/qos"
@@ -47,6 +49,27 @@ func (h *Handlers) changeHub(ctx context.Context) (*changes.Hub, error) {
 	}
 	h.changes.hub = hub
 	return hub, nil
+}
+
+// changeStreamStats is serverStatus' tierdb.changeStreams: the open
+// streams, those left behind (reading the slot on their own) or whose
+// history is lost, and what the shared buffer holds.
+func (h *Handlers) changeStreamStats() bson.D {
+	h.changes.mu.Lock()
+	hub := h.changes.hub
+	h.changes.mu.Unlock()
+	var st changes.Stats
+	if hub != nil {
+		st = hub.Stats()
+	}
+	return bson.D{
+		{Key: "open", Value: int64(st.Streams)},
+		{Key: "lagging", Value: int64(st.Lagging)},
+		{Key: "lost", Value: int64(st.Lost)},
+		{Key: "bufferedChanges", Value: int64(st.Buffered)},
+		{Key: "bufferedBytes", Value: int64(st.Bytes)},
+		{Key: "maxBufferedChanges", Value: int64(changes.MaxBufferedChanges)},
+	}
 }
 
 // dropHub forgets the hub whose slot is gone, so the next stream enables

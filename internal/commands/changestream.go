@@ -51,9 +51,11 @@ func isChangeStream(cmd bson.D) bool {
 
 // streamSpec is a parsed change stream request.
 type streamSpec struct {
-	scope  changes.Scope
-	opts   changes.Options
-	start  *changes.Position
+	scope changes.Scope
+	opts  changes.Options
+	start *changes.Position
+	// at: startAtOperationTime, the changes at or after that cluster time.
+	at     *bson.Timestamp
 	stages []bson.D
 	// startAfter may resume after an invalidate; resumeAfter may not.
 	startAfter bool
@@ -109,12 +111,16 @@ func parseChangeStream(req *Request) (*streamSpec, error) {
 				return nil, mongoerr.Newf(mongoerr.NotImplemented, "tierdb does not implement $changeStream.%s", e.Key)
 			}
 		case "startAtOperationTime":
-			return nil, mongoerr.New(mongoerr.NotImplemented, "tierdb does not implement $changeStream.startAtOperationTime; resume with resumeAfter or startAfter")
+			ts, ok := e.Value.(bson.Timestamp)
+			if !ok {
+				return nil, typeErr("$changeStream.startAtOperationTime", "timestamp", e.Value)
+			}
+			sp.at = &ts
 		default:
 			return nil, mongoerr.Newf(mongoerr.UnknownField, "BSON field '$changeStream.%s' is an unknown field.", e.Key)
 		}
 	}
-	if resumeAfter != nil && startAfter != nil {
+	if resumeAfter != nil && startAfter != nil || sp.at != nil && (resumeAfter != nil || startAfter != nil) {
 		return nil, mongoerr.New(mongoerr.BadValue, "Only one type of resume option is allowed, but multiple were found.")
 	}
 	for i, tok := range []any{resumeAfter, startAfter} {
@@ -202,7 +208,12 @@ func (h *Handlers) changeStream(ctx context.Context, req *Request) (bson.D, erro
 	if err != nil {
 		return nil, err
 	}
-	stream, err := hub.Open(ctx, sp.scope, sp.start)
+	var stream *changes.Stream
+	if sp.at != nil {
+		stream, err = hub.OpenAt(ctx, sp.scope, *sp.at)
+	} else {
+		stream, err = hub.Open(ctx, sp.scope, sp.start)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -233,10 +244,15 @@ func (h *Handlers) changeStream(ctx context.Context, req *Request) (bson.D, erro
 }
 
 // addResumeToken puts the cursor's postBatchResumeToken in a reply, which
-// drivers resume from.
+// drivers resume from. A stream still before its startAtOperationTime has
+// none yet.
 func addResumeToken(reply bson.D, src *streamSource) {
+	tok := src.resumeToken()
+	if tok == nil {
+		return
+	}
 	cur := reply[0].Value.(bson.D)
-	reply[0].Value = append(cur, bson.E{Key: "postBatchResumeToken", Value: src.resumeToken()})
+	reply[0].Value = append(cur, bson.E{Key: "postBatchResumeToken", Value: tok})
 }
 
 // streamSource is a change stream's cursor.
@@ -260,6 +276,9 @@ func (s *streamSource) close() { s.stream.Close() }
 func (s *streamSource) resumeToken() bson.D {
 	if len(s.pending) > 0 && s.last != nil {
 		return s.last
+	}
+	if s.stream.BeforeTime() {
+		return nil
 	}
 	return s.stream.Position().Token()
 }

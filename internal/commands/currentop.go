@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"sort"
+	"strings"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -19,8 +20,10 @@ import (
 // currentOps lists the operations the caller may see: everyone's with
 // allUsers (which needs inprog), else the caller's own; with idle, the
 // connections without a request in process too (active: false; whose
-// they are is not known, so only with allUsers); matching filter.
-func (h *Handlers) currentOps(req *Request, allUsers, idle bool, filter *query.Filter) (bson.A, error) {
+// they are is not known, so with authentication on only with allUsers,
+// and without it every connection is the caller's); with idleSessions, the
+// sessions whose transaction is open between statements; matching filter.
+func (h *Handlers) currentOps(req *Request, allUsers, idle, idleSessions bool, filter *query.Filter) (bson.A, error) {
 	if allUsers && !h.mayCluster(req.Session, auth.Actions(auth.ActInprog)) {
 		return nil, mongoerr.New(mongoerr.Unauthorized, "not authorized on admin to execute command { currentOp: 1 }: allUsers needs the inprog privilege")
 	}
@@ -35,7 +38,14 @@ func (h *Handlers) currentOps(req *Request, allUsers, idle bool, filter *query.F
 			docs = append(docs, op.doc(now))
 		}
 	}
-	if idle && allUsers && h.opts.Clients != nil {
+	if idleSessions {
+		docs = append(docs, h.idleSessionDocs(req, allUsers, now)...)
+	}
+	if idle && !allUsers && h.opts.Auth != nil && h.opts.Auth.Required() {
+		// An idle connection's user is not known here.
+		return nil, mongoerr.New(mongoerr.NotImplemented, "tierdb lists idle connections only with allUsers: true (or without $ownOps) while authentication is on")
+	}
+	if idle && h.opts.Clients != nil {
 		clients := h.opts.Clients()
 		sort.Slice(clients, func(i, j int) bool { return clients[i].ID < clients[j].ID })
 		for _, c := range clients {
@@ -92,7 +102,8 @@ func (h *Handlers) currentOp(_ context.Context, req *Request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	inprog, err := h.currentOps(req, !ownOps, all, filter)
+	// As MongoDB's, the command lists idle sessions whatever $all says.
+	inprog, err := h.currentOps(req, !ownOps, all, true, filter)
 	if err != nil {
 		return nil, err
 	}
@@ -102,8 +113,8 @@ func (h *Handlers) currentOp(_ context.Context, req *Request) (bson.D, error) {
 // currentOpStage produces the documents of a leading $currentOp stage.
 // Options: allUsers, idleConnections, idleCursors, idleSessions,
 // localOps, truncateOps, backtrace, as MongoDB's. Idle cursors are
-// refused; idle sessions (open transactions between statements, listed
-// by default in MongoDB) are not listed.
+// refused; idle sessions (open transactions between statements) are
+// listed unless idleSessions is false.
 func (h *Handlers) currentOpStage(req *Request, arg any) (bson.A, error) {
 	if req.DB != "admin" {
 		return nil, mongoerr.New(mongoerr.InvalidNamespace, "$currentOp must be run against the 'admin' database with {aggregate: 1}")
@@ -112,7 +123,7 @@ func (h *Handlers) currentOpStage(req *Request, arg any) (bson.A, error) {
 	if !ok {
 		return nil, mongoerr.Newf(mongoerr.FailedToParse, "$currentOp options must be specified in an object, but found: %s", query.TypeName(arg))
 	}
-	allUsers, idle := false, false
+	allUsers, idle, idleSessions := false, false, true
 	for _, e := range spec {
 		b, isBool := e.Value.(bool)
 		if !isBool {
@@ -124,20 +135,54 @@ func (h *Handlers) currentOpStage(req *Request, arg any) (bson.A, error) {
 		case "localOps", "truncateOps", "backtrace":
 			// localOps: there is one server; truncateOps: commands are
 			// always shown truncated past 1 KB; no backtraces.
-		case "idleSessions", "idleCursors":
-			if b && e.Key == "idleCursors" {
+		case "idleCursors":
+			if b {
 				return nil, mongoerr.New(mongoerr.NotImplemented, "$currentOp idleCursors is not supported by tierdb")
 			}
-			// idleSessions (true by default) would list transactions
-			// between statements; tierdb does not list them (see README).
+		case "idleSessions":
+			idleSessions = b
 		case "idleConnections":
 			idle = b
 		default:
 			return nil, mongoerr.Newf(mongoerr.FailedToParse, "Unrecognized option '%s' in $currentOp stage.", e.Key)
 		}
 	}
-	return h.currentOps(req, allUsers, idle, nil)
+	return h.currentOps(req, allUsers, idle, idleSessions, nil)
 }
+
+// idleSessionDocs describes the sessions whose transaction is open between
+// statements, as MongoDB's idle sessions: the caller's own, or everyone's
+// with allUsers.
+func (h *Handlers) idleSessionDocs(req *Request, allUsers bool, now time.Time) []bson.D {
+	idle := h.sessions.IdleTransactions()
+	sort.Slice(idle, func(i, j int) bool { return idle[i].Started.Before(idle[j].Started) })
+	me := sessionUser(req.Session)
+	var docs []bson.D
+	for _, it := range idle {
+		if !allUsers && it.ID.User != me {
+			continue
+		}
+		docs = append(docs, bson.D{
+			{Key: "type", Value: "idleSession"}, {Key: "host", Value: hostname()},
+			{Key: "desc", Value: "inactive transaction"}, {Key: "active", Value: false},
+			{Key: "currentOpTime", Value: isoTime(now)},
+			{Key: "lsid", Value: bson.D{{Key: "id", Value: bson.Binary{Subtype: bson.TypeBinaryUUID, Data: []byte(it.ID.UUID)}}}},
+			{Key: "transaction", Value: bson.D{
+				{Key: "parameters", Value: bson.D{{Key: "txnNumber", Value: it.TxnNumber}, {Key: "autocommit", Value: false}}},
+				{Key: "startWallClockTime", Value: isoTime(it.Started)},
+				{Key: "timeOpenMicros", Value: now.Sub(it.Started).Microseconds()},
+				{Key: "expiryTime", Value: isoTime(it.Deadline)},
+			}},
+			{Key: "waitingForLock", Value: false},
+		})
+		if db, user, ok := strings.Cut(it.ID.User, "."); ok {
+			docs[len(docs)-1] = append(docs[len(docs)-1], bson.E{Key: "effectiveUsers", Value: bson.A{bson.D{{Key: "user", Value: user}, {Key: "db", Value: db}}}})
+		}
+	}
+	return docs
+}
+
+func isoTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z07:00") }
 
 // killOp interrupts an operation: {killOp: 1, op: <opid>}. The operation's
 // context is canceled (a PostgreSQL statement it runs is canceled with

@@ -148,16 +148,22 @@ func TestShownCommand(t *testing.T) {
 	}
 }
 
-func TestInterruptedBatch(t *testing.T) {
-	reply := bson.D{{Key: "n", Value: int32(0)}, {Key: "writeErrors", Value: bson.A{
-		bson.D{{Key: "index", Value: int32(0)}, {Key: "code", Value: int32(mongoerr.MaxTimeMSExpired)}, {Key: "errmsg", Value: "operation exceeded time limit"}},
-	}}}
-	if me, ok := mongoerr.As(interruptedBatch(reply)); !ok || me.Code != mongoerr.MaxTimeMSExpired {
-		t.Fatalf("interrupted batch: %v", interruptedBatch(reply))
+// A statement interrupted by maxTimeMS or killOp fails the whole write
+// command; any other statement's failure is a writeError of the reply.
+func TestWriteReplyOfAnInterruptedBatch(t *testing.T) {
+	dup := indexedError{0, mongoerr.New(mongoerr.DuplicateKey, "E11000")}
+	for _, code := range []mongoerr.Code{mongoerr.MaxTimeMSExpired, mongoerr.Interrupted, mongoerr.ClientDisconnect} {
+		reply, err := writeReply(1, []indexedError{dup, {2, mongoerr.New(code, "stop")}})
+		if me, ok := mongoerr.As(err); !ok || me.Code != code || reply != nil {
+			t.Errorf("interrupted by %v: %v, %v", code, reply, err)
+		}
 	}
-	dup := bson.D{{Key: "writeErrors", Value: bson.A{bson.D{{Key: "code", Value: int32(mongoerr.DuplicateKey)}}}}}
-	if err := interruptedBatch(dup); err != nil {
-		t.Fatalf("a duplicate key stays a write error: %v", err)
+	if _, err := writeReply(1, []indexedError{{1, context.DeadlineExceeded}}); !isInterruption(err) {
+		t.Errorf("a statement past its deadline: %v", err)
+	}
+	reply, err := writeReply(1, []indexedError{dup})
+	if err != nil || len(reply) != 2 || reply[1].Key != "writeErrors" {
+		t.Fatalf("a duplicate key stays a write error: %v, %v", reply, err)
 	}
 }
 

@@ -37,10 +37,18 @@ func (h *Handlers) dbStats(ctx context.Context, req *Request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := getBool(req.Cmd, "freeStorage", false); err != nil {
+	free, err := getBool(req.Cmd, "freeStorage", false)
+	if err != nil {
 		return nil, err
 	}
+	if free {
+		return nil, mongoerr.New(mongoerr.NotImplemented, "tierdb does not report free storage (dbStats freeStorage): PostgreSQL's free space is not measured; leave freeStorage out or set it to 0")
+	}
 	st, err := h.store.DatabaseStats(ctx, req.on, req.DB)
+	if err != nil {
+		return nil, err
+	}
+	views, err := h.store.ListViews(ctx, req.on, req.DB)
 	if err != nil {
 		return nil, err
 	}
@@ -51,7 +59,7 @@ func (h *Handlers) dbStats(ctx context.Context, req *Request) (bson.D, error) {
 	return bson.D{
 		{Key: "db", Value: req.DB},
 		{Key: "collections", Value: int64(st.Collections)},
-		{Key: "views", Value: int64(0)},
+		{Key: "views", Value: int64(len(views))},
 		{Key: "objects", Value: st.Objects},
 		{Key: "avgObjSize", Value: avg},
 		{Key: "dataSize", Value: float64(st.DataSize / scale)},

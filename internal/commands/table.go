@@ -368,9 +368,6 @@ func (h *Handlers) Dispatch(ctx context.Context, req *Request) bson.D {
 	ctx, note := h.noteOp(ctx)
 	ctx, op := h.live.begin(ctx, req, h.tableEntry(req))
 	reply, err := h.runRecovered(ctx, req)
-	if err == nil && req.cmd != nil && req.cmd.writes {
-		err = interruptedBatch(reply)
-	}
 	h.live.end(op)
 	if err != nil && op.killed.Load() {
 		err = interrupted() // killOp canceled it

@@ -54,13 +54,23 @@ func writeErrors(errs []indexedError) bson.A {
 	return out
 }
 
-func writeReply(n int64, errs []indexedError, extra ...bson.E) bson.D {
+// writeReply is a write command's answer: n, extra, and the statements'
+// writeErrors. A statement interrupted (maxTimeMS, killOp, client gone)
+// fails the whole command instead, as in MongoDB, so that what runs the
+// handler (a retryable write's or a transaction's statement, the write
+// concern) sees an error rather than a reply.
+func writeReply(n int64, errs []indexedError, extra ...bson.E) (bson.D, error) {
+	for _, e := range errs {
+		if isInterruption(e.err) {
+			return nil, e.err
+		}
+	}
 	reply := bson.D{{Key: "n", Value: countValue(n)}}
 	reply = append(reply, extra...)
 	if len(errs) > 0 {
 		reply = append(reply, bson.E{Key: "writeErrors", Value: writeErrors(errs)})
 	}
-	return reply
+	return reply, nil
 }
 
 // prepareDoc gives a document its _id, validates it and encodes it.
@@ -108,7 +118,7 @@ func (h *Handlers) insert(ctx context.Context, req *Request) (bson.D, error) {
 		slots = append(slots, i)
 	}
 	if len(docs) == 0 {
-		return writeReply(0, errs), nil
+		return writeReply(0, errs)
 	}
 	col, err := h.store.CollectionForWrite(ctx, on, req.DB, name)
 	if err != nil {
@@ -128,7 +138,7 @@ func (h *Handlers) insert(ctx context.Context, req *Request) (bson.D, error) {
 		errs = append(errs, indexedError{slots[se.Index], se.Err})
 	}
 	sortErrors(errs)
-	return writeReply(int64(n), errs), nil
+	return writeReply(int64(n), errs)
 }
 
 func sortErrors(errs []indexedError) {
@@ -276,7 +286,7 @@ func (h *Handlers) update(ctx context.Context, req *Request) (bson.D, error) {
 	if len(upserted) > 0 {
 		extra = append(extra, bson.E{Key: "upserted", Value: upserted})
 	}
-	return writeReply(n, errs, extra...), nil
+	return writeReply(n, errs, extra...)
 }
 
 type updateResult struct {
@@ -480,7 +490,7 @@ func (h *Handlers) delete(ctx context.Context, req *Request) (bson.D, error) {
 			}
 		}
 	}
-	return writeReply(n, errs), nil
+	return writeReply(n, errs)
 }
 
 func (h *Handlers) deleteStatement(ctx context.Context, on storage.On, col *storage.Collection, stmt bson.D, env *updateEnv) (int64, error) {

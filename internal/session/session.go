@@ -67,8 +67,9 @@ type Session struct {
 	State     TxnState
 	// Txn is what the active transaction holds; nil unless State is Active.
 	Txn Resource
-	// Deadline is when the active transaction's lifetime ends.
-	Deadline time.Time
+	// Deadline is when the active transaction's lifetime ends; Started,
+	// when it began.
+	Deadline, Started time.Time
 	// Expired says the last transaction was aborted by its lifetime limit.
 	Expired bool
 
@@ -181,7 +182,46 @@ func (r *Registry) Supersede(ctx context.Context, id ID, txnNumber int64) error 
 // Start records that s began transaction txnNumber, holding res.
 func (r *Registry) Start(s *Session, txnNumber int64, res Resource) {
 	s.TxnNumber, s.State, s.Txn, s.Expired = txnNumber, Active, res, false
-	s.Deadline = r.now().Add(r.lifetime)
+	s.Started = r.now()
+	s.Deadline = s.Started.Add(r.lifetime)
+}
+
+// IdleTxn is a session whose transaction is open between its statements
+// (MongoDB's idle session).
+type IdleTxn struct {
+	ID                ID
+	TxnNumber         int64
+	Started, Deadline time.Time
+	// IdleSince is when its last statement ended.
+	IdleSince time.Time
+}
+
+// IdleTransactions lists the sessions with a transaction open and no
+// command running, in no particular order. A session whose command is
+// running is not waited for.
+func (r *Registry) IdleTransactions() []IdleTxn {
+	r.mu.Lock()
+	all := make([]*Session, 0, len(r.sessions))
+	for _, s := range r.sessions {
+		all = append(all, s)
+	}
+	r.mu.Unlock()
+	var out []IdleTxn
+	for _, s := range all {
+		select {
+		case s.turn <- struct{}{}: // no command runs: its fields may be read
+		default:
+			continue
+		}
+		if s.State == Active && r.now().Before(s.Deadline) {
+			r.mu.Lock()
+			since := s.lastUse
+			r.mu.Unlock()
+			out = append(out, IdleTxn{ID: s.ID, TxnNumber: s.TxnNumber, Started: s.Started, Deadline: s.Deadline, IdleSince: since})
+		}
+		<-s.turn
+	}
+	return out
 }
 
 func (s *Session) expireIfDue(now time.Time) {

@@ -215,3 +215,35 @@ func TestSupersede(t *testing.T) {
 		t.Fatal("a newer number left the transaction open")
 	}
 }
+
+// Idle sessions: a transaction open between statements is listed; one
+// whose statement runs, one ended, or one past its lifetime is not.
+func TestIdleTransactions(t *testing.T) {
+	r, clock := newRegistry()
+	ctx := context.Background()
+	s, err := r.Acquire(ctx, id1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Start(s, 7, &fakeTxn{})
+	if got := r.IdleTransactions(); len(got) != 0 {
+		t.Errorf("while its statement runs: %v", got)
+	}
+	r.Release(s)
+	clock.add(time.Second)
+	got := r.IdleTransactions()
+	if len(got) != 1 || got[0].ID != id1 || got[0].TxnNumber != 7 || !got[0].Started.Equal(time.Unix(1000, 0)) || !got[0].IdleSince.Equal(time.Unix(1000, 0)) {
+		t.Fatalf("idle: %+v", got)
+	}
+	clock.add(time.Minute)
+	if got := r.IdleTransactions(); len(got) != 0 {
+		t.Errorf("past its lifetime: %v", got)
+	}
+	s, _ = r.Acquire(ctx, id1, nil)
+	r.Start(s, 8, &fakeTxn{})
+	s.Abort()
+	r.Release(s)
+	if got := r.IdleTransactions(); len(got) != 0 {
+		t.Errorf("aborted: %v", got)
+	}
+}

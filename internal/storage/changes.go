@@ -193,6 +193,11 @@ func (c *ChangeSlot) Current(ctx context.Context) (uint64, error) {
 	return c.lsn(ctx, `SELECT pg_current_wal_insert_lsn()::text`)
 }
 
+// Flushed implements changes.Slot.
+func (c *ChangeSlot) Flushed(ctx context.Context) (uint64, error) {
+	return c.lsn(ctx, `SELECT pg_current_wal_flush_lsn()::text`)
+}
+
 func (c *ChangeSlot) lsn(ctx context.Context, sql string, args ...any) (uint64, error) {
 	q := c.low(ctx)
 	var s string
