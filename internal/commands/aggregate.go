@@ -3,7 +3,6 @@ package commands
 import (
 	"context"
 	"errors"
-	"slices"
 	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -57,7 +56,7 @@ func (h *Handlers) aggregate(ctx context.Context, req *Request) (bson.D, error) 
 		if err := h.runAggregate(ctx, req, name, pipeline, sink); err != nil {
 			return nil, err
 		}
-		return h.firstBatch(ctx, req, req.DB+"."+name, &sliceSource{docs: sink.Raws}, batchSize, false)
+		return h.firstBatch(ctx, req, req.DB+"."+name, &exec.SliceSource{Docs: sink.Raws}, batchSize, false)
 	}
 	if writes(pipeline) {
 		// $out and $merge honour the command's write concern.
@@ -142,7 +141,7 @@ func findDiskUse(next handlerFunc) handlerFunc {
 type parsedAggregate struct {
 	coll   string
 	first  bson.D
-	rs     *readSpec
+	rs     *exec.ReadSpec
 	stages []bson.D
 	env    *exec.Env
 	// limitHint is how many documents a $sort first in stages passes on
@@ -187,10 +186,10 @@ func (h *Handlers) parseAggregate(ctx context.Context, req *Request, name string
 		coll: base, first: first, stages: stages, text: text,
 		// With $text, rs is only the rest of the $match: never "empty" or
 		// "exact", so no shortcut can take it for the whole selection.
-		rs:  &readSpec{filter: filter, empty: len(rest) == 0 && text == nil, exact: text == nil && isIDEquality(first)},
+		rs:  &exec.ReadSpec{Filter: filter, Empty: len(rest) == 0 && text == nil, Exact: text == nil && exec.IsIDEquality(first)},
 		env: &exec.Env{Ctx: ctx, Vars: vars, Read: h.reader(req), DB: req.DB, Output: noOutput{}, AllowDiskUse: allowDisk},
 	}
-	p.rs.sort, p.limitHint = leadingSort(stages)
+	p.rs.Sort, p.limitHint = leadingSort(stages)
 	// Build the stages once before reading anything, so that a bad stage
 	// fails at once.
 	if _, err := exec.Build(stages, &exec.Collect{}, p.env); err != nil {
@@ -240,18 +239,13 @@ func (h *Handlers) explainAggregate(ctx context.Context, req *Request) (bson.D, 
 	case err != nil:
 		return nil, err
 	default:
-		params, winning := p.rs.scanParams(col), bson.D{{Key: "stage", Value: "POSTGRESQL"}}
-		if plan, ok := leadingSortPlan(col, p); ok {
-			src := newOrderedSource(h.store, col, p.rs, plan, nil)
-			src.limitHint = p.limitHint
-			params, rest = src.walkParams(), p.stages[1:]
-			winning = append(winning, bson.E{Key: "inputStage", Value: sortStage(plan)})
-		}
-		plan, err := h.store.Explain(ctx, col, params)
+		winning, walked, err := h.read(ctx, col, p.rs).ExplainPipeline(ctx, p.limitHint)
 		if err != nil {
 			return nil, err
 		}
-		winning = slices.Insert(winning, 1, bson.E{Key: "plan", Value: plan})
+		if walked {
+			rest = p.stages[1:]
+		}
 		planner = append(planner, bson.E{Key: "winningPlan", Value: winning})
 	}
 	stages := bson.A{bson.D{{Key: "$cursor", Value: bson.D{{Key: "queryPlanner", Value: planner}}}}}
@@ -290,18 +284,6 @@ func leadingSort(stages []bson.D) (query.Sort, int64) {
 	return s, 0
 }
 
-// leadingSortPlan is the index that serves the pipeline's leading $sort,
-// if one does.
-func leadingSortPlan(col *storage.Collection, p *parsedAggregate) (sortPlan, bool) {
-	if p.rs.sort.IsEmpty() {
-		return sortPlan{}, false
-	}
-	if _, byID := p.rs.sort.ByIDOnly(); byID {
-		return sortPlan{}, false
-	}
-	return planIndexSort(col.Indexes, p.rs.sort, p.rs.filter.PinnedPaths())
-}
-
 // aggregateInput is what feeds the pipeline: the stages to run and the
 // read that pushes documents into them. A leading $sort that an index
 // serves is dropped from the stages: the read walks the index instead.
@@ -314,7 +296,7 @@ func (h *Handlers) aggregateInput(ctx context.Context, db string, p *parsedAggre
 	}
 	plain := func(push func(bson.D) error) error {
 		rs := *p.rs
-		rs.sort = query.Sort{}
+		rs.Sort = query.Sort{}
 		return h.readInto(ctx, db, p.coll, &rs, push)
 	}
 	col, err := h.store.Collection(ctx, db, p.coll)
@@ -328,8 +310,8 @@ func (h *Handlers) aggregateInput(ctx context.Context, db string, p *parsedAggre
 		// it can match on the BSON bytes.
 		return p.stages, func(push func(bson.D) error) error {
 			rs := *p.rs
-			rs.sort = query.Sort{}
-			n, err := h.countMatches(ctx, col, &rs)
+			rs.Sort = query.Sort{}
+			n, err := h.read(ctx, col, &rs).Count(ctx)
 			if err != nil {
 				return err
 			}
@@ -341,28 +323,13 @@ func (h *Handlers) aggregateInput(ctx context.Context, db string, p *parsedAggre
 			return nil
 		}
 	}
-	plan, ok := leadingSortPlan(col, p)
+	read := h.read(ctx, col, p.rs)
+	plan, ok := read.IndexSort()
 	if !ok {
 		return p.stages, plain
 	}
-	src := newOrderedSource(h.store, col, p.rs, plan, storage.NodeFrom(ctx))
-	src.raw, src.keepDecoded, src.limitHint = true, true, p.limitHint
-	notePlan(ctx, col, p.rs, src.walkParams(), false)
 	return p.stages[1:], func(push func(bson.D) error) error {
-		for {
-			batch, done, err := src.next(ctx, 100)
-			if err != nil {
-				return err
-			}
-			for i := range batch {
-				if err := push(src.decoded[i]); err != nil {
-					return err
-				}
-			}
-			if done {
-				return nil
-			}
-		}
+		return read.Walk(ctx, plan, p.limitHint, push)
 	}
 }
 
@@ -420,7 +387,7 @@ func constantID(v any) bool {
 // readInto streams the documents of db.coll that match rs to fn, until fn
 // returns an error (exec.ErrDone stops early). A collection that does not
 // exist has no documents.
-func (h *Handlers) readInto(ctx context.Context, db, coll string, rs *readSpec, fn func(bson.D) error) error {
+func (h *Handlers) readInto(ctx context.Context, db, coll string, rs *exec.ReadSpec, fn func(bson.D) error) error {
 	col, err := h.store.Collection(ctx, db, coll)
 	switch {
 	case storage.IsCode(err, storage.ErrNamespaceNotFound):
@@ -452,7 +419,7 @@ func (h *Handlers) reader(req *Request) exec.Reader {
 			if err != nil {
 				return err
 			}
-			return h.readInto(ctx, req.DB, coll, &readSpec{filter: filter}, fn)
+			return h.readInto(ctx, req.DB, coll, &exec.ReadSpec{Filter: filter}, fn)
 		}
 		// A view: its pipeline over the collection it reads, then filter.
 		parsed, err := exec.ParsePipeline(stages)
@@ -470,7 +437,7 @@ func (h *Handlers) reader(req *Request) exec.Reader {
 			return err
 		}
 		all, _ := query.ParseFilter(nil)
-		if err := h.readInto(ctx, req.DB, base, &readSpec{filter: all, empty: true}, head.Push); err != nil && err != exec.ErrDone {
+		if err := h.readInto(ctx, req.DB, base, &exec.ReadSpec{Filter: all, Empty: true}, head.Push); err != nil && err != exec.ErrDone {
 			return err
 		}
 		return head.Finish()

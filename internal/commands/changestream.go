@@ -216,7 +216,7 @@ func (h *Handlers) changeStream(ctx context.Context, req *Request) (bson.D, erro
 	var batch []bson.Raw
 	done := false
 	if batchSize != 0 {
-		if batch, done, err = src.next(ctx, batchSize); err != nil {
+		if batch, done, err = src.Next(ctx, batchSize); err != nil {
 			stream.Close()
 			return nil, err
 		}
@@ -264,7 +264,7 @@ func (s *streamSource) resumeToken() bson.D {
 	return s.stream.Position().Token()
 }
 
-func (s *streamSource) next(ctx context.Context, n int) ([]bson.Raw, bool, error) {
+func (s *streamSource) Next(ctx context.Context, n int) ([]bson.Raw, bool, error) {
 	until, waits := ctx.Value(awaitKey{}).(time.Time)
 	pollBy := until
 	if !waits {
@@ -340,10 +340,10 @@ func (s *streamSource) fill(ctx context.Context, n int, pollBy time.Time) ([]bso
 	size := 0
 	for len(s.pending) > 0 && (n <= 0 || len(out) < n) {
 		raw := s.pending[0]
-		if len(out) > 0 && size+elemSize(len(out), raw) > maxBatchBytes {
+		if len(out) > 0 && size+exec.ElemSize(len(out), raw) > exec.MaxBatchBytes {
 			break
 		}
-		size += elemSize(len(out), raw)
+		size += exec.ElemSize(len(out), raw)
 		out = append(out, raw)
 		s.pending = s.pending[1:]
 		if id, err := raw.LookupErr("_id"); err == nil {

@@ -7,6 +7,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"tierdb/internal/bsonx"
+	"tierdb/internal/exec"
 	"tierdb/internal/mongoerr"
 	"tierdb/internal/query"
 )
@@ -31,15 +32,15 @@ func (h *Handlers) distinct(ctx context.Context, req *Request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	rs, err := parseReadSpec(rest, nil, nil, 0, 0)
+	rs, err := exec.ParseReadSpec(rest, nil, nil, 0, 0)
 	if err != nil {
 		return nil, err
 	}
 	read := h.readInto
 	if text != nil {
 		// The rest of the filter alone: never empty or exact.
-		rs.empty, rs.exact = false, false
-		read = func(ctx context.Context, db, coll string, rs *readSpec, fn func(bson.D) error) error {
+		rs.Empty, rs.Exact = false, false
+		read = func(ctx context.Context, db, coll string, rs *exec.ReadSpec, fn func(bson.D) error) error {
 			return h.readText(ctx, db, coll, text, rs, fn)
 		}
 	}

@@ -90,6 +90,6 @@ func (h *Handlers) aggregateSource(ctx context.Context, req *Request) (reply bso
 	if err := head.Finish(); err != nil {
 		return nil, true, err
 	}
-	reply, err = h.firstBatch(ctx, req, ns, &sliceSource{docs: sink.Raws}, batchSize, false)
+	reply, err = h.firstBatch(ctx, req, ns, &exec.SliceSource{Docs: sink.Raws}, batchSize, false)
 	return reply, true, err
 }

@@ -14,6 +14,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"tierdb/internal/auth"
+	"tierdb/internal/exec"
 	"tierdb/internal/mongoerr"
 	"tierdb/internal/qos"
 	"tierdb/internal/query"
@@ -143,9 +144,11 @@ type FairAdmitter interface {
 
 // Handlers holds the command table and what its handlers share.
 type Handlers struct {
-	opts    Options
-	log     *slog.Logger
-	store   *storage.Store
+	opts  Options
+	log   *slog.Logger
+	store *storage.Store
+	// reads is the store as exec reads it (exec.Store).
+	reads   exec.Store
 	table   map[string]*command
 	cursors *cursorRegistry
 	started time.Time
@@ -191,6 +194,7 @@ func New(opts Options) *Handlers {
 		opts.TxnLifetime = 60 * time.Second
 	}
 	h := &Handlers{opts: opts, log: opts.Logger, store: opts.Store, started: time.Now(), processID: bson.NewObjectID(), stop: make(chan struct{})}
+	h.reads = exec.NewStore(opts.Store)
 	h.sessions = session.NewRegistry(time.Now, opts.SessionTimeout, opts.TxnLifetime)
 	h.cursors = newCursorRegistry(opts.CursorTimeout)
 	h.accounts = newAccounts()

@@ -7,6 +7,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"tierdb/internal/bsonx"
+	"tierdb/internal/exec"
 	"tierdb/internal/mongoerr"
 	"tierdb/internal/storage"
 )
@@ -93,7 +94,7 @@ func parseTailOptions(cmd bson.D, sortDoc bson.D, skip, limit int64) (tailOption
 }
 
 // findTailable opens a tailable cursor on a capped collection.
-func (h *Handlers) findTailable(ctx context.Context, req *Request, ns string, col *storage.Collection, rs *readSpec, o tailOptions, batchSize int, singleBatch bool) (bson.D, error) {
+func (h *Handlers) findTailable(ctx context.Context, req *Request, ns string, col *storage.Collection, rs *exec.ReadSpec, o tailOptions, batchSize int, singleBatch bool) (bson.D, error) {
 	if col.Capped == nil {
 		return nil, mongoerr.Newf(mongoerr.BadValue, "error processing query: ns=%s: tailable cursor requested on non capped collection", ns)
 	}
@@ -103,7 +104,7 @@ func (h *Handlers) findTailable(ctx context.Context, req *Request, ns string, co
 	var batch []bson.Raw
 	if read {
 		var err error
-		if batch, _, err = src.next(ctx, batchSize); err != nil {
+		if batch, _, err = src.Next(ctx, batchSize); err != nil {
 			return nil, err
 		}
 	}
@@ -121,7 +122,7 @@ func (h *Handlers) findTailable(ctx context.Context, req *Request, ns string, co
 type tailSource struct {
 	store *storage.Store
 	col   *storage.Collection
-	spec  *readSpec
+	spec  *exec.ReadSpec
 	await bool
 	after int64 // seq of the last row examined, matching or not
 	// node is where the first batch was read; the cursor stays there.
@@ -137,7 +138,7 @@ func withAwait(ctx context.Context, d time.Duration) context.Context {
 
 func (t *tailSource) awaitData() bool { return t.await }
 
-func (t *tailSource) next(ctx context.Context, n int) ([]bson.Raw, bool, error) {
+func (t *tailSource) Next(ctx context.Context, n int) ([]bson.Raw, bool, error) {
 	until, waits := ctx.Value(awaitKey{}).(time.Time)
 	for {
 		wake := t.store.Appended(t.col) // before reading, so no insert is missed
@@ -193,10 +194,10 @@ func (t *tailSource) read(ctx context.Context, n int) ([]bson.Raw, error) {
 				return nil, err
 			}
 			if ok {
-				if len(out) > 0 && size+elemSize(len(out), raw) > maxBatchBytes {
+				if len(out) > 0 && size+exec.ElemSize(len(out), raw) > exec.MaxBatchBytes {
 					return out, nil
 				}
-				size += elemSize(len(out), raw)
+				size += exec.ElemSize(len(out), raw)
 				out = append(out, raw)
 			}
 			t.after = row.Seq
@@ -213,29 +214,29 @@ func (t *tailSource) read(ctx context.Context, n int) ([]bson.Raw, error) {
 
 // match applies the cursor's filter and projection to one stored document.
 func (t *tailSource) match(doc []byte) (bson.Raw, bool, error) {
-	if t.spec.empty && t.spec.proj == nil {
+	if t.spec.Empty && t.spec.Proj == nil {
 		return doc, true, nil
 	}
 	d, err := bsonx.Decode(doc)
 	if err != nil {
 		return nil, false, mongoerr.New(mongoerr.InternalError, "stored document is corrupt")
 	}
-	if !t.spec.empty {
-		ok, err := t.spec.filter.MatchErr(d)
+	if !t.spec.Empty {
+		ok, err := t.spec.Filter.MatchErr(d)
 		if err != nil || !ok {
 			return nil, false, err
 		}
 	}
-	if t.spec.proj == nil {
+	if t.spec.Proj == nil {
 		return doc, true, nil
 	}
-	b, err := projectRaw(t.spec.proj, d)
+	b, err := exec.ProjectRaw(t.spec.Proj, d)
 	return b, err == nil, err
 }
 
 // getMoreContext applies getMore's maxTimeMS: the await time of an
 // awaitData cursor. Other cursors refuse it, as MongoDB does.
-func getMoreContext(ctx context.Context, cmd bson.D, src batchSource) (context.Context, context.CancelFunc, error) {
+func getMoreContext(ctx context.Context, cmd bson.D, src exec.Source) (context.Context, context.CancelFunc, error) {
 	ms, err := parseMaxTimeMS(cmd) // MongoDB's checks (argcheck.go)
 	if err != nil {
 		return ctx, func() {}, err

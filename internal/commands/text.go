@@ -265,7 +265,7 @@ func (h *Handlers) searchText(ctx context.Context, col *storage.Collection, ts *
 	cfg, _ := storage.TextConfig(lang)
 	where, args := ts.filter.SQL(col.KeyColumns(), 1)
 	q := storage.TextSearch{Config: cfg, Terms: ts.text.terms, Phrases: ts.text.phrases, Negated: ts.text.negated, NegatedPhrases: ts.text.negatedPhrases,
-		Where: where, Args: args, MaxBytes: maxSortBytes}
+		Where: where, Args: args, MaxBytes: exec.MaxMemoryBytes}
 	scoreOnly := len(ts.sort) == 1 && ts.sort[0].score
 	q.ByScore = scoreOnly
 	if ts.empty && ts.limit > 0 && (len(ts.sort) == 0 || scoreOnly) {
@@ -284,7 +284,7 @@ func (h *Handlers) searchText(ctx context.Context, col *storage.Collection, ts *
 		if err != nil {
 			return nil, mongoerr.New(mongoerr.InternalError, "stored document is corrupt")
 		}
-		if held += len(r.Doc) + exec.DocMemory(d); held > maxSortBytes {
+		if held += len(r.Doc) + exec.DocMemory(d); held > exec.MaxMemoryBytes {
 			return nil, mongoerr.New(mongoerr.QueryExceededMemoryLimit, "$text results exceeded the memory limit of 104857600 bytes; add a limit or a narrower search")
 		}
 		if !ts.empty {
@@ -382,7 +382,7 @@ func (h *Handlers) findText(ctx context.Context, req *Request, name string, text
 			return nil, err
 		}
 	}
-	return h.firstBatch(ctx, req, col.Namespace(), &sliceSource{docs: docs}, batchSize, singleBatch)
+	return h.firstBatch(ctx, req, col.Namespace(), &exec.SliceSource{Docs: docs}, batchSize, singleBatch)
 }
 
 // countText is count with $text.
@@ -407,8 +407,8 @@ func (h *Handlers) countText(ctx context.Context, req *Request, name string, tex
 // selects to fn, in the text index's order (by _id). Their scores are not
 // available to later stages ({$meta: "textScore"} there is refused by the
 // expression parser).
-func (h *Handlers) readText(ctx context.Context, db, coll string, text *textQuery, rs *readSpec, fn func(bson.D) error) error {
-	_, results, err := h.textSearch(ctx, db, coll, &textSpec{text: text, filter: rs.filter, empty: rs.empty})
+func (h *Handlers) readText(ctx context.Context, db, coll string, text *textQuery, rs *exec.ReadSpec, fn func(bson.D) error) error {
+	_, results, err := h.textSearch(ctx, db, coll, &textSpec{text: text, filter: rs.Filter, empty: rs.Empty})
 	if err != nil {
 		return err
 	}

@@ -116,7 +116,7 @@ func (h *Handlers) findOnView(ctx context.Context, req *Request, _ *viewDef) (bs
 	if err := h.viewPipeline(ctx, req, stages, sink); err != nil {
 		return nil, err
 	}
-	return h.firstBatch(ctx, req, req.DB+"."+name, &sliceSource{docs: sink.Raws}, batchSize, singleBatch)
+	return h.firstBatch(ctx, req, req.DB+"."+name, &exec.SliceSource{Docs: sink.Raws}, batchSize, singleBatch)
 }
 
 // findStages are the stages a find's filter, sort, skip, limit and

@@ -1,0 +1,49 @@
+package exec
+
+import (
+	"context"
+
+	"tierdb/internal/storage"
+)
+
+// Store is what a read (read.go) needs from storage: chunks of a keyset
+// scan or of an index walk, a count, and PostgreSQL's plan of a scan.
+// Where the work runs is the on argument of each method, never something
+// exec puts in a context. *storage.Store satisfies it through NewStore;
+// tests use a fake over documents in memory.
+type Store interface {
+	// ScanChunk reads one chunk of the rows p selects (storage.ScanParams:
+	// the prefilter, the keyset position, an index walk, a limit), asking
+	// keep, when not nil, about each row's document before keeping it.
+	ScanChunk(ctx context.Context, on *storage.Node, col *storage.Collection, p storage.ScanParams, keep func(doc []byte) bool) (storage.Chunk, error)
+	// Count counts the rows the SQL predicate where selects ("" : all).
+	Count(ctx context.Context, on *storage.Node, col *storage.Collection, where string, args []any) (int64, error)
+	// Explain is PostgreSQL's plan of the scan p.
+	Explain(ctx context.Context, on *storage.Node, col *storage.Collection, p storage.ScanParams) (string, error)
+}
+
+// NewStore is the Store of the real storage.
+func NewStore(s *storage.Store) Store { return pgStore{s} }
+
+type pgStore struct{ s *storage.Store }
+
+// at makes the storage calls under ctx run on node on (nil: where the
+// request was routed).
+func at(ctx context.Context, on *storage.Node) context.Context {
+	if on != nil {
+		return storage.OnNode(ctx, on)
+	}
+	return ctx
+}
+
+func (p pgStore) ScanChunk(ctx context.Context, on *storage.Node, col *storage.Collection, sp storage.ScanParams, keep func([]byte) bool) (storage.Chunk, error) {
+	return p.s.ScanChunk(at(ctx, on), col, sp, keep)
+}
+
+func (p pgStore) Count(ctx context.Context, on *storage.Node, col *storage.Collection, where string, args []any) (int64, error) {
+	return p.s.Count(at(ctx, on), col, where, args)
+}
+
+func (p pgStore) Explain(ctx context.Context, on *storage.Node, col *storage.Collection, sp storage.ScanParams) (string, error) {
+	return p.s.Explain(at(ctx, on), col, sp)
+}
