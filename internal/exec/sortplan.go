@@ -172,4 +172,3 @@ func onlyKnown(m map[string]json.RawMessage, known []string) bool {
 	}
 	return true
 }
-

@@ -1,0 +1,208 @@
+package exec
+
+import (
+	"bytes"
+	"context"
+	"slices"
+	"testing"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"tierdb/internal/bsonx"
+	"tierdb/internal/query"
+	"tierdb/internal/storage"
+)
+
+// fakeStore is a Store over documents in memory, for the read path's
+// tests: it runs the scan a storage.ScanParams describes (keyset position,
+// _id or insertion order, an index key column walked in byte order with
+// its multikey rows apart, a row limit) as PostgreSQL would, except that
+// it ignores the SQL prefilter (Where), which is only ever a superset of
+// the matches: every row comes back, and the read's recheck must drop
+// those the filter does not match. The index key column of a document is
+// query.IndexKey of its values, as storage computes it, NULL when the
+// document is multikey on the index.
+type fakeStore struct {
+	rows []fakeRow
+	// where, when set, is the prefilter's selection (an exact pushdown).
+	where func(bson.D) bool
+	// cutAfter, when > 0, stops a chunk after that many kept rows with
+	// Cut set, as storage does past its byte bound.
+	cutAfter int
+	// calls are the params of every ScanChunk, in order; read counts the
+	// rows all of them returned.
+	calls []storage.ScanParams
+	read  int
+	// on is the node of every call.
+	on []*storage.Node
+}
+
+type fakeRow struct {
+	doc bson.D
+	raw bson.Raw
+	key []byte // _id key
+	seq int64  // insertion order, from 1
+}
+
+func newFakeStore(t *testing.T, docs ...bson.D) *fakeStore {
+	t.Helper()
+	f := &fakeStore{}
+	for i, d := range docs {
+		raw, err := bsonx.Marshal(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, _ := lookupField(d, "_id")
+		f.rows = append(f.rows, fakeRow{doc: d, raw: raw, key: storage.IDKey(id), seq: int64(i + 1)})
+	}
+	return f
+}
+
+func lookupField(d bson.D, k string) (any, bool) {
+	for _, e := range d {
+		if e.Key == k {
+			return e.Value, true
+		}
+	}
+	return nil, false
+}
+
+// orderKey is the key column value of r for the index with that column,
+// nil for a multikey document.
+func orderKey(col *storage.Collection, column string, r fakeRow) []byte {
+	for _, ix := range col.Indexes {
+		if ix.Column != column {
+			continue
+		}
+		var fields []string
+		for _, k := range ix.Keys {
+			fields = append(fields, k.Field)
+		}
+		key, ok := query.IndexKey(r.doc, fields)
+		if !ok {
+			return nil
+		}
+		if key == nil {
+			key = []byte{}
+		}
+		return key
+	}
+	panic("no index with column " + column)
+}
+
+func (f *fakeStore) ScanChunk(_ context.Context, on *storage.Node, col *storage.Collection, p storage.ScanParams, keep func([]byte) bool) (storage.Chunk, error) {
+	f.calls = append(f.calls, p)
+	f.on = append(f.on, on)
+	type cand struct {
+		r   fakeRow
+		ord []byte
+	}
+	var cands []cand
+	for _, r := range f.rows {
+		if f.where != nil && !f.where(r.doc) {
+			continue
+		}
+		c := cand{r: r}
+		switch o := p.Order; {
+		case o != nil && o.Null:
+			if orderKey(col, o.Column, r) != nil {
+				continue
+			}
+			if p.After != nil && bytes.Compare(r.key, p.After) <= 0 {
+				continue
+			}
+		case o != nil:
+			c.ord = orderKey(col, o.Column, r)
+			if c.ord == nil {
+				continue
+			}
+			if p.After != nil && o.After != nil {
+				kc := bytes.Compare(c.ord, o.After)
+				if o.Desc {
+					kc = -kc
+				}
+				ic := bytes.Compare(r.key, p.After)
+				if o.IDDesc {
+					ic = -ic
+				}
+				if kc < 0 || kc == 0 && ic <= 0 {
+					continue
+				}
+			}
+		case p.Natural && col.Capped != nil:
+			if p.AfterSeq > 0 && (!p.Desc && r.seq <= p.AfterSeq || p.Desc && r.seq >= p.AfterSeq) {
+				continue
+			}
+		default:
+			if p.After != nil {
+				c := bytes.Compare(r.key, p.After)
+				if !p.Desc && c <= 0 || p.Desc && c >= 0 {
+					continue
+				}
+			}
+		}
+		cands = append(cands, c)
+	}
+	slices.SortFunc(cands, func(a, b cand) int {
+		switch o := p.Order; {
+		case o != nil && o.Null:
+			return bytes.Compare(a.r.key, b.r.key)
+		case o != nil:
+			c := bytes.Compare(a.ord, b.ord)
+			if o.Desc {
+				c = -c
+			}
+			if c != 0 {
+				return c
+			}
+			c = bytes.Compare(a.r.key, b.r.key)
+			if o.IDDesc {
+				c = -c
+			}
+			return c
+		case p.Natural && col.Capped != nil:
+			c := int(a.r.seq - b.r.seq)
+			if p.Desc {
+				c = -c
+			}
+			return c
+		}
+		c := bytes.Compare(a.r.key, b.r.key)
+		if p.Desc {
+			c = -c
+		}
+		return c
+	})
+	if p.Limit > 0 && len(cands) > p.Limit {
+		cands = cands[:p.Limit]
+	}
+	var ch storage.Chunk
+	for _, c := range cands {
+		ch.Read++
+		ch.LastKey, ch.LastOrderKey, ch.LastSeq = c.r.key, c.ord, c.r.seq
+		if keep != nil && !keep(c.r.raw) {
+			continue
+		}
+		ch.Rows = append(ch.Rows, storage.Row{Key: c.r.key, Doc: c.r.raw, OrderKey: c.ord, Seq: c.r.seq})
+		if f.cutAfter > 0 && len(ch.Rows) >= f.cutAfter && ch.Read < len(cands) {
+			ch.Cut = true
+			break
+		}
+	}
+	f.read += ch.Read
+	return ch, nil
+}
+
+func (f *fakeStore) Count(_ context.Context, on *storage.Node, _ *storage.Collection, where string, _ []any) (int64, error) {
+	f.on = append(f.on, on)
+	if where != "" {
+		panic("fakeStore counts only every row")
+	}
+	return int64(len(f.rows)), nil
+}
+
+func (f *fakeStore) Explain(_ context.Context, on *storage.Node, _ *storage.Collection, p storage.ScanParams) (string, error) {
+	f.calls = append(f.calls, p)
+	f.on = append(f.on, on)
+	return "fake plan", nil
+}
