@@ -189,7 +189,7 @@ func (h *Handlers) parseAggregate(ctx context.Context, req *Request, name string
 		rs:  &exec.ReadSpec{Filter: filter, Empty: len(rest) == 0 && text == nil, Exact: text == nil && exec.IsIDEquality(first)},
 		env: &exec.Env{Ctx: ctx, Vars: vars, Read: h.reader(req), DB: req.DB, Output: noOutput{}, AllowDiskUse: allowDisk},
 	}
-	p.rs.Sort, p.limitHint = leadingSort(stages)
+	p.rs.Sort, p.limitHint = exec.LeadingSort(stages)
 	// Build the stages once before reading anything, so that a bad stage
 	// fails at once.
 	if _, err := exec.Build(stages, &exec.Collect{}, p.env); err != nil {
@@ -255,38 +255,9 @@ func (h *Handlers) explainAggregate(ctx context.Context, req *Request) (bson.D, 
 	return bson.D{{Key: "explainVersion", Value: "1"}, {Key: "stages", Value: stages}}, nil
 }
 
-// leadingSort is the sort of a $sort first in stages (zero when there is
-// none or it does not parse: building the stage reports that) and how
-// many documents the $skip and $limit right after it let through.
-func leadingSort(stages []bson.D) (query.Sort, int64) {
-	if len(stages) == 0 || stages[0][0].Key != "$sort" {
-		return query.Sort{}, 0
-	}
-	d, ok := stages[0][0].Value.(bson.D)
-	if !ok {
-		return query.Sort{}, 0
-	}
-	s, err := query.ParseSort(d)
-	if err != nil {
-		return query.Sort{}, 0
-	}
-	var hint int64
-	for _, st := range stages[1:] {
-		n, ok := query.AsInt(st[0].Value)
-		if !ok || n < 0 || (st[0].Key != "$skip" && st[0].Key != "$limit") {
-			break
-		}
-		hint += n
-		if st[0].Key == "$limit" {
-			return s, hint
-		}
-	}
-	return s, 0
-}
-
 // aggregateInput is what feeds the pipeline: the stages to run and the
-// read that pushes documents into them. A leading $sort that an index
-// serves is dropped from the stages: the read walks the index instead.
+// read that pushes documents into them (exec.Read.Feed). $text reads
+// through its own search.
 func (h *Handlers) aggregateInput(ctx context.Context, db string, p *parsedAggregate) ([]bson.D, func(func(bson.D) error) error) {
 	if p.text != nil {
 		// $text reads through its own search, neither walked nor counted.
@@ -294,94 +265,18 @@ func (h *Handlers) aggregateInput(ctx context.Context, db string, p *parsedAggre
 			return h.readText(ctx, db, p.coll, p.text, p.rs, push)
 		}
 	}
-	plain := func(push func(bson.D) error) error {
-		rs := *p.rs
-		rs.Sort = query.Sort{}
-		return h.readInto(ctx, db, p.coll, &rs, push)
-	}
 	col, err := h.store.Collection(ctx, db, p.coll)
 	if err != nil {
-		return p.stages, plain
-	}
-	if countsOnly(p.stages) {
-		// The stages count their input and look at nothing in it: they
-		// get as many empty documents as match, counted by PostgreSQL
-		// when the $match is empty, else by a scan that decodes nothing
-		// it can match on the BSON bytes.
+		// A collection that does not exist has no documents; another
+		// error is the read's.
 		return p.stages, func(push func(bson.D) error) error {
 			rs := *p.rs
 			rs.Sort = query.Sort{}
-			n, err := h.read(ctx, col, &rs).Count(ctx)
-			if err != nil {
-				return err
-			}
-			for range n {
-				if err := push(bson.D{}); err != nil {
-					return err
-				}
-			}
-			return nil
+			return h.readInto(ctx, db, p.coll, &rs, push)
 		}
 	}
-	read := h.read(ctx, col, p.rs)
-	plan, ok := read.IndexSort()
-	if !ok {
-		return p.stages, plain
-	}
-	return p.stages[1:], func(push func(bson.D) error) error {
-		return read.Walk(ctx, plan, p.limitHint, push)
-	}
-}
-
-// countsOnly reports whether a pipeline's first stages read nothing of
-// their input documents but their number: $skip and $limit, then $count or
-// a $group on a constant _id whose accumulators all $sum a constant number
-// (what drivers send for countDocuments).
-func countsOnly(stages []bson.D) bool {
-	for _, st := range stages {
-		switch st[0].Key {
-		case "$skip", "$limit":
-			continue
-		case "$count":
-			return true
-		case "$group":
-			g, ok := st[0].Value.(bson.D)
-			if !ok || len(g) == 0 {
-				return false
-			}
-			for _, e := range g {
-				if e.Key == "_id" {
-					if !constantID(e.Value) {
-						return false
-					}
-					continue
-				}
-				acc, ok := e.Value.(bson.D)
-				if !ok || len(acc) != 1 || acc[0].Key != "$sum" {
-					return false
-				}
-				switch acc[0].Value.(type) {
-				case int32, int64, float64:
-				default:
-					return false
-				}
-			}
-			return true
-		}
-		return false
-	}
-	return false
-}
-
-// constantID is a $group _id that is the same for every document.
-func constantID(v any) bool {
-	switch x := v.(type) {
-	case nil, int32, int64, float64, bool:
-		return true
-	case string:
-		return !strings.HasPrefix(x, "$")
-	}
-	return false
+	stages, feed := h.read(ctx, col, p.rs).Feed(p.stages, p.limitHint)
+	return stages, func(push func(bson.D) error) error { return feed(ctx, push) }
 }
 
 // readInto streams the documents of db.coll that match rs to fn, until fn

@@ -578,3 +578,59 @@ func TestExplainAndPlanSummary(t *testing.T) {
 		t.Fatalf("on a standby: %q", got)
 	}
 }
+
+func TestFeedPicksHowAPipelineReads(t *testing.T) {
+	docs := multikeyDocs()
+	ctx := context.Background()
+	col := testCol(ix("a_1", "k1", "a"))
+	g1 := bson.D{{Key: "g", Value: int32(1)}}
+	feed := func(st *fakeStore, stages []bson.D) ([]bson.D, []bson.D) {
+		t.Helper()
+		rs := spec(t, g1, nil, nil, 0, 0)
+		var hint int64
+		rs.Sort, hint = LeadingSort(stages)
+		rest, run := (&Read{Store: st, Col: col, Spec: rs}).Feed(stages, hint)
+		var got []bson.D
+		err := run(ctx, func(d bson.D) error {
+			got = append(got, d)
+			if len(got) == 1000 {
+				return ErrDone
+			}
+			return nil
+		})
+		if err != nil && err != ErrDone {
+			t.Fatal(err)
+		}
+		return rest, got
+	}
+	want := reference(t, docs, spec(t, g1, nil, nil, 0, 0))
+
+	// Counting stages get one empty document per match.
+	count := []bson.D{{{Key: "$count", Value: "n"}}}
+	rest, got := feed(newFakeStore(t, docs...), count)
+	if len(rest) != 1 || len(got) != len(want) || len(got[0]) != 0 {
+		t.Fatalf("counting: %d stages, %d documents (%v), want 1 and %d empty", len(rest), len(got), got[:min(1, len(got))], len(want))
+	}
+
+	// A $sort an index serves is dropped: the walk brings the order.
+	sortA := []bson.D{{{Key: "$sort", Value: bson.D{{Key: "a", Value: int32(-1)}}}}, {{Key: "$limit", Value: int32(5)}}}
+	st := newFakeStore(t, docs...)
+	rest, got = feed(st, sortA)
+	if len(rest) != 1 || rest[0][0].Key != "$limit" {
+		t.Fatalf("walked: stages left %v", rest)
+	}
+	// The walk holds only the multikey documents the $limit can reach:
+	// the first 5 are right, what follows is for the $limit to drop.
+	sameDocs(t, got[:5], reference(t, docs, spec(t, g1, bson.D{{Key: "a", Value: int32(-1)}}, nil, 0, 5)))
+	if st.calls[len(st.calls)-1].Order == nil {
+		t.Fatal("the $sort was dropped but the index not walked")
+	}
+
+	// Otherwise every match in _id order, every stage left to run.
+	sortB := []bson.D{{{Key: "$sort", Value: bson.D{{Key: "b", Value: int32(1)}}}}}
+	rest, got = feed(newFakeStore(t, docs...), sortB)
+	if len(rest) != 1 {
+		t.Fatalf("unserved $sort: stages left %v", rest)
+	}
+	sameDocs(t, got, want)
+}
