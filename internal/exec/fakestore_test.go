@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"slices"
+	"strings"
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -33,8 +34,9 @@ type fakeStore struct {
 	// rows all of them returned.
 	calls []storage.ScanParams
 	read  int
-	// on is the node of every call.
-	on []*storage.Node
+	// on is the node of every call; searches the text searches.
+	on       []*storage.Node
+	searches []storage.TextSearch
 }
 
 type fakeRow struct {
@@ -205,4 +207,43 @@ func (f *fakeStore) Explain(_ context.Context, on *storage.Node, _ *storage.Coll
 	f.calls = append(f.calls, p)
 	f.on = append(f.on, on)
 	return "fake plan", nil
+}
+
+// SearchText finds the documents whose string field "body" holds any of
+// the terms (whole words, case as given), scored by how many times they
+// occur; by descending score with ByScore, else in _id order; Limit
+// bounds them. The rest of a TextSearch (phrases, negations, languages,
+// the prefilter) is not modelled.
+func (f *fakeStore) SearchText(_ context.Context, on *storage.Node, _ *storage.Collection, _ *storage.Index, q storage.TextSearch) ([]storage.TextRow, error) {
+	f.on = append(f.on, on)
+	f.searches = append(f.searches, q)
+	var out []storage.TextRow
+	for _, r := range f.rows {
+		body, _ := lookupField(r.doc, "body")
+		s, _ := body.(string)
+		score := 0.0
+		for _, w := range strings.Fields(s) {
+			if slices.Contains(q.Terms, w) {
+				score++
+			}
+		}
+		if score > 0 {
+			out = append(out, storage.TextRow{Row: storage.Row{Key: r.key, Doc: r.raw}, Score: score})
+		}
+	}
+	if q.ByScore {
+		slices.SortStableFunc(out, func(a, b storage.TextRow) int {
+			switch {
+			case a.Score > b.Score:
+				return -1
+			case a.Score < b.Score:
+				return 1
+			}
+			return 0
+		})
+	}
+	if q.Limit > 0 && len(out) > q.Limit {
+		out = out[:q.Limit]
+	}
+	return out, nil
 }

@@ -6,8 +6,9 @@ import (
 	"tierdb/internal/storage"
 )
 
-// Store is what a read (read.go) needs from storage: chunks of a keyset
-// scan or of an index walk, a count, and PostgreSQL's plan of a scan.
+// Store is what a read (read.go, text.go) needs from storage: chunks of a
+// keyset scan or of an index walk, a count, PostgreSQL's plan of a scan,
+// a full-text search.
 // Where the work runs is the on argument of each method, never something
 // exec puts in a context. *storage.Store satisfies it through NewStore;
 // tests use a fake over documents in memory.
@@ -20,6 +21,8 @@ type Store interface {
 	Count(ctx context.Context, on *storage.Node, col *storage.Collection, where string, args []any) (int64, error)
 	// Explain is PostgreSQL's plan of the scan p.
 	Explain(ctx context.Context, on *storage.Node, col *storage.Collection, p storage.ScanParams) (string, error)
+	// SearchText runs a full-text search on the text index ix.
+	SearchText(ctx context.Context, on *storage.Node, col *storage.Collection, ix *storage.Index, q storage.TextSearch) ([]storage.TextRow, error)
 }
 
 // NewStore is the Store of the real storage.
@@ -46,4 +49,8 @@ func (p pgStore) Count(ctx context.Context, on *storage.Node, col *storage.Colle
 
 func (p pgStore) Explain(ctx context.Context, on *storage.Node, col *storage.Collection, sp storage.ScanParams) (string, error) {
 	return p.s.Explain(at(ctx, on), col, sp)
+}
+
+func (p pgStore) SearchText(ctx context.Context, on *storage.Node, col *storage.Collection, ix *storage.Index, q storage.TextSearch) ([]storage.TextRow, error) {
+	return p.s.SearchText(at(ctx, on), col, ix, q)
 }
