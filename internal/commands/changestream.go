@@ -253,7 +253,7 @@ type streamSource struct {
 	ended bool
 }
 
-func (s *streamSource) awaitData() bool { return true }
+func (s *streamSource) AwaitData() bool { return true }
 
 func (s *streamSource) close() { s.stream.Close() }
 
@@ -265,7 +265,7 @@ func (s *streamSource) resumeToken() bson.D {
 }
 
 func (s *streamSource) Next(ctx context.Context, n int) ([]bson.Raw, bool, error) {
-	until, waits := ctx.Value(awaitKey{}).(time.Time)
+	until, waits := exec.AwaitUntil(ctx)
 	pollBy := until
 	if !waits {
 		// A first batch returns what is there: it waits for the slot

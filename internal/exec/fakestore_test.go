@@ -37,6 +37,8 @@ type fakeStore struct {
 	// on is the node of every call; searches the text searches.
 	on       []*storage.Node
 	searches []storage.TextSearch
+	// appended is Appended's channel, closed by append.
+	appended chan struct{}
 }
 
 type fakeRow struct {
@@ -246,4 +248,46 @@ func (f *fakeStore) SearchText(_ context.Context, on *storage.Node, _ *storage.C
 		out = out[:q.Limit]
 	}
 	return out, nil
+}
+
+// Tail reads the rows after seq p.After, as storage.Store.Tail does.
+func (f *fakeStore) Tail(_ context.Context, on *storage.Node, _ *storage.Collection, p storage.TailParams) ([]storage.Row, bool, error) {
+	f.on = append(f.on, on)
+	var out []storage.Row
+	for _, r := range f.rows {
+		if r.seq >= p.After {
+			out = append(out, storage.Row{Key: r.key, Doc: r.raw, Seq: r.seq})
+		}
+	}
+	if p.After > 0 {
+		if len(out) == 0 || out[0].Seq != p.After {
+			return nil, true, nil
+		}
+		out = out[1:]
+	}
+	return out[:min(len(out), max(p.Limit, 1))], false, nil
+}
+
+// Appended is closed by the next append.
+func (f *fakeStore) Appended(*storage.Collection) <-chan struct{} {
+	if f.appended == nil {
+		f.appended = make(chan struct{})
+	}
+	return f.appended
+}
+
+// append inserts doc after the others and wakes Appended's waiters.
+func (f *fakeStore) append(t *testing.T, doc bson.D) {
+	t.Helper()
+	last := int64(0)
+	if len(f.rows) > 0 {
+		last = f.rows[len(f.rows)-1].seq
+	}
+	g := newFakeStore(t, doc)
+	g.rows[0].seq = last + 1
+	f.rows = append(f.rows, g.rows[0])
+	if f.appended != nil {
+		close(f.appended)
+		f.appended = nil
+	}
 }

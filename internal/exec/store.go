@@ -6,9 +6,9 @@ import (
 	"tierdb/internal/storage"
 )
 
-// Store is what a read (read.go, text.go) needs from storage: chunks of a
+// Store is what a read (read.go, text.go, tail.go) needs from storage: chunks of a
 // keyset scan or of an index walk, a count, PostgreSQL's plan of a scan,
-// a full-text search.
+// a full-text search, the tail of a capped collection.
 // Where the work runs is the on argument of each method, never something
 // exec puts in a context. *storage.Store satisfies it through NewStore;
 // tests use a fake over documents in memory.
@@ -23,6 +23,12 @@ type Store interface {
 	Explain(ctx context.Context, on *storage.Node, col *storage.Collection, p storage.ScanParams) (string, error)
 	// SearchText runs a full-text search on the text index ix.
 	SearchText(ctx context.Context, on *storage.Node, col *storage.Collection, ix *storage.Index, q storage.TextSearch) ([]storage.TextRow, error)
+	// Tail reads a capped collection in insertion order after a
+	// position (storage.Store.Tail); lost says the position is gone.
+	Tail(ctx context.Context, on *storage.Node, col *storage.Collection, p storage.TailParams) (rows []storage.Row, lost bool, err error)
+	// Appended is closed at the next insert into the capped collection
+	// col through this Store.
+	Appended(col *storage.Collection) <-chan struct{}
 }
 
 // NewStore is the Store of the real storage.
@@ -54,3 +60,9 @@ func (p pgStore) Explain(ctx context.Context, on *storage.Node, col *storage.Col
 func (p pgStore) SearchText(ctx context.Context, on *storage.Node, col *storage.Collection, ix *storage.Index, q storage.TextSearch) ([]storage.TextRow, error) {
 	return p.s.SearchText(at(ctx, on), col, ix, q)
 }
+
+func (p pgStore) Tail(ctx context.Context, on *storage.Node, col *storage.Collection, tp storage.TailParams) ([]storage.Row, bool, error) {
+	return p.s.Tail(at(ctx, on), col, tp)
+}
+
+func (p pgStore) Appended(col *storage.Collection) <-chan struct{} { return p.s.Appended(col) }
