@@ -13,11 +13,11 @@ func TestDistinctValues(t *testing.T) {
 	d := NewDistinct("a.b")
 	for _, doc := range []bson.D{
 		{{Key: "a", Value: bson.D{{Key: "b", Value: int32(2)}}}},
-		{{Key: "a", Value: bson.D{{Key: "b", Value: 2.0}}}},                              // equal to 2: once
+		{{Key: "a", Value: bson.D{{Key: "b", Value: 2.0}}}},                                // equal to 2: once
 		{{Key: "a", Value: bson.D{{Key: "b", Value: bson.A{int32(1), bson.A{int32(9)}}}}}}, // unwound one level
 		{{Key: "a", Value: bson.A{bson.D{{Key: "b", Value: "x"}}, bson.D{{Key: "c", Value: int32(5)}}}}},
 		{{Key: "a", Value: bson.D{{Key: "b", Value: nil}}}}, // null is a value
-		{{Key: "z", Value: int32(1)}},                        // missing: none
+		{{Key: "z", Value: int32(1)}},                       // missing: none
 	} {
 		if err := d.Push(doc); err != nil {
 			t.Fatal(err)
