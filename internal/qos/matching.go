@@ -105,53 +105,57 @@ type Calibration struct {
 }
 
 // Calibrator measures the three samples of §4.3.1 on live traffic: it asks
-// for P = P0, P1, P2 in turn, each for a window whose first fifth is left
-// to settle, counts the requests completed, and fits Eq. 2. The fit's
-// matching point C is then measured too, for one more window (the check):
-// Eq. 2 is a model, and on a machine whose curve it does not match its
-// peak can fall where the throughput is lower than at a sampled P. The
+// for P = P0, P1, P2, each for a window whose fifths at the start of each
+// half are left to settle, counts the requests completed, and fits Eq. 2.
+// The halves run in the order P0 P1 P2 P2 P1 P0, so that a load which
+// drifts during the calibration (a client slowing down, a neighbour on
+// the machine) weighs on every sample alike instead of on the last. The
+// fit's matching point C is then measured too, for one more window (the
+// check): Eq. 2 is a model, and on a machine whose curve it does not match
+// its peak can fall where the throughput is lower than at a sampled P. The
 // check costs nothing a calibration would not spend anyway, since P = C
 // is where the traffic would run next.
 //
 // A sample is only taken while the high tier is idle: while it is active
-// the restricted share, not P, bounds the lower tiers, so a window the
-// high tier interrupts starts again once it is idle. A calibration that
-// cannot get its samples within twenty windows gives up (Calibration.P is
-// then -1: keep the P there was). It is pure logic: its driver sets the
-// gate's P and feeds it the clock and the gate's completion count.
+// the restricted share, not P, bounds the lower tiers, so a half window
+// the high tier interrupts starts again once it is idle. A calibration
+// that cannot get its samples within twenty windows gives up
+// (Calibration.P is then -1: keep the P there was). It is pure logic: its
+// driver sets the gate's P and feeds it the clock and the gate's
+// completion count.
 type Calibrator struct {
-	points [3]int
+	// points are P0, P1, P2 and, once the fit asks for it, the check's C.
+	points [4]int
 	window time.Duration
-	// step is the sample being taken: 0–2 the three points, 3 the check.
-	step  int
-	check int
-	// The sample being measured: when its settling ended and the count then.
+	// order is the half windows still to take, by index into points.
+	order []int
+	// The half window being taken: when its settling ended and the count
+	// then; completions and seconds measured so far at each point.
 	measuring bool
 	started   time.Time
 	since     time.Time
 	count     uint64
-	samples   [3]ThroughputSample
+	done      [4]uint64
+	secs      [4]float64
 	fit       *Calibration
 }
 
 // NewCalibrator samples at p0 < p1 < p2, window each.
 func NewCalibrator(p0, p1, p2 int, window time.Duration) *Calibrator {
-	return &Calibrator{points: [3]int{p0, p1, p2}, window: window}
+	return &Calibrator{points: [4]int{p0, p1, p2}, window: window}
 }
 
 // Start begins the first sample at now; the driver sets P to the value
 // returned.
 func (c *Calibrator) Start(now time.Time) int {
-	c.step, c.measuring, c.started, c.since, c.fit = 0, false, now, now, nil
+	*c = Calibrator{points: c.points, window: c.window, order: []int{0, 1, 2, 2, 1, 0}, started: now, since: now}
+	c.points[3] = 0
 	return c.points[0]
 }
 
-// current is the P the sample being taken runs at.
-func (c *Calibrator) current() int {
-	if c.step == len(c.points) {
-		return c.check
-	}
-	return c.points[c.step]
+// sample is what was measured at points[i].
+func (c *Calibrator) sample(i int) ThroughputSample {
+	return ThroughputSample{P: c.points[i], Lambda: float64(c.done[i]) / c.secs[i]}
 }
 
 // Tick advances the calibration: completed is the gate's completion count
@@ -159,39 +163,40 @@ func (c *Calibrator) current() int {
 // driver must set next (unchanged while a sample runs) and, once the last
 // sample is taken, the result.
 func (c *Calibrator) Tick(now time.Time, completed uint64, highActive bool) (p int, result *Calibration) {
-	settle := c.window / 5
+	half := c.window / 2
+	settle := half / 5
 	switch {
 	case now.Sub(c.started) > 20*c.window:
-		return 0, &Calibration{Samples: c.samples, P: -1, At: now}
+		return 0, &Calibration{P: -1, At: now}
 	case highActive:
 		c.measuring, c.since = false, now // settle again once it is idle
 	case !c.measuring && now.Sub(c.since) >= settle:
 		c.measuring, c.since, c.count = true, now, completed
-	case c.measuring && now.Sub(c.since) >= c.window-settle:
-		s := ThroughputSample{P: c.current(), Lambda: float64(completed-c.count) / now.Sub(c.since).Seconds()}
-		c.measuring, c.since = false, now
-		if c.step == len(c.points) {
-			c.fit.Check = s
-			return 0, c.decide(now)
-		}
-		c.samples[c.step] = s
-		c.step++
-		if c.step < len(c.points) {
+	case c.measuring && now.Sub(c.since) >= half-settle:
+		i := c.order[0]
+		c.done[i] += completed - c.count
+		c.secs[i] += now.Sub(c.since).Seconds()
+		c.measuring, c.since, c.order = false, now, c.order[1:]
+		if len(c.order) > 0 {
 			break
 		}
-		c.fit = c.model()
-		if !c.fit.Fitted || slices.Contains(c.points[:], c.fit.Predicted) {
+		if c.fit != nil { // the check is taken
+			c.fit.Check = c.sample(3)
 			return 0, c.decide(now)
 		}
-		c.check = c.fit.Predicted
+		c.fit = c.model()
+		if !c.fit.Fitted || slices.Contains(c.points[:3], c.fit.Predicted) {
+			return 0, c.decide(now)
+		}
+		c.points[3], c.order = c.fit.Predicted, []int{3, 3}
 	}
-	return c.current(), nil
+	return c.points[c.order[0]], nil
 }
 
 // model fits Eq. 2 to the three samples.
 func (c *Calibrator) model() *Calibration {
-	r := &Calibration{Samples: c.samples}
-	if m, ok := FitThroughput(c.samples[0], c.samples[1], c.samples[2]); ok {
+	r := &Calibration{Samples: [3]ThroughputSample{c.sample(0), c.sample(1), c.sample(2)}}
+	if m, ok := FitThroughput(r.Samples[0], r.Samples[1], r.Samples[2]); ok {
 		r.Fitted, r.Model, r.Predicted = true, m, m.MatchingPoint(c.points[2])
 	}
 	return r
@@ -201,7 +206,7 @@ func (c *Calibrator) model() *Calibration {
 func (c *Calibrator) decide(now time.Time) *Calibration {
 	r := c.fit
 	r.At = now
-	measured := append(c.samples[:0:0], c.samples[:]...)
+	measured := r.Samples[:]
 	if r.Check.P > 0 {
 		measured = append(measured, r.Check)
 	}

@@ -51,8 +51,9 @@ func TestFitThroughputRefusesWhatItCannotModel(t *testing.T) {
 	}
 }
 
-// The calibrator walks P0, P1, P2 a window each, measures completions over
-// the window less its settling fifth, and picks the fitted matching point.
+// The calibrator walks P0, P1, P2, P2, P1, P0 half a window each, measures
+// completions over each half less its settling fifth, and picks the fitted
+// matching point once a window at it confirms it.
 func TestCalibratorOnASyntheticServer(t *testing.T) {
 	truth := ThroughputModel{P0: 1, Lambda0: 1000, B: 0.3, G: 0.05}
 	c := NewCalibrator(1, 8, 32, time.Second)
@@ -72,8 +73,8 @@ func TestCalibratorOnASyntheticServer(t *testing.T) {
 	if res == nil {
 		t.Fatal("calibration never ended")
 	}
-	if len(asked) != 4 || fmt.Sprint(asked[:3]) != "[1 8 32]" || asked[3] != res.Predicted {
-		t.Errorf("asked for P %v, want [1 8 32] and the check at C = %d", asked, res.Predicted)
+	if len(asked) != 6 || fmt.Sprint(asked[:5]) != "[1 8 32 8 1]" || asked[5] != res.Predicted {
+		t.Errorf("asked for P %v, want [1 8 32 8 1] and the check at C = %d", asked, res.Predicted)
 	}
 	for i, s := range res.Samples {
 		if want := truth.Lambda(s.P); math.Abs(s.Lambda-want)/want > 0.02 {
@@ -165,5 +166,29 @@ func TestCalibrationSamplesOnlyWhileTheHighTierIsIdle(t *testing.T) {
 	}
 	if r := run(func(int) bool { return true }); r.P != -1 || r.At != time.Unix(20, 10_000_000) {
 		t.Errorf("calibration under a high tier that never rests: %+v, want P = -1 after 20 windows", r)
+	}
+}
+
+// A load that drifts during the calibration (here the server slows down
+// steadily, to half its speed by the end) weighs on every sample alike:
+// the order P0 P1 P2 P2 P1 P0 keeps the samples' ratios those of the
+// undisturbed curve.
+func TestCalibrationUnderADrift(t *testing.T) {
+	truth := ThroughputModel{P0: 1, Lambda0: 1000, B: 0.3, G: 0.05}
+	c := NewCalibrator(1, 8, 32, time.Second)
+	now := time.Unix(0, 0)
+	var done float64
+	p := c.Start(now)
+	var res *Calibration
+	for ms := 10; res == nil; ms += 10 {
+		now = now.Add(10 * time.Millisecond)
+		done += truth.Lambda(p) * (1 - float64(ms)/6000) * 0.010
+		p, res = c.Tick(now, uint64(done), false)
+	}
+	r0 := res.Samples[0].Lambda / truth.Lambda(1)
+	for i, s := range res.Samples {
+		if got := s.Lambda / truth.Lambda(s.P) / r0; math.Abs(got-1) > 0.03 {
+			t.Errorf("sample %d: λ(%d) is %.3f of the undisturbed ratio to λ(1)", i, s.P, got)
+		}
 	}
 }
