@@ -56,7 +56,7 @@ func (h *Handlers) aggregate(ctx context.Context, req *Request) (bson.D, error) 
 		if err := h.runAggregate(ctx, req, name, pipeline, sink); err != nil {
 			return nil, err
 		}
-		return h.firstBatch(ctx, req, req.DB+"."+name, &exec.SliceSource{Docs: sink.Raws}, batchSize, false)
+		return h.firstBatch(ctx, req.on, req, req.DB+"."+name, &exec.SliceSource{Docs: sink.Raws}, batchSize, false)
 	}
 	if writes(pipeline) {
 		// $out and $merge honour the command's write concern.
@@ -81,17 +81,17 @@ func writes(pipeline bson.A) bool {
 func (h *Handlers) runAggregate(ctx context.Context, req *Request, name string, pipeline bson.A, sink exec.Stage) error {
 	out := h.newOutput(ctx, req)
 	defer out.abort()
-	ctx, done, err := h.routeRead(ctx, req)
+	on, done, err := h.routeRead(req)
 	if err != nil {
 		return err
 	}
 	defer done()
-	p, err := h.parseAggregate(ctx, req, name, pipeline)
+	p, err := h.parseAggregate(ctx, on, req, name, pipeline)
 	if err != nil {
 		return err
 	}
 	p.env.Output = out
-	stages, read := h.aggregateInput(ctx, req.DB, p)
+	stages, read := h.aggregateInput(ctx, on, req.DB, p)
 	head, err := exec.Build(stages, sink, p.env)
 	if err != nil {
 		return err
@@ -153,8 +153,8 @@ type parsedAggregate struct {
 
 // parseAggregate prepares pipeline over db.name; over a view, the view's
 // pipeline comes first and the collection it reads is read.
-func (h *Handlers) parseAggregate(ctx context.Context, req *Request, name string, pipeline bson.A) (*parsedAggregate, error) {
-	base, viewStages, err := h.resolveView(ctx, req.DB, name)
+func (h *Handlers) parseAggregate(ctx context.Context, on storage.On, req *Request, name string, pipeline bson.A) (*parsedAggregate, error) {
+	base, viewStages, err := h.resolveView(ctx, on, req.DB, name)
 	if err != nil {
 		return nil, err
 	}
@@ -187,7 +187,7 @@ func (h *Handlers) parseAggregate(ctx context.Context, req *Request, name string
 		// With $text, rs is only the rest of the $match: never "empty" or
 		// "exact", so no shortcut can take it for the whole selection.
 		rs:  &exec.ReadSpec{Filter: filter, Empty: len(rest) == 0 && text == nil, Exact: text == nil && exec.IsIDEquality(first)},
-		env: &exec.Env{Ctx: ctx, Vars: vars, Read: h.reader(req), DB: req.DB, Output: noOutput{}, AllowDiskUse: allowDisk},
+		env: &exec.Env{Ctx: ctx, Vars: vars, Read: h.reader(req, on), DB: req.DB, Output: noOutput{}, AllowDiskUse: allowDisk},
 	}
 	p.rs.Sort, p.limitHint = exec.LeadingSort(stages)
 	// Build the stages once before reading anything, so that a bad stage
@@ -223,7 +223,8 @@ func (h *Handlers) explainAggregate(ctx context.Context, req *Request) (bson.D, 
 	if err != nil {
 		return nil, err
 	}
-	p, err := h.parseAggregate(ctx, req, name, pipeline)
+	on := req.on
+	p, err := h.parseAggregate(ctx, on, req, name, pipeline)
 	if err != nil {
 		return nil, err
 	}
@@ -232,14 +233,14 @@ func (h *Handlers) explainAggregate(ctx context.Context, req *Request) (bson.D, 
 	}
 	planner := bson.D{{Key: "namespace", Value: req.DB + "." + p.coll}, {Key: "parsedQuery", Value: p.first}}
 	rest := p.stages // the stages tierdb runs in process
-	col, err := h.store.Collection(ctx, req.DB, p.coll)
+	col, err := h.store.Collection(ctx, on, req.DB, p.coll)
 	switch {
 	case storage.IsCode(err, storage.ErrNamespaceNotFound):
 		planner = append(planner, bson.E{Key: "winningPlan", Value: bson.D{{Key: "stage", Value: "EOF"}}})
 	case err != nil:
 		return nil, err
 	default:
-		winning, walked, err := h.read(ctx, col, p.rs).ExplainPipeline(ctx, p.limitHint)
+		winning, walked, err := h.read(ctx, on, col, p.rs).ExplainPipeline(ctx, p.limitHint)
 		if err != nil {
 			return nil, err
 		}
@@ -258,39 +259,39 @@ func (h *Handlers) explainAggregate(ctx context.Context, req *Request) (bson.D, 
 // aggregateInput is what feeds the pipeline: the stages to run and the
 // read that pushes documents into them (exec.Read.Feed). $text reads
 // through its own search.
-func (h *Handlers) aggregateInput(ctx context.Context, db string, p *parsedAggregate) ([]bson.D, func(func(bson.D) error) error) {
+func (h *Handlers) aggregateInput(ctx context.Context, on storage.On, db string, p *parsedAggregate) ([]bson.D, func(func(bson.D) error) error) {
 	if p.text != nil {
 		// $text reads through its own search, neither walked nor counted.
 		return p.stages, func(push func(bson.D) error) error {
-			return h.readText(ctx, db, p.coll, p.text, p.rs, push)
+			return h.readText(ctx, on, db, p.coll, p.text, p.rs, push)
 		}
 	}
-	col, err := h.store.Collection(ctx, db, p.coll)
+	col, err := h.store.Collection(ctx, on, db, p.coll)
 	if err != nil {
 		// A collection that does not exist has no documents; another
 		// error is the read's.
 		return p.stages, func(push func(bson.D) error) error {
 			rs := *p.rs
 			rs.Sort = query.Sort{}
-			return h.readInto(ctx, db, p.coll, &rs, push)
+			return h.readInto(ctx, on, db, p.coll, &rs, push)
 		}
 	}
-	stages, feed := h.read(ctx, col, p.rs).Feed(p.stages, p.limitHint)
+	stages, feed := h.read(ctx, on, col, p.rs).Feed(p.stages, p.limitHint)
 	return stages, func(push func(bson.D) error) error { return feed(ctx, push) }
 }
 
 // readInto streams the documents of db.coll that match rs to fn, until fn
 // returns an error (exec.ErrDone stops early). A collection that does not
 // exist has no documents.
-func (h *Handlers) readInto(ctx context.Context, db, coll string, rs *exec.ReadSpec, fn func(bson.D) error) error {
-	col, err := h.store.Collection(ctx, db, coll)
+func (h *Handlers) readInto(ctx context.Context, on storage.On, db, coll string, rs *exec.ReadSpec, fn func(bson.D) error) error {
+	col, err := h.store.Collection(ctx, on, db, coll)
 	switch {
 	case storage.IsCode(err, storage.ErrNamespaceNotFound):
 		return nil
 	case err != nil:
 		return err
 	}
-	return h.eachMatch(ctx, col, rs, func(doc bson.D, _ bson.Raw) (bool, error) {
+	return h.eachMatch(ctx, on, col, rs, func(doc bson.D, _ bson.Raw) (bool, error) {
 		if err := fn(doc); err != nil {
 			return err == exec.ErrDone, err
 		}
@@ -300,21 +301,21 @@ func (h *Handlers) readInto(ctx context.Context, db, coll string, rs *exec.ReadS
 
 // reader is how a pipeline's $lookup and $unionWith read the other
 // collections (or views) of the request's database: the same storage read as the
-// pipeline's own input, on the same node, allowed when the user may find
+// pipeline's own input, where on says (the same node), allowed when the user may find
 // in that collection too (the dispatch wrapper checked only the
 // aggregated one).
-func (h *Handlers) reader(req *Request) exec.Reader {
+func (h *Handlers) reader(req *Request, on storage.On) exec.Reader {
 	return func(ctx context.Context, coll string, filter *query.Filter, fn func(bson.D) error) error {
 		if h.opts.Auth != nil && req.Session != nil && req.Session.User != nil &&
 			!req.Session.User.Grants.Allows(req.DB, coll, auth.Actions(auth.ActFind)) {
 			return mongoerr.Newf(mongoerr.Unauthorized, "not authorized on %s to execute command { find: %q }", req.DB, coll)
 		}
-		base, stages, err := h.resolveView(ctx, req.DB, coll)
+		base, stages, err := h.resolveView(ctx, on, req.DB, coll)
 		if err != nil || len(stages) == 0 {
 			if err != nil {
 				return err
 			}
-			return h.readInto(ctx, req.DB, coll, &exec.ReadSpec{Filter: filter}, fn)
+			return h.readInto(ctx, on, req.DB, coll, &exec.ReadSpec{Filter: filter}, fn)
 		}
 		// A view: its pipeline over the collection it reads, then filter.
 		parsed, err := exec.ParsePipeline(stages)
@@ -327,12 +328,12 @@ func (h *Handlers) reader(req *Request) exec.Reader {
 			}
 			return fn(doc)
 		}}
-		head, err := exec.Build(parsed, sink, &exec.Env{Ctx: ctx, Read: h.reader(req), DB: req.DB})
+		head, err := exec.Build(parsed, sink, &exec.Env{Ctx: ctx, Read: h.reader(req, on), DB: req.DB})
 		if err != nil {
 			return err
 		}
 		all, _ := query.ParseFilter(nil)
-		if err := h.readInto(ctx, req.DB, base, &exec.ReadSpec{Filter: all, Empty: true}, head.Push); err != nil && err != exec.ErrDone {
+		if err := h.readInto(ctx, on, req.DB, base, &exec.ReadSpec{Filter: all, Empty: true}, head.Push); err != nil && err != exec.ErrDone {
 			return err
 		}
 		return head.Finish()

@@ -7,6 +7,7 @@ import (
 
 	"tierdb/internal/exec"
 	"tierdb/internal/mongoerr"
+	"tierdb/internal/storage"
 )
 
 // distinct answers the distinct values of key among the documents matching
@@ -32,17 +33,17 @@ func (h *Handlers) distinct(ctx context.Context, req *Request) (bson.D, error) {
 	if text != nil {
 		// The rest of the filter alone: never empty or exact.
 		rs.Empty, rs.Exact = false, false
-		read = func(ctx context.Context, db, coll string, rs *exec.ReadSpec, fn func(bson.D) error) error {
-			return h.readText(ctx, db, coll, text, rs, fn)
+		read = func(ctx context.Context, on storage.On, db, coll string, rs *exec.ReadSpec, fn func(bson.D) error) error {
+			return h.readText(ctx, on, db, coll, text, rs, fn)
 		}
 	}
-	ctx, done, err := h.routeRead(ctx, req)
+	on, done, err := h.routeRead(req)
 	if err != nil {
 		return nil, err
 	}
 	defer done()
 	vals := exec.NewDistinct(key)
-	if err := read(ctx, req.DB, name, rs, vals.Push); err != nil {
+	if err := read(ctx, on, req.DB, name, rs, vals.Push); err != nil {
 		return nil, err
 	}
 	return bson.D{{Key: "values", Value: vals.Values()}}, nil

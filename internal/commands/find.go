@@ -56,12 +56,12 @@ func (h *Handlers) find(ctx context.Context, req *Request) (bson.D, error) {
 	}
 	rs.NaturalDesc = isNaturalDesc(sortDoc)
 	ns := req.DB + "." + name
-	ctx, done, err := h.routeRead(ctx, req)
+	on, done, err := h.routeRead(req)
 	if err != nil {
 		return nil, err
 	}
 	defer done()
-	col, err := h.store.Collection(ctx, req.DB, name)
+	col, err := h.store.Collection(ctx, on, req.DB, name)
 	if storage.IsCode(err, storage.ErrNamespaceNotFound) {
 		return cursorReply(0, ns, bson.A{}, true), nil
 	}
@@ -69,13 +69,13 @@ func (h *Handlers) find(ctx context.Context, req *Request) (bson.D, error) {
 		return nil, err
 	}
 	if tail.tailable {
-		return h.findTailable(ctx, req, ns, col, rs, tail, batchSize, singleBatch)
+		return h.findTailable(ctx, on, req, ns, col, rs, tail, batchSize, singleBatch)
 	}
-	src, err := h.read(ctx, col, rs).Open(ctx)
+	src, err := h.read(ctx, on, col, rs).Open(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return h.firstBatch(ctx, req, ns, src, batchSize, singleBatch)
+	return h.firstBatch(ctx, on, req, ns, src, batchSize, singleBatch)
 }
 
 // isNaturalDesc reports whether a sort is {$natural: -1}.
@@ -89,12 +89,12 @@ func isNaturalDesc(sortDoc bson.D) bool {
 
 // firstBatch runs the first batch of a new cursor and registers the cursor
 // when more may follow.
-func (h *Handlers) firstBatch(ctx context.Context, req *Request, ns string, src exec.Source, batchSize int, singleBatch bool) (bson.D, error) {
+func (h *Handlers) firstBatch(ctx context.Context, on storage.On, req *Request, ns string, src exec.Source, batchSize int, singleBatch bool) (bson.D, error) {
 	var batch []bson.Raw
 	done := false
 	if batchSize != 0 || singleBatch {
 		var err error
-		if batch, done, err = src.Next(ctx, batchSize); err != nil {
+		if batch, done, err = src.Next(ctx, on, batchSize); err != nil {
 			return nil, err
 		}
 	}
@@ -164,7 +164,7 @@ func (h *Handlers) getMore(ctx context.Context, req *Request) (bson.D, error) {
 		return nil, err
 	}
 	defer cancel()
-	batch, done, err := c.src.Next(ctx, int(min(batchSize, 1<<30)))
+	batch, done, err := c.src.Next(ctx, req.on, int(min(batchSize, 1<<30)))
 	spent()
 	if err != nil {
 		h.cursors.remove(id)
@@ -244,19 +244,19 @@ func (h *Handlers) count(ctx context.Context, req *Request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	ctx, done, err := h.routeRead(ctx, req)
+	on, done, err := h.routeRead(req)
 	if err != nil {
 		return nil, err
 	}
 	defer done()
-	col, err := h.store.Collection(ctx, req.DB, name)
+	col, err := h.store.Collection(ctx, on, req.DB, name)
 	if storage.IsCode(err, storage.ErrNamespaceNotFound) {
 		return bson.D{{Key: "n", Value: int32(0)}}, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	n, err := h.read(ctx, col, rs).Count(ctx)
+	n, err := h.read(ctx, on, col, rs).Count(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -278,7 +278,7 @@ func (h *Handlers) explain(ctx context.Context, req *Request) (bson.D, error) {
 		return nil, err
 	}
 	if len(inner) > 0 && inner[0].Key == "aggregate" {
-		return h.explainAggregate(ctx, &Request{DB: req.DB, Cmd: inner, Session: req.Session})
+		return h.explainAggregate(ctx, &Request{DB: req.DB, Cmd: inner, Session: req.Session, tier: req.tier, on: req.on})
 	}
 	if len(inner) == 0 || (inner[0].Key != "find" && inner[0].Key != "count") {
 		return nil, mongoerr.New(mongoerr.NotImplemented, "explain supports find, count and aggregate")
@@ -314,11 +314,11 @@ func (h *Handlers) explain(ctx context.Context, req *Request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	col, err := h.store.Collection(ctx, req.DB, name)
+	col, err := h.store.Collection(ctx, req.on, req.DB, name)
 	if err != nil {
 		return nil, err
 	}
-	winning, err := h.read(ctx, col, rs).Explain(ctx, sortDoc)
+	winning, err := h.read(ctx, req.on, col, rs).Explain(ctx, sortDoc)
 	if err != nil {
 		return nil, err
 	}

@@ -13,14 +13,14 @@ import (
 // client names none, as MongoDB does.
 const defaultFirstBatch = 101
 
-// read is a read of col as exec runs it (exec.Read), on the node the
-// request was routed to, its plan noted for the slow log.
-func (h *Handlers) read(ctx context.Context, col *storage.Collection, rs *exec.ReadSpec) *exec.Read {
-	return &exec.Read{Store: h.reads, On: storage.NodeFrom(ctx), Col: col, Spec: rs, Note: planNote(ctx)}
+// read is a read of col as exec runs it (exec.Read), where on says, its
+// plan noted for the slow log.
+func (h *Handlers) read(ctx context.Context, on storage.On, col *storage.Collection, rs *exec.ReadSpec) *exec.Read {
+	return &exec.Read{Store: h.store, On: on, Col: col, Spec: rs, Note: planNote(ctx)}
 }
 
 // eachMatch calls fn for each document matching rs, in _id order, until
 // fn says stop (exec.Read.Each).
-func (h *Handlers) eachMatch(ctx context.Context, col *storage.Collection, rs *exec.ReadSpec, fn func(doc bson.D, raw bson.Raw) (stop bool, err error)) error {
-	return h.read(ctx, col, rs).Each(ctx, fn)
+func (h *Handlers) eachMatch(ctx context.Context, on storage.On, col *storage.Collection, rs *exec.ReadSpec, fn func(doc bson.D, raw bson.Raw) (stop bool, err error)) error {
+	return h.read(ctx, on, col, rs).Each(ctx, fn)
 }

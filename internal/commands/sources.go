@@ -64,7 +64,7 @@ func (h *Handlers) aggregateSource(ctx context.Context, req *Request) (reply bso
 		return nil, true, err
 	}
 	sink := &exec.Collect{}
-	head, err := exec.Build(stages, sink, &exec.Env{Ctx: ctx, Read: h.reader(req)})
+	head, err := exec.Build(stages, sink, &exec.Env{Ctx: ctx, Read: h.reader(req, req.on)})
 	if err != nil {
 		return nil, true, err
 	}
@@ -90,6 +90,6 @@ func (h *Handlers) aggregateSource(ctx context.Context, req *Request) (reply bso
 	if err := head.Finish(); err != nil {
 		return nil, true, err
 	}
-	reply, err = h.firstBatch(ctx, req, ns, &exec.SliceSource{Docs: sink.Raws}, batchSize, false)
+	reply, err = h.firstBatch(ctx, req.on, req, ns, &exec.SliceSource{Docs: sink.Raws}, batchSize, false)
 	return reply, true, err
 }

@@ -14,7 +14,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"tierdb/internal/auth"
-	"tierdb/internal/exec"
 	"tierdb/internal/mongoerr"
 	"tierdb/internal/qos"
 	"tierdb/internal/query"
@@ -56,6 +55,12 @@ type Request struct {
 	Session *Session
 	cmd     *command
 	tier    qos.Tier
+	// on is where the request's storage work runs: run sets its tier (the
+	// one admission decided), the transaction wrappers its Txn and the
+	// write concern its Async. A read handler adds the node the router
+	// chose (routeRead) to the On it passes down; nothing finds any of
+	// this in the context.
+	on storage.On
 }
 
 type handlerFunc func(ctx context.Context, req *Request) (bson.D, error)
@@ -144,11 +149,9 @@ type FairAdmitter interface {
 
 // Handlers holds the command table and what its handlers share.
 type Handlers struct {
-	opts  Options
-	log   *slog.Logger
-	store *storage.Store
-	// reads is the store as exec reads it (exec.Store).
-	reads   exec.Store
+	opts    Options
+	log     *slog.Logger
+	store   *storage.Store
 	table   map[string]*command
 	cursors *cursorRegistry
 	started time.Time
@@ -194,7 +197,6 @@ func New(opts Options) *Handlers {
 		opts.TxnLifetime = 60 * time.Second
 	}
 	h := &Handlers{opts: opts, log: opts.Logger, store: opts.Store, started: time.Now(), processID: bson.NewObjectID(), stop: make(chan struct{})}
-	h.reads = exec.NewStore(opts.Store)
 	h.sessions = session.NewRegistry(time.Now, opts.SessionTimeout, opts.TxnLifetime)
 	h.cursors = newCursorRegistry(opts.CursorTimeout)
 	h.accounts = newAccounts()
@@ -240,7 +242,7 @@ func (h *Handlers) reapSessions() {
 		h.sessions.Reap()
 		if h.store != nil && time.Since(lastRecords) >= min(time.Minute, h.opts.SessionTimeout/4) {
 			lastRecords = time.Now()
-			ctx, cancel := context.WithTimeout(qos.WithTier(context.Background(), qos.Low), 10*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			if _, err := h.store.ReapRecords(ctx, h.opts.SessionTimeout); err != nil {
 				h.log.Warn("expiring session records failed", "err", err)
 			}
@@ -403,7 +405,7 @@ func (h *Handlers) runRecovered(ctx context.Context, req *Request) (reply bson.D
 }
 
 func (h *Handlers) run(ctx context.Context, req *Request) (bson.D, error) {
-	req.tier = qos.Normal
+	req.tier, req.on = qos.Normal, storage.At(qos.Normal)
 	if len(req.Cmd) == 0 {
 		return nil, mongoerr.New(mongoerr.CommandNotFound, "no command given")
 	}
@@ -429,9 +431,8 @@ func (h *Handlers) run(ctx context.Context, req *Request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	req.tier = tier
+	req.tier, req.on = tier, storage.At(tier)
 	setOpTier(ctx, tier)
-	ctx = qos.WithTier(ctx, tier)
 	ctx, cancel, err := withMaxTime(ctx, req.Cmd)
 	if err != nil {
 		return nil, err

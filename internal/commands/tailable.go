@@ -90,17 +90,17 @@ func parseTailOptions(cmd bson.D, sortDoc bson.D, skip, limit int64) (tailOption
 }
 
 // findTailable opens a tailable cursor on a capped collection.
-func (h *Handlers) findTailable(ctx context.Context, req *Request, ns string, col *storage.Collection, rs *exec.ReadSpec, o tailOptions, batchSize int, singleBatch bool) (bson.D, error) {
+func (h *Handlers) findTailable(ctx context.Context, on storage.On, req *Request, ns string, col *storage.Collection, rs *exec.ReadSpec, o tailOptions, batchSize int, singleBatch bool) (bson.D, error) {
 	if col.Capped == nil {
 		return nil, mongoerr.Newf(mongoerr.BadValue, "error processing query: ns=%s: tailable cursor requested on non capped collection", ns)
 	}
-	src := h.read(ctx, col, rs).Tail(o.awaitData, idle)
+	src := h.read(ctx, on, col, rs).Tail(o.awaitData, idle)
 	// batchSize 0 asks for a cursor and no documents: nothing is read.
 	read := batchSize != 0 || singleBatch
 	var batch []bson.Raw
 	if read {
 		var err error
-		if batch, _, err = src.Next(ctx, batchSize); err != nil {
+		if batch, _, err = src.Next(ctx, on, batchSize); err != nil {
 			return nil, err
 		}
 	}

@@ -234,8 +234,8 @@ func parseTextSpec(text *textQuery, rest, sortDoc, proj bson.D, skip, limit int6
 
 // textCollection is the collection a $text query reads; without one, no
 // text index either.
-func (h *Handlers) textCollection(ctx context.Context, db, name string) (*storage.Collection, error) {
-	col, err := h.store.Collection(ctx, db, name)
+func (h *Handlers) textCollection(ctx context.Context, on storage.On, db, name string) (*storage.Collection, error) {
+	col, err := h.store.Collection(ctx, on, db, name)
 	if storage.IsCode(err, storage.ErrNamespaceNotFound) {
 		return nil, mongoerr.New(mongoerr.IndexNotFound, "text index required for $text query")
 	}
@@ -244,12 +244,12 @@ func (h *Handlers) textCollection(ctx context.Context, db, name string) (*storag
 
 // textRead is the $text search ts of db.name (exec.TextRead), on the node
 // the request was routed to.
-func (h *Handlers) textRead(ctx context.Context, db, name string, ts *exec.TextSpec) (*exec.TextRead, error) {
-	col, err := h.textCollection(ctx, db, name)
+func (h *Handlers) textRead(ctx context.Context, on storage.On, db, name string, ts *exec.TextSpec) (*exec.TextRead, error) {
+	col, err := h.textCollection(ctx, on, db, name)
 	if err != nil {
 		return nil, err
 	}
-	return &exec.TextRead{Store: h.reads, On: storage.NodeFrom(ctx), Col: col, Spec: ts}, nil
+	return &exec.TextRead{Store: h.store, On: on, Col: col, Spec: ts}, nil
 }
 
 // findText is find with $text.
@@ -258,12 +258,12 @@ func (h *Handlers) findText(ctx context.Context, req *Request, name string, text
 	if err != nil {
 		return nil, err
 	}
-	ctx, done, err := h.routeRead(ctx, req)
+	on, done, err := h.routeRead(req)
 	if err != nil {
 		return nil, err
 	}
 	defer done()
-	read, err := h.textRead(ctx, req.DB, name, ts)
+	read, err := h.textRead(ctx, on, req.DB, name, ts)
 	if err != nil {
 		return nil, err
 	}
@@ -271,7 +271,7 @@ func (h *Handlers) findText(ctx context.Context, req *Request, name string, text
 	if err != nil {
 		return nil, err
 	}
-	return h.firstBatch(ctx, req, read.Col.Namespace(), src, batchSize, singleBatch)
+	return h.firstBatch(ctx, on, req, read.Col.Namespace(), src, batchSize, singleBatch)
 }
 
 // countText is count with $text.
@@ -280,12 +280,12 @@ func (h *Handlers) countText(ctx context.Context, req *Request, name string, tex
 	if err != nil {
 		return nil, err
 	}
-	ctx, done, err := h.routeRead(ctx, req)
+	on, done, err := h.routeRead(req)
 	if err != nil {
 		return nil, err
 	}
 	defer done()
-	read, err := h.textRead(ctx, req.DB, name, ts)
+	read, err := h.textRead(ctx, on, req.DB, name, ts)
 	if err != nil {
 		return nil, err
 	}
@@ -300,10 +300,10 @@ func (h *Handlers) countText(ctx context.Context, req *Request, name string, tex
 // selects to fn, in the text index's order (by _id). Their scores are not
 // available to later stages ({$meta: "textScore"} there is refused by the
 // expression parser).
-func (h *Handlers) readText(ctx context.Context, db, coll string, text *textQuery, rs *exec.ReadSpec, fn func(bson.D) error) error {
+func (h *Handlers) readText(ctx context.Context, on storage.On, db, coll string, text *textQuery, rs *exec.ReadSpec, fn func(bson.D) error) error {
 	ts := text.spec()
 	ts.Filter, ts.Empty = rs.Filter, rs.Empty
-	read, err := h.textRead(ctx, db, coll, ts)
+	read, err := h.textRead(ctx, on, db, coll, ts)
 	if err != nil {
 		return err
 	}

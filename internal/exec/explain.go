@@ -88,7 +88,7 @@ func direction(desc bool) string {
 // pushed to or over the index walked for the sort, SORT for an in-memory
 // sort, and the node when a standby serves it. Field names only, never
 // values.
-func PlanSummary(col *storage.Collection, rs *ReadSpec, p storage.ScanParams, memSort bool, on *storage.Node) string {
+func PlanSummary(col *storage.Collection, rs *ReadSpec, p storage.ScanParams, memSort bool, on storage.On) string {
 	var b strings.Builder
 	switch {
 	case p.Order != nil:
@@ -120,8 +120,8 @@ func PlanSummary(col *storage.Collection, rs *ReadSpec, p storage.ScanParams, me
 	if memSort {
 		b.WriteString(", SORT")
 	}
-	if on != nil && !on.Primary {
-		b.WriteString(", on " + on.Name)
+	if n := on.Node; n != nil && !n.Primary {
+		b.WriteString(", on " + n.Name)
 	}
 	return b.String()
 }

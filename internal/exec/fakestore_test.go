@@ -35,7 +35,7 @@ type fakeStore struct {
 	calls []storage.ScanParams
 	read  int
 	// on is the node of every call; searches the text searches.
-	on       []*storage.Node
+	on       []storage.On
 	searches []storage.TextSearch
 	// appended is Appended's channel, closed by append.
 	appended chan struct{}
@@ -94,7 +94,7 @@ func orderKey(col *storage.Collection, column string, r fakeRow) []byte {
 	panic("no index with column " + column)
 }
 
-func (f *fakeStore) ScanChunk(_ context.Context, on *storage.Node, col *storage.Collection, p storage.ScanParams, keep func([]byte) bool) (storage.Chunk, error) {
+func (f *fakeStore) ScanChunk(_ context.Context, on storage.On, col *storage.Collection, p storage.ScanParams, keep func([]byte) bool) (storage.Chunk, error) {
 	f.calls = append(f.calls, p)
 	f.on = append(f.on, on)
 	type cand struct {
@@ -197,7 +197,7 @@ func (f *fakeStore) ScanChunk(_ context.Context, on *storage.Node, col *storage.
 	return ch, nil
 }
 
-func (f *fakeStore) Count(_ context.Context, on *storage.Node, _ *storage.Collection, where string, _ []any) (int64, error) {
+func (f *fakeStore) Count(_ context.Context, on storage.On, _ *storage.Collection, where string, _ []any) (int64, error) {
 	f.on = append(f.on, on)
 	if where != "" {
 		panic("fakeStore counts only every row")
@@ -205,7 +205,7 @@ func (f *fakeStore) Count(_ context.Context, on *storage.Node, _ *storage.Collec
 	return int64(len(f.rows)), nil
 }
 
-func (f *fakeStore) Explain(_ context.Context, on *storage.Node, _ *storage.Collection, p storage.ScanParams) (string, error) {
+func (f *fakeStore) Explain(_ context.Context, on storage.On, _ *storage.Collection, p storage.ScanParams) (string, error) {
 	f.calls = append(f.calls, p)
 	f.on = append(f.on, on)
 	return "fake plan", nil
@@ -216,7 +216,7 @@ func (f *fakeStore) Explain(_ context.Context, on *storage.Node, _ *storage.Coll
 // occur; by descending score with ByScore, else in _id order; Limit
 // bounds them. The rest of a TextSearch (phrases, negations, languages,
 // the prefilter) is not modelled.
-func (f *fakeStore) SearchText(_ context.Context, on *storage.Node, _ *storage.Collection, _ *storage.Index, q storage.TextSearch) ([]storage.TextRow, error) {
+func (f *fakeStore) SearchText(_ context.Context, on storage.On, _ *storage.Collection, _ *storage.Index, q storage.TextSearch) ([]storage.TextRow, error) {
 	f.on = append(f.on, on)
 	f.searches = append(f.searches, q)
 	var out []storage.TextRow
@@ -251,7 +251,7 @@ func (f *fakeStore) SearchText(_ context.Context, on *storage.Node, _ *storage.C
 }
 
 // Tail reads the rows after seq p.After, as storage.Store.Tail does.
-func (f *fakeStore) Tail(_ context.Context, on *storage.Node, _ *storage.Collection, p storage.TailParams) ([]storage.Row, bool, error) {
+func (f *fakeStore) Tail(_ context.Context, on storage.On, _ *storage.Collection, p storage.TailParams) ([]storage.Row, bool, error) {
 	f.on = append(f.on, on)
 	var out []storage.Row
 	for _, r := range f.rows {

@@ -20,7 +20,7 @@ import (
 // result is the in-memory sort's (sortAll's) whatever the documents hold.
 type orderedSource struct {
 	store Store
-	on    *storage.Node // where the walk runs, every batch
+	node  *storage.Node // where the first batch ran (nil: the primary): every batch runs there
 	col   *storage.Collection
 	spec  *ReadSpec
 	plan  SortPlan
@@ -56,7 +56,7 @@ type walkItem struct {
 
 func newOrderedSource(r *Read, plan SortPlan) *orderedSource {
 	rs, col := r.Spec, r.Col
-	src := &orderedSource{store: r.Store, on: r.On, col: col, spec: rs, plan: plan, params: rs.scanParams(col)}
+	src := &orderedSource{store: r.Store, node: r.On.Node, col: col, spec: rs, plan: plan, params: rs.scanParams(col)}
 	// The walk reads only rows whose column is set, so the prefilter on
 	// that column need not let NULLs through, and a range on it (a pinned
 	// prefix) then bounds the btree walk.
@@ -98,9 +98,12 @@ func (s *orderedSource) cmp(a, b walkItem) int {
 
 func (s *orderedSource) limited() bool { return !s.raw && s.spec.Limit > 0 }
 
-func (s *orderedSource) Next(ctx context.Context, n int) ([]bson.Raw, bool, error) {
+func (s *orderedSource) Next(ctx context.Context, on storage.On, n int) ([]bson.Raw, bool, error) {
+	if s.node != nil {
+		on.Node = s.node
+	}
 	if !s.started {
-		if err := s.loadMultikey(ctx); err != nil {
+		if err := s.loadMultikey(ctx, on); err != nil {
 			return nil, false, err
 		}
 		s.started = true
@@ -116,7 +119,7 @@ func (s *orderedSource) Next(ctx context.Context, n int) ([]bson.Raw, bool, erro
 			return out, s.exhausted(), nil
 		}
 		if len(s.pending) == 0 && !s.streamDone {
-			if err := s.fetch(ctx, n-len(out)); err != nil {
+			if err := s.fetch(ctx, on, n-len(out)); err != nil {
 				return nil, false, err
 			}
 			continue
@@ -204,7 +207,7 @@ func (s *orderedSource) keep(it *walkItem) (bool, error) {
 // loadMultikey reads every matching row whose key column is NULL and sorts
 // it, keeping only what the limit can reach; what it holds counts against
 // the sort memory limit, as sortAll's does.
-func (s *orderedSource) loadMultikey(ctx context.Context) error {
+func (s *orderedSource) loadMultikey(ctx context.Context, on storage.On) error {
 	keep := 0
 	if s.limited() {
 		keep = int(min(s.spec.Skip+s.spec.Limit, 1<<20))
@@ -216,7 +219,7 @@ func (s *orderedSource) loadMultikey(ctx context.Context) error {
 	p.Limit = 1000
 	total := 0
 	for {
-		ch, err := s.store.ScanChunk(ctx, s.on, s.col, p, nil)
+		ch, err := s.store.ScanChunk(ctx, on, s.col, p, nil)
 		if err != nil {
 			return err
 		}
@@ -261,13 +264,13 @@ func (s *orderedSource) loadMultikey(ctx context.Context) error {
 
 // fetch walks the next chunk of the index. want is what the batch still
 // needs (0: no bound).
-func (s *orderedSource) fetch(ctx context.Context, want int) error {
+func (s *orderedSource) fetch(ctx context.Context, on storage.On, want int) error {
 	chunk := s.nextChunk(want)
 	p := s.params
 	p.Where, p.Args = s.walkWhere, s.walkArgs
 	p.Order = s.order(false)
 	p.Limit = chunk
-	ch, err := s.store.ScanChunk(ctx, s.on, s.col, p, nil)
+	ch, err := s.store.ScanChunk(ctx, on, s.col, p, nil)
 	if err != nil {
 		return err
 	}

@@ -80,8 +80,11 @@ func (rs *ReadSpec) scanParams(col *storage.Collection) storage.ScanParams {
 // Source produces the documents of a cursor a batch at a time.
 type Source interface {
 	// Next returns up to n documents (n <= 0: as many as fit in one reply,
-	// MaxBatchBytes) and whether the source has nothing more.
-	Next(ctx context.Context, n int) (batch []bson.Raw, done bool, err error)
+	// MaxBatchBytes) and whether the source has nothing more. on is the
+	// request's (the find's, then each getMore's); a source that read its
+	// first batch on a node keeps reading there, so a cursor never moves
+	// back in time to a staler standby.
+	Next(ctx context.Context, on storage.On, n int) (batch []bson.Raw, done bool, err error)
 }
 
 // SliceSource serves documents already in memory.
@@ -89,7 +92,7 @@ type SliceSource struct {
 	Docs []bson.Raw
 }
 
-func (s *SliceSource) Next(_ context.Context, n int) ([]bson.Raw, bool, error) {
+func (s *SliceSource) Next(_ context.Context, _ storage.On, n int) ([]bson.Raw, bool, error) {
 	var out []bson.Raw
 	size := 0
 	for len(s.Docs) > 0 && (n <= 0 || len(out) < n) {
@@ -129,13 +132,13 @@ func ProjectRaw(p *update.Projection, doc bson.D) (bson.Raw, error) {
 func errCorrupt() error { return mongoerr.New(mongoerr.InternalError, "stored document is corrupt") }
 
 // Read is one read of a collection: the storage it goes through, where it
-// runs (On, nil: where the request was routed), the collection and what
-// is asked of it. Its methods are the ways a handler consumes it: a cursor
+// runs (On: the request's tier, transaction and the node the router
+// chose), the collection and what is asked of it. Its methods are the ways a handler consumes it: a cursor
 // (Open), a count, every match in _id order (Each), an index walk feeding
 // a pipeline (Walk), or only the plan (Explain).
 type Read struct {
 	Store Store
-	On    *storage.Node
+	On    storage.On
 	Col   *storage.Collection
 	Spec  *ReadSpec
 	// Note, when set, is told how the read runs, in MongoDB's planSummary
@@ -150,7 +153,7 @@ func (r *Read) note(p storage.ScanParams, memSort bool) {
 }
 
 func (r *Read) scan() *scanSource {
-	return &scanSource{store: r.Store, on: r.On, col: r.Col, spec: r.Spec, params: r.Spec.scanParams(r.Col)}
+	return &scanSource{store: r.Store, node: r.On.Node, col: r.Col, spec: r.Spec, params: r.Spec.scanParams(r.Col)}
 }
 
 // Open picks how to produce the results and returns them as a Source: a
@@ -176,7 +179,7 @@ func (r *Read) Open(ctx context.Context) (Source, error) {
 		scan.params.Desc = !asc
 		return scan, nil
 	}
-	return sortAll(ctx, scan, rs)
+	return sortAll(ctx, r.On, scan, rs)
 }
 
 // Count counts the documents the spec selects, skip and limit applied:
@@ -198,7 +201,7 @@ func (r *Read) Count(ctx context.Context) (int64, error) {
 	src := r.scan()
 	var n int64
 	for {
-		batch, done, err := src.Next(ctx, 0)
+		batch, done, err := src.Next(ctx, r.On, 0)
 		if err != nil {
 			return 0, err
 		}
@@ -217,7 +220,7 @@ func (r *Read) Each(ctx context.Context, fn func(doc bson.D, raw bson.Raw) (stop
 	src.raw, src.keepDecoded = true, true
 	r.note(src.params, false)
 	for {
-		batch, done, err := src.Next(ctx, 100)
+		batch, done, err := src.Next(ctx, r.On, 100)
 		if err != nil {
 			return err
 		}
@@ -243,7 +246,7 @@ func (r *Read) Walk(ctx context.Context, plan SortPlan, limitHint int64, fn func
 	src.raw, src.keepDecoded, src.limitHint = true, true, limitHint
 	r.note(src.walkParams(), false)
 	for {
-		batch, done, err := src.Next(ctx, 100)
+		batch, done, err := src.Next(ctx, r.On, 100)
 		if err != nil {
 			return err
 		}

@@ -11,6 +11,7 @@ import (
 
 	"tierdb/internal/bsonx"
 	"tierdb/internal/mongoerr"
+	"tierdb/internal/qos"
 	"tierdb/internal/query"
 	"tierdb/internal/storage"
 )
@@ -34,7 +35,7 @@ func drain(t *testing.T, src Source, n int) []bson.D {
 	t.Helper()
 	var out []bson.D
 	for range 100000 {
-		batch, done, err := src.Next(context.Background(), n)
+		batch, done, err := src.Next(context.Background(), storage.On{}, n)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -269,7 +270,7 @@ func TestScanBatchStaysUnderTheReplyLimit(t *testing.T) {
 	src := open(t, newFakeStore(t, docs...), testCol(), spec(t, nil, nil, nil, 0, 0))
 	total := 0
 	for {
-		batch, done, err := src.Next(context.Background(), 0)
+		batch, done, err := src.Next(context.Background(), storage.On{}, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -461,15 +462,26 @@ func TestReadKeepsItsNodeOnEveryBatch(t *testing.T) {
 	node := &storage.Node{Name: "standby1"}
 	for _, sortDoc := range []bson.D{nil, {{Key: "a", Value: int32(1)}}} {
 		st := newFakeStore(t, docs...)
-		r := &Read{Store: st, On: node, Col: testCol(ix("a_1", "k1", "a")), Spec: spec(t, nil, sortDoc, nil, 0, 0)}
+		// The request's On names no node on the later batches (a getMore
+		// routed elsewhere): the read stays on its first node.
+		r := &Read{Store: st, On: storage.On{Node: node}, Col: testCol(ix("a_1", "k1", "a")), Spec: spec(t, nil, sortDoc, nil, 0, 0)}
 		src, err := r.Open(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
-		drain(t, src, 3)
+		// Each batch runs at the tier of the call that asks for it (the
+		// getMore's), on the read's node.
+		for done := false; !done; {
+			if _, done, err = src.Next(context.Background(), storage.At(qos.Low), 3); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if len(st.on) < 2 {
+			t.Fatalf("%d calls", len(st.on))
+		}
 		for i, on := range st.on {
-			if on != node {
-				t.Fatalf("call %d ran on %v", i, on)
+			if on.Node != node || on.Tier() != qos.Low {
+				t.Fatalf("call %d ran on %v at tier %v", i, on.Node, on.Tier())
 			}
 		}
 	}
@@ -574,7 +586,7 @@ func TestExplainAndPlanSummary(t *testing.T) {
 		}
 	}
 	standby := &storage.Node{Name: "s1"}
-	if got := PlanSummary(col, spec(t, nil, nil, nil, 0, 0), storage.ScanParams{}, false, standby); got != "COLLSCAN, on s1" {
+	if got := PlanSummary(col, spec(t, nil, nil, nil, 0, 0), storage.ScanParams{}, false, storage.On{Node: standby}); got != "COLLSCAN, on s1" {
 		t.Fatalf("on a standby: %q", got)
 	}
 }

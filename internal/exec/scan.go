@@ -16,9 +16,9 @@ import (
 // prefilter is only a superset).
 type scanSource struct {
 	store Store
-	// on is where the cursor's first batch was read: later batches read
-	// there too, so a cursor never moves back in time to a staler standby.
-	on     *storage.Node
+	// node is where the cursor's first batch was read (nil: the primary):
+	// later batches read there too.
+	node   *storage.Node
 	col    *storage.Collection
 	spec   *ReadSpec
 	params storage.ScanParams
@@ -37,7 +37,7 @@ type scanSource struct {
 	decoded     []bson.D
 }
 
-func (s *scanSource) Next(ctx context.Context, n int) ([]bson.Raw, bool, error) {
+func (s *scanSource) Next(ctx context.Context, on storage.On, n int) ([]bson.Raw, bool, error) {
 	var out []bson.Raw
 	s.decoded = s.decoded[:0]
 	size := 0
@@ -50,7 +50,7 @@ func (s *scanSource) Next(ctx context.Context, n int) ([]bson.Raw, bool, error) 
 			return out, s.done && len(s.pending) == 0, nil
 		}
 		if len(s.pending) == 0 && !s.done {
-			if err := s.fetch(ctx, n-len(out)); err != nil {
+			if err := s.fetch(ctx, on, n-len(out)); err != nil {
 				return nil, false, err
 			}
 			continue
@@ -115,7 +115,7 @@ const maxChunk = 5000
 // fetch reads the next chunk of candidate rows after the last one read.
 // Rows whose BSON bytes fail the filter are dropped as they arrive,
 // before they are copied (query.Filter.MatchRaw).
-func (s *scanSource) fetch(ctx context.Context, want int) error {
+func (s *scanSource) fetch(ctx context.Context, on storage.On, want int) error {
 	chunk := maxChunk // no batch bound: a count, a sort reading everything
 	if want > 0 && s.spec.Empty && s.spec.Skip == 0 {
 		// Every row is a result: fetch exactly what the batch needs, plus one
@@ -130,6 +130,9 @@ func (s *scanSource) fetch(ctx context.Context, want int) error {
 	chunk = min(chunk, maxChunk)
 	p := s.params
 	p.Limit = chunk
+	if s.node != nil {
+		on.Node = s.node
+	}
 	s.rawMatched = s.rawMatched[:0]
 	var keep func([]byte) bool
 	if !s.spec.Empty && !s.spec.Exact {
@@ -142,7 +145,7 @@ func (s *scanSource) fetch(ctx context.Context, want int) error {
 			return true
 		}
 	}
-	ch, err := s.store.ScanChunk(ctx, s.on, s.col, p, keep)
+	ch, err := s.store.ScanChunk(ctx, on, s.col, p, keep)
 	if err != nil {
 		return err
 	}

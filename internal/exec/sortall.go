@@ -8,6 +8,7 @@ import (
 
 	"tierdb/internal/bsonx"
 	"tierdb/internal/mongoerr"
+	"tierdb/internal/storage"
 )
 
 // findSortBytes is the memory limit of a find's in-memory sort, MongoDB's
@@ -26,7 +27,7 @@ func errFindSortMemory() error {
 // document, against MongoDB's 100 MB sort limit. With a limit it keeps only
 // the first skip+limit documents seen so far (a top-k), so a sort with a
 // small limit holds little whatever it reads.
-func sortAll(ctx context.Context, scan *scanSource, rs *ReadSpec) (Source, error) {
+func sortAll(ctx context.Context, on storage.On, scan *scanSource, rs *ReadSpec) (Source, error) {
 	scan.raw = true
 	type item struct {
 		raw  bson.Raw
@@ -47,7 +48,7 @@ func sortAll(ctx context.Context, scan *scanSource, rs *ReadSpec) (Source, error
 		keep = int(min(rs.Skip+rs.Limit, 1<<20))
 	}
 	for {
-		batch, done, err := scan.Next(ctx, 0)
+		batch, done, err := scan.Next(ctx, on, 0)
 		if err != nil {
 			return nil, err
 		}

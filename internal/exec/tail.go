@@ -37,8 +37,8 @@ func AwaitUntil(ctx context.Context) (until time.Time, ok bool) {
 // poll, through Idle.
 type TailSource struct {
 	store Store
-	// on is where the first batch was read; the cursor stays there.
-	on    *storage.Node
+	// node is where the first batch was read; the cursor stays there.
+	node  *storage.Node
 	col   *storage.Collection
 	spec  *ReadSpec
 	await bool
@@ -54,7 +54,7 @@ func (r *Read) Tail(await bool, idle func(ctx context.Context, wait func()) erro
 	if idle == nil {
 		idle = func(_ context.Context, wait func()) error { wait(); return nil }
 	}
-	return &TailSource{store: r.Store, on: r.On, col: r.Col, spec: r.Spec, await: await, idle: idle}
+	return &TailSource{store: r.Store, node: r.On.Node, col: r.Col, spec: r.Spec, await: await, idle: idle}
 }
 
 // AwaitData reports whether the cursor waits for new documents.
@@ -67,11 +67,11 @@ func (t *TailSource) Positioned() bool { return t.after > 0 }
 
 // Next returns the matching documents after the position, up to n (n <=
 // 0: as many as fit a reply); never done.
-func (t *TailSource) Next(ctx context.Context, n int) ([]bson.Raw, bool, error) {
+func (t *TailSource) Next(ctx context.Context, on storage.On, n int) ([]bson.Raw, bool, error) {
 	until, waits := AwaitUntil(ctx)
 	for {
 		wake := t.store.Appended(t.col) // before reading, so no insert is missed
-		out, err := t.read(ctx, n)
+		out, err := t.read(ctx, on, n)
 		if err != nil || len(out) > 0 || !t.await || !waits {
 			return out, false, err
 		}
@@ -99,7 +99,10 @@ func (t *TailSource) Next(ctx context.Context, n int) ([]bson.Raw, bool, error) 
 
 // read returns the matching rows after the position, up to n (n <= 0: as
 // many as fit a reply).
-func (t *TailSource) read(ctx context.Context, n int) ([]bson.Raw, error) {
+func (t *TailSource) read(ctx context.Context, on storage.On, n int) ([]bson.Raw, error) {
+	if t.node != nil {
+		on.Node = t.node
+	}
 	var out []bson.Raw
 	size := 0
 	for n <= 0 || len(out) < n {
@@ -107,7 +110,7 @@ func (t *TailSource) read(ctx context.Context, n int) ([]bson.Raw, error) {
 		if n > 0 {
 			chunk = max(n-len(out), 16)
 		}
-		rows, lost, err := t.store.Tail(ctx, t.on, t.col, storage.TailParams{After: t.after, Limit: chunk})
+		rows, lost, err := t.store.Tail(ctx, on, t.col, storage.TailParams{After: t.after, Limit: chunk})
 		if err != nil {
 			return nil, err
 		}

@@ -29,7 +29,7 @@ func TestTailReadsOnFromItsPosition(t *testing.T) {
 	}
 	var got []any
 	for range 3 {
-		batch, done, err := src.Next(ctx, 1)
+		batch, done, err := src.Next(ctx, storage.On{}, 1)
 		if err != nil || done {
 			t.Fatalf("done %v, %v", done, err)
 		}
@@ -46,7 +46,7 @@ func TestTailReadsOnFromItsPosition(t *testing.T) {
 	}
 	st.append(t, bson.D{{Key: "_id", Value: int32(1)}, {Key: "a", Value: int32(7)}})
 	st.append(t, bson.D{{Key: "_id", Value: int32(2)}, {Key: "a", Value: int32(8)}})
-	batch, _, err := src.Next(ctx, 0)
+	batch, _, err := src.Next(ctx, storage.On{}, 0)
 	if err != nil || len(batch) != 1 || batch[0].Lookup("_id").Int32() != 1 {
 		t.Fatalf("after two inserts: %v, %v", batch, err)
 	}
@@ -55,7 +55,7 @@ func TestTailReadsOnFromItsPosition(t *testing.T) {
 	st.rows = st.rows[len(st.rows)-1:]
 	st.append(t, bson.D{{Key: "_id", Value: int32(3)}, {Key: "a", Value: int32(9)}})
 	st.rows = st.rows[1:]
-	if _, _, err := src.Next(ctx, 0); !isCode(err, mongoerr.CappedPositionLost) {
+	if _, _, err := src.Next(ctx, storage.On{}, 0); !isCode(err, mongoerr.CappedPositionLost) {
 		t.Fatalf("lost position: %v", err)
 	}
 }
@@ -81,19 +81,19 @@ func TestTailAwaitsData(t *testing.T) {
 	if !src.AwaitData() {
 		t.Fatal("not awaitData")
 	}
-	if batch, _, err := src.Next(ctx, 0); err != nil || len(batch) != 1 || !src.Positioned() {
+	if batch, _, err := src.Next(ctx, storage.On{}, 0); err != nil || len(batch) != 1 || !src.Positioned() {
 		t.Fatalf("first batch %v, %v", batch, err)
 	}
 	// Without WithAwait (a first batch) it does not wait.
-	if batch, _, err := src.Next(ctx, 0); err != nil || len(batch) != 0 || waits != 0 {
+	if batch, _, err := src.Next(ctx, storage.On{}, 0); err != nil || len(batch) != 0 || waits != 0 {
 		t.Fatalf("without await: %v, %v, %d waits", batch, err, waits)
 	}
-	batch, _, err := src.Next(WithAwait(ctx, time.Minute), 0)
+	batch, _, err := src.Next(WithAwait(ctx, time.Minute), storage.On{}, 0)
 	if err != nil || len(batch) != 1 || batch[0].Lookup("_id").Int32() != 2 || waits != 1 {
 		t.Fatalf("awaiting: %v, %v, %d waits", batch, err, waits)
 	}
 	// A wait whose time is up returns nothing.
-	if batch, _, err := src.Next(WithAwait(ctx, -time.Second), 0); err != nil || len(batch) != 0 || waits != 1 {
+	if batch, _, err := src.Next(WithAwait(ctx, -time.Second), storage.On{}, 0); err != nil || len(batch) != 0 || waits != 1 {
 		t.Fatalf("time up: %v, %v, %d waits", batch, err, waits)
 	}
 }

@@ -49,7 +49,7 @@ type TextResult struct {
 // TextRead is a $text search of a collection, as Read is a plain read.
 type TextRead struct {
 	Store Store
-	On    *storage.Node
+	On    storage.On
 	Col   *storage.Collection
 	Spec  *TextSpec
 }

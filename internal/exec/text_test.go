@@ -102,7 +102,7 @@ func TestTextOpenProjectsScores(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	batch, done, err := src.Next(context.Background(), 0)
+	batch, done, err := src.Next(context.Background(), storage.On{}, 0)
 	if err != nil || !done || len(batch) != 3 {
 		t.Fatalf("%d documents, done %v, %v", len(batch), done, err)
 	}
