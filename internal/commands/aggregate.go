@@ -43,9 +43,9 @@ func (h *Handlers) aggregate(ctx context.Context, req *Request) (bson.D, error) 
 	if err != nil {
 		return nil, err
 	}
-	name, err := collectionName(req)
+	name, err := aggregateCollection(req)
 	if err != nil {
-		return nil, mongoerr.New(mongoerr.NotImplemented, "aggregate is supported on collections only")
+		return nil, err
 	}
 	pipeline, err := getArray(req.Cmd, "pipeline")
 	if err != nil {
@@ -162,7 +162,8 @@ func (h *Handlers) parseAggregate(ctx context.Context, on storage.On, req *Reque
 	if err != nil {
 		return nil, err
 	}
-	vars, err := letVars(req.Cmd)
+	now := expr.Now() // one $$NOW for the whole command
+	vars, err := letVarsAt(req.Cmd, now)
 	if err != nil {
 		return nil, err
 	}
@@ -174,7 +175,7 @@ func (h *Handlers) parseAggregate(ctx context.Context, on storage.On, req *Reque
 	if err != nil {
 		return nil, err
 	}
-	filter, err := query.ParseFilterVars(rest, vars)
+	filter, err := query.ParseFilterVars(rest, expr.WithNow(vars, now))
 	if err != nil {
 		return nil, err
 	}
@@ -187,7 +188,7 @@ func (h *Handlers) parseAggregate(ctx context.Context, on storage.On, req *Reque
 		// With $text, rs is only the rest of the $match: never "empty" or
 		// "exact", so no shortcut can take it for the whole selection.
 		rs:  &exec.ReadSpec{Filter: filter, Empty: len(rest) == 0 && text == nil, Exact: text == nil && exec.IsIDEquality(first)},
-		env: &exec.Env{Ctx: ctx, Vars: vars, Read: h.reader(req, on), DB: req.DB, Output: noOutput{}, AllowDiskUse: allowDisk},
+		env: &exec.Env{Ctx: ctx, Vars: vars, Now: now, Read: h.reader(req, on), DB: req.DB, Output: noOutput{}, AllowDiskUse: allowDisk},
 	}
 	p.rs.Sort, p.limitHint = exec.LeadingSort(stages)
 	// Build the stages once before reading anything, so that a bad stage
@@ -215,9 +216,9 @@ func (noOutput) Merge(context.Context, string, string, []string) (exec.MergeTarg
 // explain does for find), then the stages tierdb runs in process, as
 // given.
 func (h *Handlers) explainAggregate(ctx context.Context, req *Request) (bson.D, error) {
-	name, err := collectionName(req)
+	name, err := aggregateCollection(req)
 	if err != nil {
-		return nil, mongoerr.New(mongoerr.NotImplemented, "aggregate is supported on collections only")
+		return nil, err
 	}
 	pipeline, err := getArray(req.Cmd, "pipeline")
 	if err != nil {
@@ -340,16 +341,16 @@ func (h *Handlers) reader(req *Request, on storage.On) exec.Reader {
 	}
 }
 
-// letVars evaluates the command's let: constants and expressions over no
-// document, which the pipeline's expressions read as $$name.
-func letVars(cmd bson.D) (map[string]any, error) {
+// letVarsAt evaluates the command's let: constants and expressions over
+// no document, with $$NOW at now, which the pipeline's expressions read
+// as $$name.
+func letVarsAt(cmd bson.D, now bson.DateTime) (map[string]any, error) {
 	let, err := getDoc(cmd, "let")
 	if err != nil || let == nil {
 		return nil, err
 	}
 	vars := map[string]any{}
 	scope := expr.NewScope(nil)
-	now := expr.Now()
 	for _, e := range let {
 		x, err := expr.Parse(e.Value, scope)
 		if err != nil {

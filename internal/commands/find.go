@@ -46,7 +46,7 @@ func (h *Handlers) find(ctx context.Context, req *Request) (bson.D, error) {
 	} else if text != nil {
 		return h.findText(ctx, req, name, text, rest, sortDoc, proj, skip, limit, batchSize, singleBatch)
 	}
-	rs, err := exec.ParseReadSpec(filter, sortDoc, proj, skip, limit)
+	rs, err := findReadSpec(req.Cmd, filter, sortDoc, proj, skip, limit) // findlet.go
 	if err != nil {
 		return nil, err
 	}

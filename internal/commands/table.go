@@ -444,6 +444,9 @@ func (h *Handlers) run(ctx context.Context, req *Request) (bson.D, error) {
 	if err := checkFields(req); err != nil {
 		return nil, err
 	}
+	if err := h.checkCommandHint(ctx, req); err != nil { // hint.go
+		return nil, err
+	}
 	sa, err := parseSessionArgs(req)
 	if err != nil {
 		return nil, err

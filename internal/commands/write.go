@@ -283,6 +283,9 @@ func (h *Handlers) updateStatement(ctx context.Context, on storage.On, db, name 
 	if err := checkStatement("update", stmt); err != nil {
 		return res, err
 	}
+	if err := checkStatementHint(nil, stmt); err != nil { // hint.go: its type
+		return res, err
+	}
 	if err := checkCollation(stmt); err != nil {
 		return res, err
 	}
@@ -310,6 +313,9 @@ func (h *Handlers) updateStatement(ctx context.Context, on storage.On, db, name 
 		return res, nil
 	}
 	if err != nil && !storage.IsCode(err, storage.ErrNamespaceNotFound) {
+		return res, err
+	}
+	if err := checkStatementHint(col, stmt); err != nil { // hint.go
 		return res, err
 	}
 	if col != nil && rs.Exact {
@@ -468,6 +474,9 @@ func (h *Handlers) deleteStatement(ctx context.Context, on storage.On, col *stor
 		return 0, err
 	}
 	if err := checkStatement("delete", stmt); err != nil {
+		return 0, err
+	}
+	if err := checkStatementHint(col, stmt); err != nil { // hint.go
 		return 0, err
 	}
 	if err := checkCollation(stmt); err != nil {
