@@ -3,7 +3,6 @@ package commands
 import (
 	"context"
 	"errors"
-	"slices"
 	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -57,7 +56,7 @@ func (h *Handlers) aggregate(ctx context.Context, req *Request) (bson.D, error) 
 		if err := h.runAggregate(ctx, req, name, pipeline, sink); err != nil {
 			return nil, err
 		}
-		return h.firstBatch(ctx, req.on, req, req.DB+"."+name, &sliceSource{docs: sink.Raws}, batchSize, false)
+		return h.firstBatch(ctx, req.on, req, req.DB+"."+name, &exec.SliceSource{Docs: sink.Raws}, batchSize, false)
 	}
 	if writes(pipeline) {
 		// $out and $merge honour the command's write concern.
@@ -142,7 +141,7 @@ func findDiskUse(next handlerFunc) handlerFunc {
 type parsedAggregate struct {
 	coll   string
 	first  bson.D
-	rs     *readSpec
+	rs     *exec.ReadSpec
 	stages []bson.D
 	env    *exec.Env
 	// limitHint is how many documents a $sort first in stages passes on
@@ -188,10 +187,10 @@ func (h *Handlers) parseAggregate(ctx context.Context, on storage.On, req *Reque
 		coll: base, first: first, stages: stages, text: text,
 		// With $text, rs is only the rest of the $match: never "empty" or
 		// "exact", so no shortcut can take it for the whole selection.
-		rs:  &readSpec{filter: filter, empty: len(rest) == 0 && text == nil, exact: text == nil && isIDEquality(first)},
+		rs:  &exec.ReadSpec{Filter: filter, Empty: len(rest) == 0 && text == nil, Exact: text == nil && exec.IsIDEquality(first)},
 		env: &exec.Env{Ctx: ctx, Vars: vars, Now: now, Read: h.reader(req, on), DB: req.DB, Output: noOutput{}, AllowDiskUse: allowDisk},
 	}
-	p.rs.sort, p.limitHint = leadingSort(stages)
+	p.rs.Sort, p.limitHint = exec.LeadingSort(stages)
 	// Build the stages once before reading anything, so that a bad stage
 	// fails at once.
 	if _, err := exec.Build(stages, &exec.Collect{}, p.env); err != nil {
@@ -242,18 +241,13 @@ func (h *Handlers) explainAggregate(ctx context.Context, req *Request) (bson.D, 
 	case err != nil:
 		return nil, err
 	default:
-		params, winning := p.rs.scanParams(col), bson.D{{Key: "stage", Value: "POSTGRESQL"}}
-		if plan, ok := leadingSortPlan(col, p); ok {
-			src := newOrderedSource(h.store, col, p.rs, plan, nil)
-			src.limitHint = p.limitHint
-			params, rest = src.walkParams(), p.stages[1:]
-			winning = append(winning, bson.E{Key: "inputStage", Value: sortStage(plan)})
-		}
-		plan, err := h.store.Explain(ctx, on, col, params)
+		winning, walked, err := h.read(ctx, on, col, p.rs).ExplainPipeline(ctx, p.limitHint)
 		if err != nil {
 			return nil, err
 		}
-		winning = slices.Insert(winning, 1, bson.E{Key: "plan", Value: plan})
+		if walked {
+			rest = p.stages[1:]
+		}
 		planner = append(planner, bson.E{Key: "winningPlan", Value: winning})
 	}
 	stages := bson.A{bson.D{{Key: "$cursor", Value: bson.D{{Key: "queryPlanner", Value: planner}}}}}
@@ -263,50 +257,9 @@ func (h *Handlers) explainAggregate(ctx context.Context, req *Request) (bson.D, 
 	return bson.D{{Key: "explainVersion", Value: "1"}, {Key: "stages", Value: stages}}, nil
 }
 
-// leadingSort is the sort of a $sort first in stages (zero when there is
-// none or it does not parse: building the stage reports that) and how
-// many documents the $skip and $limit right after it let through.
-func leadingSort(stages []bson.D) (query.Sort, int64) {
-	if len(stages) == 0 || stages[0][0].Key != "$sort" {
-		return query.Sort{}, 0
-	}
-	d, ok := stages[0][0].Value.(bson.D)
-	if !ok {
-		return query.Sort{}, 0
-	}
-	s, err := query.ParseSort(d)
-	if err != nil {
-		return query.Sort{}, 0
-	}
-	var hint int64
-	for _, st := range stages[1:] {
-		n, ok := query.AsInt(st[0].Value)
-		if !ok || n < 0 || (st[0].Key != "$skip" && st[0].Key != "$limit") {
-			break
-		}
-		hint += n
-		if st[0].Key == "$limit" {
-			return s, hint
-		}
-	}
-	return s, 0
-}
-
-// leadingSortPlan is the index that serves the pipeline's leading $sort,
-// if one does.
-func leadingSortPlan(col *storage.Collection, p *parsedAggregate) (sortPlan, bool) {
-	if p.rs.sort.IsEmpty() {
-		return sortPlan{}, false
-	}
-	if _, byID := p.rs.sort.ByIDOnly(); byID {
-		return sortPlan{}, false
-	}
-	return planIndexSort(col.Indexes, p.rs.sort, p.rs.filter.PinnedPaths())
-}
-
 // aggregateInput is what feeds the pipeline: the stages to run and the
-// read that pushes documents into them. A leading $sort that an index
-// serves is dropped from the stages: the read walks the index instead.
+// read that pushes documents into them (exec.Read.Feed). $text reads
+// through its own search.
 func (h *Handlers) aggregateInput(ctx context.Context, on storage.On, db string, p *parsedAggregate) ([]bson.D, func(func(bson.D) error) error) {
 	if p.text != nil {
 		// $text reads through its own search, neither walked nor counted.
@@ -314,115 +267,24 @@ func (h *Handlers) aggregateInput(ctx context.Context, on storage.On, db string,
 			return h.readText(ctx, on, db, p.coll, p.text, p.rs, push)
 		}
 	}
-	plain := func(push func(bson.D) error) error {
-		rs := *p.rs
-		rs.sort = query.Sort{}
-		return h.readInto(ctx, on, db, p.coll, &rs, push)
-	}
 	col, err := h.store.Collection(ctx, on, db, p.coll)
 	if err != nil {
-		return p.stages, plain
-	}
-	if countsOnly(p.stages) {
-		// The stages count their input and look at nothing in it: they
-		// get as many empty documents as match, counted by PostgreSQL
-		// when the $match is empty, else by a scan that decodes nothing
-		// it can match on the BSON bytes.
+		// A collection that does not exist has no documents; another
+		// error is the read's.
 		return p.stages, func(push func(bson.D) error) error {
 			rs := *p.rs
-			rs.sort = query.Sort{}
-			n, err := h.countMatches(ctx, on, col, &rs)
-			if err != nil {
-				return err
-			}
-			for range n {
-				if err := push(bson.D{}); err != nil {
-					return err
-				}
-			}
-			return nil
+			rs.Sort = query.Sort{}
+			return h.readInto(ctx, on, db, p.coll, &rs, push)
 		}
 	}
-	plan, ok := leadingSortPlan(col, p)
-	if !ok {
-		return p.stages, plain
-	}
-	src := newOrderedSource(h.store, col, p.rs, plan, on.Node)
-	src.raw, src.keepDecoded, src.limitHint = true, true, p.limitHint
-	notePlan(ctx, on, col, p.rs, src.walkParams(), false)
-	return p.stages[1:], func(push func(bson.D) error) error {
-		for {
-			batch, done, err := src.next(ctx, on, 100)
-			if err != nil {
-				return err
-			}
-			for i := range batch {
-				if err := push(src.decoded[i]); err != nil {
-					return err
-				}
-			}
-			if done {
-				return nil
-			}
-		}
-	}
-}
-
-// countsOnly reports whether a pipeline's first stages read nothing of
-// their input documents but their number: $skip and $limit, then $count or
-// a $group on a constant _id whose accumulators all $sum a constant number
-// (what drivers send for countDocuments).
-func countsOnly(stages []bson.D) bool {
-	for _, st := range stages {
-		switch st[0].Key {
-		case "$skip", "$limit":
-			continue
-		case "$count":
-			return true
-		case "$group":
-			g, ok := st[0].Value.(bson.D)
-			if !ok || len(g) == 0 {
-				return false
-			}
-			for _, e := range g {
-				if e.Key == "_id" {
-					if !constantID(e.Value) {
-						return false
-					}
-					continue
-				}
-				acc, ok := e.Value.(bson.D)
-				if !ok || len(acc) != 1 || acc[0].Key != "$sum" {
-					return false
-				}
-				switch acc[0].Value.(type) {
-				case int32, int64, float64:
-				default:
-					return false
-				}
-			}
-			return true
-		}
-		return false
-	}
-	return false
-}
-
-// constantID is a $group _id that is the same for every document.
-func constantID(v any) bool {
-	switch x := v.(type) {
-	case nil, int32, int64, float64, bool:
-		return true
-	case string:
-		return !strings.HasPrefix(x, "$")
-	}
-	return false
+	stages, feed := h.read(ctx, on, col, p.rs).Feed(p.stages, p.limitHint)
+	return stages, func(push func(bson.D) error) error { return feed(ctx, push) }
 }
 
 // readInto streams the documents of db.coll that match rs to fn, until fn
 // returns an error (exec.ErrDone stops early). A collection that does not
 // exist has no documents.
-func (h *Handlers) readInto(ctx context.Context, on storage.On, db, coll string, rs *readSpec, fn func(bson.D) error) error {
+func (h *Handlers) readInto(ctx context.Context, on storage.On, db, coll string, rs *exec.ReadSpec, fn func(bson.D) error) error {
 	col, err := h.store.Collection(ctx, on, db, coll)
 	switch {
 	case storage.IsCode(err, storage.ErrNamespaceNotFound):
@@ -454,7 +316,7 @@ func (h *Handlers) reader(req *Request, on storage.On) exec.Reader {
 			if err != nil {
 				return err
 			}
-			return h.readInto(ctx, on, req.DB, coll, &readSpec{filter: filter}, fn)
+			return h.readInto(ctx, on, req.DB, coll, &exec.ReadSpec{Filter: filter}, fn)
 		}
 		// A view: its pipeline over the collection it reads, then filter.
 		parsed, err := exec.ParsePipeline(stages)
@@ -472,7 +334,7 @@ func (h *Handlers) reader(req *Request, on storage.On) exec.Reader {
 			return err
 		}
 		all, _ := query.ParseFilter(nil)
-		if err := h.readInto(ctx, on, req.DB, base, &readSpec{filter: all, empty: true}, head.Push); err != nil && err != exec.ErrDone {
+		if err := h.readInto(ctx, on, req.DB, base, &exec.ReadSpec{Filter: all, Empty: true}, head.Push); err != nil && err != exec.ErrDone {
 			return err
 		}
 		return head.Finish()

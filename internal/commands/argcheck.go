@@ -102,7 +102,7 @@ func (c *cursor) keepTimeLimit(ctx context.Context, cmd bson.D) {
 	if d, _ := parseMaxTimeMS(cmd); d == 0 {
 		return
 	}
-	if a, ok := c.src.(interface{ awaitData() bool }); ok && a.awaitData() {
+	if a, ok := c.src.(interface{ AwaitData() bool }); ok && a.AwaitData() {
 		return // an awaitData cursor waits by design; getMore's maxTimeMS bounds each wait
 	}
 	deadline, ok := ctx.Deadline()

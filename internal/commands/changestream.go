@@ -227,7 +227,7 @@ func (h *Handlers) changeStream(ctx context.Context, req *Request) (bson.D, erro
 	var batch []bson.Raw
 	done := false
 	if batchSize != 0 {
-		if batch, done, err = src.next(ctx, req.on, batchSize); err != nil {
+		if batch, done, err = src.Next(ctx, req.on, batchSize); err != nil {
 			stream.Close()
 			return nil, err
 		}
@@ -269,7 +269,7 @@ type streamSource struct {
 	ended bool
 }
 
-func (s *streamSource) awaitData() bool { return true }
+func (s *streamSource) AwaitData() bool { return true }
 
 func (s *streamSource) close() { s.stream.Close() }
 
@@ -283,8 +283,8 @@ func (s *streamSource) resumeToken() bson.D {
 	return s.stream.Position().Token()
 }
 
-func (s *streamSource) next(ctx context.Context, on storage.On, n int) ([]bson.Raw, bool, error) {
-	until, waits := ctx.Value(awaitKey{}).(time.Time)
+func (s *streamSource) Next(ctx context.Context, on storage.On, n int) ([]bson.Raw, bool, error) {
+	until, waits := exec.AwaitUntil(ctx)
 	pollBy := until
 	if !waits {
 		// A first batch returns what is there: it waits for the slot
@@ -359,10 +359,10 @@ func (s *streamSource) fill(ctx context.Context, on storage.On, n int, pollBy ti
 	size := 0
 	for len(s.pending) > 0 && (n <= 0 || len(out) < n) {
 		raw := s.pending[0]
-		if len(out) > 0 && size+elemSize(len(out), raw) > maxBatchBytes {
+		if len(out) > 0 && size+exec.ElemSize(len(out), raw) > exec.MaxBatchBytes {
 			break
 		}
-		size += elemSize(len(out), raw)
+		size += exec.ElemSize(len(out), raw)
 		out = append(out, raw)
 		s.pending = s.pending[1:]
 		if id, err := raw.LookupErr("_id"); err == nil {

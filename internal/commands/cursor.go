@@ -1,31 +1,19 @@
 package commands
 
 import (
-	"context"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"go.mongodb.org/mongo-driver/v2/bson"
-
-	"tierdb/internal/storage"
+	"tierdb/internal/exec"
 )
 
-// batchSource produces the documents of a cursor a batch at a time.
-type batchSource interface {
-	// next returns up to n documents (n <= 0: as many as fit in one reply) and
-	// whether the source has nothing more.
-	// on is the request's (the find's, then each getMore's); a source
-	// that read its first batch on a node keeps reading there.
-	next(ctx context.Context, on storage.On, n int) (batch []bson.Raw, done bool, err error)
-}
-
-// closer is a batchSource holding something to let go of when its cursor
+// closer is an exec.Source holding something to let go of when its cursor
 // goes (a change stream's place in the hub).
 type closer interface{ close() }
 
-func closeSource(src batchSource) {
+func closeSource(src exec.Source) {
 	if c, ok := src.(closer); ok {
 		c.close()
 	}
@@ -40,7 +28,7 @@ type cursor struct {
 	// that user may continue or kill it, as in MongoDB.
 	owner    string
 	mu       sync.Mutex // one getMore at a time
-	src      batchSource
+	src      exec.Source
 	lastUsed atomic.Int64 // unix nanoseconds
 	// timeLeft is what remains of the maxTimeMS of the command that
 	// opened the cursor (0: no limit), guarded by mu: MongoDB's limit
@@ -89,7 +77,7 @@ func (r *cursorRegistry) reap() {
 	}
 }
 
-func (r *cursorRegistry) add(ns, owner string, src batchSource) *cursor {
+func (r *cursorRegistry) add(ns, owner string, src exec.Source) *cursor {
 	c := &cursor{ns: ns, owner: owner, src: src}
 	c.lastUsed.Store(time.Now().UnixNano())
 	r.mu.Lock()

@@ -5,6 +5,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"tierdb/internal/exec"
 	"tierdb/internal/mongoerr"
 	"tierdb/internal/storage"
 )
@@ -53,7 +54,7 @@ func (h *Handlers) find(ctx context.Context, req *Request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	rs.naturalDesc = isNaturalDesc(sortDoc)
+	rs.NaturalDesc = isNaturalDesc(sortDoc)
 	ns := req.DB + "." + name
 	on, done, err := h.routeRead(req)
 	if err != nil {
@@ -70,21 +71,30 @@ func (h *Handlers) find(ctx context.Context, req *Request) (bson.D, error) {
 	if tail.tailable {
 		return h.findTailable(ctx, on, req, ns, col, rs, tail, batchSize, singleBatch)
 	}
-	src, err := h.newSource(ctx, on, col, rs)
+	src, err := h.read(ctx, on, col, rs).Open(ctx)
 	if err != nil {
 		return nil, err
 	}
 	return h.firstBatch(ctx, on, req, ns, src, batchSize, singleBatch)
 }
 
+// isNaturalDesc reports whether a sort is {$natural: -1}.
+func isNaturalDesc(sortDoc bson.D) bool {
+	if len(sortDoc) != 1 || sortDoc[0].Key != "$natural" {
+		return false
+	}
+	n, ok := asNumber(sortDoc[0].Value)
+	return ok && n < 0
+}
+
 // firstBatch runs the first batch of a new cursor and registers the cursor
 // when more may follow.
-func (h *Handlers) firstBatch(ctx context.Context, on storage.On, req *Request, ns string, src batchSource, batchSize int, singleBatch bool) (bson.D, error) {
+func (h *Handlers) firstBatch(ctx context.Context, on storage.On, req *Request, ns string, src exec.Source, batchSize int, singleBatch bool) (bson.D, error) {
 	var batch []bson.Raw
 	done := false
 	if batchSize != 0 || singleBatch {
 		var err error
-		if batch, done, err = src.next(ctx, on, batchSize); err != nil {
+		if batch, done, err = src.Next(ctx, on, batchSize); err != nil {
 			return nil, err
 		}
 	}
@@ -154,7 +164,7 @@ func (h *Handlers) getMore(ctx context.Context, req *Request) (bson.D, error) {
 		return nil, err
 	}
 	defer cancel()
-	batch, done, err := c.src.next(ctx, req.on, int(min(batchSize, 1<<30)))
+	batch, done, err := c.src.Next(ctx, req.on, int(min(batchSize, 1<<30)))
 	spent()
 	if err != nil {
 		h.cursors.remove(id)
@@ -230,7 +240,7 @@ func (h *Handlers) count(ctx context.Context, req *Request) (bson.D, error) {
 	} else if text != nil {
 		return h.countText(ctx, req, name, text, rest, skip, limit)
 	}
-	rs, err := parseReadSpec(filter, nil, nil, skip, limit)
+	rs, err := exec.ParseReadSpec(filter, nil, nil, skip, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -246,38 +256,11 @@ func (h *Handlers) count(ctx context.Context, req *Request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	n, err := h.countMatches(ctx, on, col, rs)
+	n, err := h.read(ctx, on, col, rs).Count(ctx)
 	if err != nil {
 		return nil, err
 	}
 	return bson.D{{Key: "n", Value: countValue(n)}}, nil
-}
-
-// countMatches counts the documents a read spec selects.
-func (h *Handlers) countMatches(ctx context.Context, on storage.On, col *storage.Collection, rs *readSpec) (int64, error) {
-	if rs.empty {
-		n, err := h.store.Count(ctx, on, col, "", nil)
-		if err != nil {
-			return 0, err
-		}
-		n = max(n-rs.skip, 0)
-		if rs.limit > 0 {
-			n = min(n, rs.limit)
-		}
-		return n, nil
-	}
-	src := &scanSource{store: h.store, col: col, spec: rs, params: rs.scanParams(col)}
-	var n int64
-	for {
-		batch, done, err := src.next(ctx, on, 0)
-		if err != nil {
-			return 0, err
-		}
-		n += int64(len(batch))
-		if done {
-			return n, nil
-		}
-	}
 }
 
 // countValue is an int32 when it fits, as MongoDB replies.
@@ -327,7 +310,7 @@ func (h *Handlers) explain(ctx context.Context, req *Request) (bson.D, error) {
 		}
 		limit = max(limit, -limit)
 	}
-	rs, err := parseReadSpec(filter, sortDoc, nil, skip, limit)
+	rs, err := exec.ParseReadSpec(filter, sortDoc, nil, skip, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -335,14 +318,9 @@ func (h *Handlers) explain(ctx context.Context, req *Request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	params, sortInfo := h.explainRead(col, rs, sortDoc)
-	plan, err := h.store.Explain(ctx, req.on, col, params)
+	winning, err := h.read(ctx, req.on, col, rs).Explain(ctx, sortDoc)
 	if err != nil {
 		return nil, err
-	}
-	winning := bson.D{{Key: "stage", Value: "POSTGRESQL"}, {Key: "plan", Value: plan}}
-	if sortInfo != nil {
-		winning = append(winning, bson.E{Key: "inputStage", Value: sortInfo})
 	}
 	return bson.D{
 		{Key: "queryPlanner", Value: bson.D{

@@ -72,7 +72,7 @@ func (h *Handlers) findAndModify(ctx context.Context, req *Request) (bson.D, err
 	}
 	var proj *update.Projection
 	if len(fields) > 0 {
-		if proj, err = update.ParseProjection(fields, rs.filter); err != nil {
+		if proj, err = update.ParseProjection(fields, rs.Filter); err != nil {
 			return nil, err
 		}
 	}
@@ -112,11 +112,11 @@ func (h *Handlers) findAndModify(ctx context.Context, req *Request) (bson.D, err
 		var doc bson.D
 		var raw bson.Raw
 		if col != nil {
-			src, err := h.newSource(ctx, on, col, rs)
+			src, err := h.read(ctx, on, col, rs).Open(ctx)
 			if err != nil {
 				return nil, err
 			}
-			batch, _, err := src.next(ctx, on, 1)
+			batch, _, err := src.Next(ctx, on, 1)
 			if err != nil {
 				return nil, err
 			}
@@ -129,7 +129,7 @@ func (h *Handlers) findAndModify(ctx context.Context, req *Request) (bson.D, err
 		}
 		switch {
 		case doc == nil && upsert:
-			newDoc, err := update.UpsertDocument(rs.filter.Equalities(), upd)
+			newDoc, err := update.UpsertDocument(rs.Filter.Equalities(), upd)
 			if err != nil {
 				return nil, err
 			}
@@ -166,9 +166,9 @@ func (h *Handlers) findAndModify(ctx context.Context, req *Request) (bson.D, err
 				return reply(1, false, nil, doc)
 			}
 		default:
-			matched, _, newDoc, err := h.modify(ctx, on, col, rs.filter, doc, raw, func(d bson.D) (bson.D, bool, error) {
+			matched, _, newDoc, err := h.modify(ctx, on, col, rs.Filter, doc, raw, func(d bson.D) (bson.D, bool, error) {
 				doc = d
-				return applyMatched(upd, rs.filter, d)
+				return applyMatched(upd, rs.Filter, d)
 			})
 			if err != nil {
 				return nil, err

@@ -3,6 +3,7 @@ package commands
 import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"tierdb/internal/exec"
 	"tierdb/internal/expr"
 	"tierdb/internal/mongoerr"
 	"tierdb/internal/query"
@@ -12,25 +13,25 @@ import (
 // findReadSpec is parseReadSpec for find: the command's let variables
 // and one $$NOW (the same in let and in every $expr of the filter) are in
 // scope of the filter's $expr.
-func findReadSpec(cmd bson.D, filter, sortDoc, proj bson.D, skip, limit int64) (*readSpec, error) {
+func findReadSpec(cmd bson.D, filter, sortDoc, proj bson.D, skip, limit int64) (*exec.ReadSpec, error) {
 	if _, hasLet := lookup(cmd, "let"); !hasLet && !hasExpr(filter) {
-		return parseReadSpec(filter, sortDoc, proj, skip, limit) // nothing reads a variable
+		return exec.ParseReadSpec(filter, sortDoc, proj, skip, limit) // nothing reads a variable
 	}
 	now := expr.Now()
 	vars, err := letVarsAt(cmd, now)
 	if err != nil {
 		return nil, err
 	}
-	rs, err := parseReadSpec(nil, sortDoc, nil, skip, limit)
+	rs, err := exec.ParseReadSpec(nil, sortDoc, nil, skip, limit)
 	if err != nil {
 		return nil, err
 	}
-	if rs.filter, err = query.ParseFilterVars(filter, expr.WithNow(vars, now)); err != nil {
+	if rs.Filter, err = query.ParseFilterVars(filter, expr.WithNow(vars, now)); err != nil {
 		return nil, err
 	}
-	rs.empty, rs.exact = len(filter) == 0, isIDEquality(filter)
+	rs.Empty, rs.Exact = len(filter) == 0, exec.IsIDEquality(filter)
 	if len(proj) > 0 {
-		if rs.proj, err = update.ParseProjection(proj, rs.filter); err != nil {
+		if rs.Proj, err = update.ParseProjection(proj, rs.Filter); err != nil {
 			return nil, err
 		}
 	}

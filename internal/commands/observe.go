@@ -12,7 +12,6 @@ import (
 	"tierdb/internal/metrics"
 	"tierdb/internal/qos"
 	"tierdb/internal/status"
-	"tierdb/internal/storage"
 )
 
 // instruments are the command layer's histograms. Dispatch observes every
@@ -112,54 +111,24 @@ func (h *Handlers) noteOp(ctx context.Context) (context.Context, *opNote) {
 	return context.WithValue(ctx, opNoteKey{}, n), n
 }
 
-// notePlan records how a read of col runs, in MongoDB's planSummary style:
-// COLLSCAN, IXSCAN over the key columns the filter was pushed to, SORT for
-// an in-memory sort, and the node when a standby serves it. Field names
-// only, never values.
-func notePlan(ctx context.Context, on storage.On, col *storage.Collection, rs *readSpec, p storage.ScanParams, memSort bool) {
+// planNote is where a read notes how it runs (exec.PlanSummary), for the
+// slow log; nil when the slow log is off.
+func planNote(ctx context.Context) func(string) {
 	n, _ := ctx.Value(opNoteKey{}).(*opNote)
 	if n == nil {
-		return
+		return nil
 	}
-	var b strings.Builder
-	switch {
-	case p.Order != nil:
-		for _, ix := range col.Indexes {
-			if ix.Column == p.Order.Column {
-				var fields []string
-				for _, k := range ix.Keys {
-					fields = append(fields, k.Field)
-				}
-				b.WriteString("IXSCAN {" + strings.Join(fields, ", ") + "} (sort)")
-			}
-		}
-	case rs.exact:
-		b.WriteString("IDHACK")
-	case p.Where == "" || p.Where == "TRUE":
-		b.WriteString("COLLSCAN")
-	default:
-		var used []string
-		for _, kc := range col.KeyColumns() {
-			if strings.Contains(p.Where, kc.Column) {
-				used = append(used, "{"+strings.Join(kc.Fields, ", ")+"}")
-			}
-		}
-		if len(used) == 0 {
-			used = []string{"?"}
-		}
-		b.WriteString("IXSCAN " + strings.Join(used, " "))
-	}
-	if memSort {
-		b.WriteString(", SORT")
-	}
-	if node := on.Node; node != nil && !node.Primary {
-		b.WriteString(", on " + node.Name)
-	}
+	return n.add
+}
+
+// add records one read's plan summary; a request's further reads append
+// theirs unless already noted.
+func (n *opNote) add(plan string) {
 	n.mu.Lock()
 	if n.plan == "" {
-		n.plan = b.String()
-	} else if !strings.Contains(n.plan, b.String()) {
-		n.plan += "; " + b.String()
+		n.plan = plan
+	} else if !strings.Contains(n.plan, plan) {
+		n.plan += "; " + plan
 	}
 	n.mu.Unlock()
 }

@@ -178,7 +178,7 @@ func mustDecimal(s string) bson.Decimal128 {
 // slowSource yields one document per batch, after a pause that honours ctx.
 type slowSource struct{ pause time.Duration }
 
-func (s *slowSource) next(ctx context.Context, _ storage.On, _ int) ([]bson.Raw, bool, error) {
+func (s *slowSource) Next(ctx context.Context, _ storage.On, _ int) ([]bson.Raw, bool, error) {
 	select {
 	case <-time.After(s.pause):
 		raw, _ := bson.Marshal(bson.D{{Key: "x", Value: 1}})

@@ -233,7 +233,7 @@ func (t *mergeTarget) Find(filter bson.D, fn func(doc bson.D, token any) error) 
 	if err != nil {
 		return err
 	}
-	return t.o.h.eachMatch(t.o.ctx, t.o.on, t.col, &readSpec{filter: f}, func(doc bson.D, raw bson.Raw) (bool, error) {
+	return t.o.h.eachMatch(t.o.ctx, t.o.on, t.col, &exec.ReadSpec{Filter: f}, func(doc bson.D, raw bson.Raw) (bool, error) {
 		return false, fn(doc, raw)
 	})
 }

@@ -90,7 +90,7 @@ func (h *Handlers) aggregateSource(ctx context.Context, req *Request) (reply bso
 		if err != nil {
 			return nil, h.memoryError(req, err)
 		}
-		return h.firstBatch(ctx, req.on, req, ns, &sliceSource{docs: sink.Raws}, batchSize, false)
+		return h.firstBatch(ctx, req.on, req, ns, &exec.SliceSource{Docs: sink.Raws}, batchSize, false)
 	}
 	if writes(pipeline) {
 		reply, err = h.withWriteConcern(ctx, req, run)

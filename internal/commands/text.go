@@ -2,13 +2,11 @@ package commands
 
 import (
 	"context"
-	"slices"
 	"strings"
 	"unicode"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
-	"tierdb/internal/bsonx"
 	"tierdb/internal/exec"
 	"tierdb/internal/mongoerr"
 	"tierdb/internal/query"
@@ -159,29 +157,22 @@ func parseSearchString(s string) (terms, phrases, negated, negatedPhrases []stri
 	return terms, phrases, negated, negatedPhrases
 }
 
-// metaKey is one key of a sort with text scores: {$meta: "textScore"}
-// (score) or an ordinary field (by).
-type metaKey struct {
-	score bool
-	by    query.Sort
-}
-
 // splitMetaSort parses a sort that may hold {$meta: "textScore"}.
-func splitMetaSort(spec bson.D) ([]metaKey, error) {
-	var keys []metaKey
+func splitMetaSort(spec bson.D) ([]exec.TextSortKey, error) {
+	var keys []exec.TextSortKey
 	for _, e := range spec {
 		if m, ok := metaValue(e.Value); ok {
 			if m != "textScore" {
 				return nil, mongoerr.Newf(mongoerr.NotImplemented, "$meta \"%s\" is not supported by tierdb", m)
 			}
-			keys = append(keys, metaKey{score: true})
+			keys = append(keys, exec.TextSortKey{Score: true})
 			continue
 		}
 		s, err := query.ParseSort(bson.D{e})
 		if err != nil {
 			return nil, err
 		}
-		keys = append(keys, metaKey{by: s})
+		keys = append(keys, exec.TextSortKey{By: s})
 	}
 	return keys, nil
 }
@@ -210,31 +201,28 @@ func metaValue(v any) (string, bool) {
 	return s, true
 }
 
-// textSpec is a find or count with $text.
-type textSpec struct {
-	text        *textQuery
-	filter      *query.Filter
-	empty       bool
-	sort        []metaKey
-	proj        *update.Projection
-	scoreFields []string
-	skip, limit int64
+// spec is the search of a $text query, the rest of the query left to the
+// caller.
+func (t *textQuery) spec() *exec.TextSpec {
+	return &exec.TextSpec{Language: t.language, Terms: t.terms, Phrases: t.phrases, Negated: t.negated, NegatedPhrases: t.negatedPhrases}
 }
 
-func parseTextSpec(text *textQuery, rest, sortDoc, proj bson.D, skip, limit int64) (*textSpec, error) {
+// parseTextSpec parses a find or count with $text.
+func parseTextSpec(text *textQuery, rest, sortDoc, proj bson.D, skip, limit int64) (*exec.TextSpec, error) {
 	f, err := query.ParseFilter(rest)
 	if err != nil {
 		return nil, err
 	}
-	ts := &textSpec{text: text, filter: f, empty: len(rest) == 0, skip: skip, limit: limit}
-	if ts.sort, err = splitMetaSort(sortDoc); err != nil {
+	ts := text.spec()
+	ts.Filter, ts.Empty, ts.Skip, ts.Limit = f, len(rest) == 0, skip, limit
+	if ts.Sort, err = splitMetaSort(sortDoc); err != nil {
 		return nil, err
 	}
-	if proj, ts.scoreFields, err = splitMetaProjection(proj); err != nil {
+	if proj, ts.ScoreFields, err = splitMetaProjection(proj); err != nil {
 		return nil, err
 	}
 	if len(proj) > 0 {
-		if ts.proj, err = update.ParseProjection(proj, f); err != nil {
+		if ts.Proj, err = update.ParseProjection(proj, f); err != nil {
 			return nil, err
 		}
 	}
@@ -242,89 +230,6 @@ func parseTextSpec(text *textQuery, rest, sortDoc, proj bson.D, skip, limit int6
 		return nil, mongoerr.New(mongoerr.BadValue, "skip value must be non-negative")
 	}
 	return ts, nil
-}
-
-// textResult is one matching document with its score.
-type textResult struct {
-	raw   bson.Raw
-	doc   bson.D
-	score float64
-}
-
-// searchText runs the search and returns the matches in the requested
-// order, skipped and limited.
-func (h *Handlers) searchText(ctx context.Context, on storage.On, col *storage.Collection, ts *textSpec) ([]textResult, error) {
-	ix := col.TextIndexOf()
-	if ix == nil {
-		return nil, mongoerr.New(mongoerr.IndexNotFound, "text index required for $text query")
-	}
-	lang := ts.text.language
-	if lang == "" {
-		lang = ix.Text.DefaultLanguage
-	}
-	cfg, _ := storage.TextConfig(lang)
-	where, args := ts.filter.SQL(col.KeyColumns(), 1)
-	q := storage.TextSearch{Config: cfg, Terms: ts.text.terms, Phrases: ts.text.phrases, Negated: ts.text.negated, NegatedPhrases: ts.text.negatedPhrases,
-		Where: where, Args: args, MaxBytes: maxSortBytes}
-	scoreOnly := len(ts.sort) == 1 && ts.sort[0].score
-	q.ByScore = scoreOnly
-	if ts.empty && ts.limit > 0 && (len(ts.sort) == 0 || scoreOnly) {
-		q.Limit = int(min(ts.skip+ts.limit, 1<<30))
-	}
-	rows, err := h.store.SearchText(ctx, on, col, ix, q)
-	if err != nil {
-		return nil, err
-	}
-	// The matches are held (to sort them by score): in both forms, within
-	// the in-memory sort limit.
-	var out []textResult
-	held := 0
-	for _, r := range rows {
-		d, err := bsonx.Decode(r.Doc)
-		if err != nil {
-			return nil, mongoerr.New(mongoerr.InternalError, "stored document is corrupt")
-		}
-		if held += len(r.Doc) + exec.DocMemory(d); held > maxSortBytes {
-			return nil, mongoerr.New(mongoerr.QueryExceededMemoryLimit, "$text results exceeded the memory limit of 104857600 bytes; add a limit or a narrower search")
-		}
-		if !ts.empty {
-			ok, err := ts.filter.MatchErr(d)
-			if err != nil {
-				return nil, err
-			}
-			if !ok {
-				continue
-			}
-		}
-		out = append(out, textResult{raw: r.Doc, doc: d, score: r.Score})
-	}
-	if len(ts.sort) > 0 && !scoreOnly {
-		slices.SortStableFunc(out, func(a, b textResult) int {
-			for _, k := range ts.sort {
-				if k.score {
-					if a.score != b.score {
-						if a.score > b.score {
-							return -1
-						}
-						return 1
-					}
-					continue
-				}
-				if c := k.by.Compare(a.doc, b.doc); c != 0 {
-					return c
-				}
-			}
-			return 0
-		})
-	}
-	if ts.skip >= int64(len(out)) {
-		return nil, nil
-	}
-	out = out[ts.skip:]
-	if ts.limit > 0 && int64(len(out)) > ts.limit {
-		out = out[:ts.limit]
-	}
-	return out, nil
 }
 
 // textCollection is the collection a $text query reads; without one, no
@@ -337,14 +242,14 @@ func (h *Handlers) textCollection(ctx context.Context, on storage.On, db, name s
 	return col, err
 }
 
-// textSearch runs ts on the text index of db.name.
-func (h *Handlers) textSearch(ctx context.Context, on storage.On, db, name string, ts *textSpec) (*storage.Collection, []textResult, error) {
+// textRead is the $text search ts of db.name (exec.TextRead), on the node
+// the request was routed to.
+func (h *Handlers) textRead(ctx context.Context, on storage.On, db, name string, ts *exec.TextSpec) (*exec.TextRead, error) {
 	col, err := h.textCollection(ctx, on, db, name)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	results, err := h.searchText(ctx, on, col, ts)
-	return col, results, err
+	return &exec.TextRead{Store: h.store, On: on, Col: col, Spec: ts}, nil
 }
 
 // findText is find with $text.
@@ -358,31 +263,15 @@ func (h *Handlers) findText(ctx context.Context, req *Request, name string, text
 		return nil, err
 	}
 	defer done()
-	col, results, err := h.textSearch(ctx, on, req.DB, name, ts)
+	read, err := h.textRead(ctx, on, req.DB, name, ts)
 	if err != nil {
 		return nil, err
 	}
-	docs := make([]bson.Raw, len(results))
-	for i, r := range results {
-		docs[i] = r.raw
-		if ts.proj == nil && len(ts.scoreFields) == 0 {
-			continue
-		}
-		d := r.doc
-		if ts.proj != nil {
-			if d, err = ts.proj.Apply(d); err != nil {
-				return nil, err
-			}
-		}
-		for _, f := range ts.scoreFields {
-			d = slices.DeleteFunc(slices.Clone(d), func(e bson.E) bool { return e.Key == f })
-			d = append(d, bson.E{Key: f, Value: r.score})
-		}
-		if docs[i], err = bsonx.Marshal(d); err != nil {
-			return nil, err
-		}
+	src, err := read.Open(ctx)
+	if err != nil {
+		return nil, err
 	}
-	return h.firstBatch(ctx, on, req, col.Namespace(), &sliceSource{docs: docs}, batchSize, singleBatch)
+	return h.firstBatch(ctx, on, req, read.Col.Namespace(), src, batchSize, singleBatch)
 }
 
 // countText is count with $text.
@@ -396,7 +285,11 @@ func (h *Handlers) countText(ctx context.Context, req *Request, name string, tex
 		return nil, err
 	}
 	defer done()
-	_, results, err := h.textSearch(ctx, on, req.DB, name, ts)
+	read, err := h.textRead(ctx, on, req.DB, name, ts)
+	if err != nil {
+		return nil, err
+	}
+	results, err := read.Search(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -407,13 +300,19 @@ func (h *Handlers) countText(ctx context.Context, req *Request, name string, tex
 // selects to fn, in the text index's order (by _id). Their scores are not
 // available to later stages ({$meta: "textScore"} there is refused by the
 // expression parser).
-func (h *Handlers) readText(ctx context.Context, on storage.On, db, coll string, text *textQuery, rs *readSpec, fn func(bson.D) error) error {
-	_, results, err := h.textSearch(ctx, on, db, coll, &textSpec{text: text, filter: rs.filter, empty: rs.empty})
+func (h *Handlers) readText(ctx context.Context, on storage.On, db, coll string, text *textQuery, rs *exec.ReadSpec, fn func(bson.D) error) error {
+	ts := text.spec()
+	ts.Filter, ts.Empty = rs.Filter, rs.Empty
+	read, err := h.textRead(ctx, on, db, coll, ts)
+	if err != nil {
+		return err
+	}
+	results, err := read.Search(ctx)
 	if err != nil {
 		return err
 	}
 	for _, r := range results {
-		if err := fn(r.doc); err != nil {
+		if err := fn(r.Doc); err != nil {
 			return err
 		}
 	}

@@ -3,7 +3,6 @@ package commands
 import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
-	"tierdb/internal/bsonx"
 	"tierdb/internal/exec"
 	"tierdb/internal/expr"
 	"tierdb/internal/mongoerr"
@@ -92,16 +91,16 @@ func (env *updateEnv) parseUpdateArg(u any, arrayFilters any, hasFilters bool, c
 
 // readSpec parses the query of an update or findAndModify, with the
 // command's let variables and $$NOW in scope of its $expr.
-func (env *updateEnv) readSpec(q, sortDoc bson.D, limit int64) (*readSpec, error) {
-	rs, err := parseReadSpec(nil, sortDoc, nil, 0, limit)
+func (env *updateEnv) readSpec(q, sortDoc bson.D, limit int64) (*exec.ReadSpec, error) {
+	rs, err := exec.ParseReadSpec(nil, sortDoc, nil, 0, limit)
 	if err != nil {
 		return nil, err
 	}
 	// The command's one $$NOW, also in the query's $expr.
-	if rs.filter, err = query.ParseFilterVars(q, expr.WithNow(env.vars, env.now)); err != nil {
+	if rs.Filter, err = query.ParseFilterVars(q, expr.WithNow(env.vars, env.now)); err != nil {
 		return nil, err
 	}
-	rs.empty, rs.exact = len(q) == 0, isIDEquality(q)
+	rs.Empty, rs.Exact = len(q) == 0, exec.IsIDEquality(q)
 	return rs, nil
 }
 
@@ -113,13 +112,4 @@ func applyMatched(upd *update.Update, filter *query.Filter, d bson.D) (bson.D, b
 		p.Matched, _ = filter.MatchedPosition(d)
 	}
 	return upd.ApplyWith(d, p)
-}
-
-// projectRaw applies a find projection and encodes the result.
-func projectRaw(p *update.Projection, doc bson.D) (bson.Raw, error) {
-	out, err := p.Apply(doc)
-	if err != nil {
-		return nil, err
-	}
-	return bsonx.Marshal(out)
 }

@@ -116,7 +116,7 @@ func (h *Handlers) findOnView(ctx context.Context, req *Request, _ *viewDef) (bs
 	if err := h.viewPipeline(ctx, req, stages, sink); err != nil {
 		return nil, err
 	}
-	return h.firstBatch(ctx, req.on, req, req.DB+"."+name, &sliceSource{docs: sink.Raws}, batchSize, singleBatch)
+	return h.firstBatch(ctx, req.on, req, req.DB+"."+name, &exec.SliceSource{Docs: sink.Raws}, batchSize, singleBatch)
 }
 
 // findStages are the stages a find's filter, sort, skip, limit and
@@ -254,12 +254,11 @@ func (h *Handlers) distinctOnView(ctx context.Context, req *Request, _ *viewDef)
 	if len(q) > 0 {
 		stages = append(stages, bson.D{{Key: "$match", Value: q}})
 	}
-	vals := newDistinctValues()
-	sink := &funcSink{push: func(doc bson.D) error { return vals.addFrom(doc, key) }}
-	if err := h.viewPipeline(ctx, req, stages, sink); err != nil {
+	vals := exec.NewDistinct(key)
+	if err := h.viewPipeline(ctx, req, stages, vals); err != nil {
 		return nil, err
 	}
-	return bson.D{{Key: "values", Value: vals.sorted()}}, nil
+	return bson.D{{Key: "values", Value: vals.Values()}}, nil
 }
 
 type funcSink struct{ push func(bson.D) error }

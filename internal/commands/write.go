@@ -145,28 +145,6 @@ func sortErrors(errs []indexedError) {
 	slices.SortStableFunc(errs, func(a, b indexedError) int { return a.index - b.index })
 }
 
-// eachMatch calls fn for each document matching rs, in _id order, a batch at
-// a time, until fn says stop.
-func (h *Handlers) eachMatch(ctx context.Context, on storage.On, col *storage.Collection, rs *readSpec, fn func(doc bson.D, raw bson.Raw) (stop bool, err error)) error {
-	src := &scanSource{store: h.store, col: col, spec: rs, params: rs.scanParams(col), raw: true, keepDecoded: true}
-	notePlan(ctx, on, col, rs, src.params, false)
-	for {
-		batch, done, err := src.next(ctx, on, 100)
-		if err != nil {
-			return err
-		}
-		for i, raw := range batch {
-			stop, err := fn(src.decoded[i], raw)
-			if err != nil || stop {
-				return err
-			}
-		}
-		if done {
-			return nil
-		}
-	}
-}
-
 // modify applies change to doc and stores the result if the document did not
 // change since it was read; otherwise it re-reads it, re-checks the filter and
 // tries again. A write that loses optimisticTries times to concurrent ones
@@ -350,12 +328,12 @@ func (h *Handlers) updateStatement(ctx context.Context, on storage.On, db, name 
 	if err := checkStatementHint(col, stmt); err != nil { // hint.go
 		return res, err
 	}
-	if col != nil && rs.exact {
+	if col != nil && rs.Exact {
 		if done, err := h.updateLastWritten(ctx, on, col, q[0].Value, upd, &res); done || err != nil {
 			return res, err
 		}
 	}
-	apply := func(d bson.D) (bson.D, bool, error) { return applyMatched(upd, rs.filter, d) }
+	apply := func(d bson.D) (bson.D, bool, error) { return applyMatched(upd, rs.Filter, d) }
 	// Two rounds at most: a duplicate key on the upsert's insert may mean a
 	// concurrent upsert inserted the match first (then the second round
 	// updates it), or a genuine clash with a unique index (then it is the
@@ -363,7 +341,7 @@ func (h *Handlers) updateStatement(ctx context.Context, on storage.On, db, name 
 	for round := 0; round < 2; round++ {
 		if col != nil {
 			err = h.eachMatch(ctx, on, col, rs, func(doc bson.D, raw bson.Raw) (bool, error) {
-				matched, modified, _, err := h.modify(ctx, on, col, rs.filter, doc, raw, apply)
+				matched, modified, _, err := h.modify(ctx, on, col, rs.Filter, doc, raw, apply)
 				if matched {
 					res.matched++
 				}
@@ -376,7 +354,7 @@ func (h *Handlers) updateStatement(ctx context.Context, on storage.On, db, name 
 				return res, err
 			}
 		}
-		doc, err := update.UpsertDocument(rs.filter.Equalities(), upd)
+		doc, err := update.UpsertDocument(rs.Filter.Equalities(), upd)
 		if err != nil {
 			return res, err
 		}
@@ -547,7 +525,7 @@ func (h *Handlers) deleteStatement(ctx context.Context, on storage.On, col *stor
 					if err != nil {
 						return err
 					}
-					if ok, err := rs.filter.MatchErr(doc); !ok || err != nil {
+					if ok, err := rs.Filter.MatchErr(doc); !ok || err != nil {
 						return err
 					}
 					n, err = h.store.Delete(ctx, on, col, []storage.Row{*locked})

@@ -1,18 +1,16 @@
-package commands
+package exec
 
 import (
 	"encoding/json"
 	"slices"
 
-	"go.mongodb.org/mongo-driver/v2/bson"
-
 	"tierdb/internal/query"
 	"tierdb/internal/storage"
 )
 
-// sortPlan is how an index serves a sort: its key column walked in byte
+// SortPlan is how an index serves a sort: its key column walked in byte
 // order (backwards with desc), ties by _id (backwards with idDesc).
-type sortPlan struct {
+type SortPlan struct {
 	index  *storage.Index
 	desc   bool
 	idDesc bool
@@ -28,7 +26,7 @@ type sortPlan struct {
 
 // better ranks candidates: exact ties first, then the most pinned keys
 // (the narrowest walk), then the fewest keys.
-func (p sortPlan) better(o sortPlan) bool {
+func (p SortPlan) better(o SortPlan) bool {
 	if p.exact != o.exact {
 		return p.exact
 	}
@@ -57,21 +55,21 @@ func (p sortPlan) better(o sortPlan) bool {
 // sparse, hidden, hashed or text index, or one with any option this
 // function does not know, never does. Among candidates the exact ones win,
 // then the one using the most pinned keys, then the one with the fewest keys.
-func planIndexSort(indexes []storage.Index, s query.Sort, pinned map[string]bool) (sortPlan, bool) {
+func planIndexSort(indexes []storage.Index, s query.Sort, pinned map[string]bool) (SortPlan, bool) {
 	fields := s.Fields()
 	var idTail *query.SortField
 	if n := len(fields); n > 1 && fields[n-1].Path == "_id" {
 		idTail, fields = &fields[n-1], fields[:n-1]
 	}
 	if len(fields) == 0 {
-		return sortPlan{}, false
+		return SortPlan{}, false
 	}
 	for _, f := range fields[1:] {
 		if f.Desc != fields[0].Desc || f.Path == "_id" {
-			return sortPlan{}, false
+			return SortPlan{}, false
 		}
 	}
-	var best sortPlan
+	var best SortPlan
 	found := false
 	for i := range indexes {
 		ix := &indexes[i]
@@ -86,7 +84,7 @@ func planIndexSort(indexes []storage.Index, s query.Sort, pinned map[string]bool
 		if idTail != nil && !exact {
 			continue
 		}
-		p := sortPlan{index: ix, desc: fields[0].Desc, exact: exact, pinned: start}
+		p := SortPlan{index: ix, desc: fields[0].Desc, exact: exact, pinned: start}
 		if idTail != nil {
 			p.idDesc = idTail.Desc
 		}
@@ -173,49 +171,4 @@ func onlyKnown(m map[string]json.RawMessage, known []string) bool {
 		}
 	}
 	return true
-}
-
-// explainRead is the scan a read spec starts with, for explain, and how
-// its sort runs: an IXSCAN stage naming the index whose key column is
-// walked, a SORT stage for a sort in memory, nil without a sort.
-func (h *Handlers) explainRead(col *storage.Collection, rs *readSpec, sortDoc bson.D) (storage.ScanParams, bson.D) {
-	params := rs.scanParams(col)
-	if rs.sort.IsEmpty() {
-		return params, nil
-	}
-	if asc, ok := rs.sort.ByIDOnly(); ok {
-		params.Desc = !asc
-		return params, bson.D{{Key: "stage", Value: "IXSCAN"}, {Key: "indexName", Value: "_id_"}, {Key: "keyPattern", Value: bson.D{{Key: "_id", Value: int32(1)}}}, {Key: "direction", Value: direction(!asc)}}
-	}
-	plan, ok := planIndexSort(col.Indexes, rs.sort, rs.filter.PinnedPaths())
-	if !ok {
-		return params, bson.D{{Key: "stage", Value: "SORT"}, {Key: "sortPattern", Value: sortDoc}}
-	}
-	src := newOrderedSource(h.store, col, rs, plan, nil)
-	return src.walkParams(), sortStage(plan)
-}
-
-// sortStage describes an index walk for explain.
-func sortStage(plan sortPlan) bson.D {
-	pattern := bson.D{}
-	for _, k := range plan.index.Keys {
-		dir := int32(1)
-		if k.Desc {
-			dir = -1
-		}
-		pattern = append(pattern, bson.E{Key: k.Field, Value: dir})
-	}
-	return bson.D{
-		{Key: "stage", Value: "IXSCAN"},
-		{Key: "indexName", Value: plan.index.Name},
-		{Key: "keyPattern", Value: pattern},
-		{Key: "direction", Value: direction(plan.desc != plan.index.Keys[0].Desc)},
-	}
-}
-
-func direction(desc bool) string {
-	if desc {
-		return "backward"
-	}
-	return "forward"
 }

@@ -1,4 +1,4 @@
-package commands
+package exec
 
 import (
 	"bytes"
@@ -8,8 +8,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"tierdb/internal/bsonx"
-	"tierdb/internal/exec"
-	"tierdb/internal/mongoerr"
 	"tierdb/internal/storage"
 )
 
@@ -21,11 +19,11 @@ import (
 // largest element) are read first, sorted in memory and merged in, so the
 // result is the in-memory sort's (sortAll's) whatever the documents hold.
 type orderedSource struct {
-	store *storage.Store
-	node  *storage.Node
+	store Store
+	node  *storage.Node // where the first batch ran (nil: the primary): every batch runs there
 	col   *storage.Collection
-	spec  *readSpec
-	plan  sortPlan
+	spec  *ReadSpec
+	plan  SortPlan
 	// params is the prefilter; the walk's position lives in it. The walk
 	// itself uses walkWhere and walkArgs instead of its Where and Args.
 	params    storage.ScanParams
@@ -42,26 +40,27 @@ type orderedSource struct {
 	limitHint int64
 
 	started    bool
-	mem        []sortItem // multikey rows, sorted, not yet emitted
-	pending    []sortItem // walked rows, in order, not yet emitted
+	mem        []walkItem // multikey rows, sorted, not yet emitted
+	pending    []walkItem // walked rows, in order, not yet emitted
 	streamDone bool
 	walkAfter  []byte // the key column of the last walked row
 	skipped    int64
 	emitted    int64
 }
 
-type sortItem struct {
+type walkItem struct {
 	raw bson.Raw
 	doc bson.D // nil until needed
 	id  []byte
 }
 
-func newOrderedSource(s *storage.Store, col *storage.Collection, rs *readSpec, plan sortPlan, node *storage.Node) *orderedSource {
-	src := &orderedSource{store: s, col: col, spec: rs, plan: plan, params: rs.scanParams(col), node: node}
+func newOrderedSource(r *Read, plan SortPlan) *orderedSource {
+	rs, col := r.Spec, r.Col
+	src := &orderedSource{store: r.Store, node: r.On.Node, col: col, spec: rs, plan: plan, params: rs.scanParams(col)}
 	// The walk reads only rows whose column is set, so the prefilter on
 	// that column need not let NULLs through, and a range on it (a pinned
 	// prefix) then bounds the btree walk.
-	src.walkWhere, src.walkArgs = rs.filter.SQL(col.WalkKeyColumns(plan.index.Column), 1)
+	src.walkWhere, src.walkArgs = rs.Filter.SQL(col.WalkKeyColumns(plan.index.Column), 1)
 	return src
 }
 
@@ -86,8 +85,8 @@ func (s *orderedSource) walkParams() storage.ScanParams {
 
 // cmp orders two rows as the in-memory sort does: by the sort, then by _id
 // (the order a stable sort of an _id-ordered scan leaves ties in).
-func (s *orderedSource) cmp(a, b sortItem) int {
-	if c := s.spec.sort.Compare(a.doc, b.doc); c != 0 {
+func (s *orderedSource) cmp(a, b walkItem) int {
+	if c := s.spec.Sort.Compare(a.doc, b.doc); c != 0 {
 		return c
 	}
 	c := bytes.Compare(a.id, b.id)
@@ -97,9 +96,9 @@ func (s *orderedSource) cmp(a, b sortItem) int {
 	return c
 }
 
-func (s *orderedSource) limited() bool { return !s.raw && s.spec.limit > 0 }
+func (s *orderedSource) limited() bool { return !s.raw && s.spec.Limit > 0 }
 
-func (s *orderedSource) next(ctx context.Context, on storage.On, n int) ([]bson.Raw, bool, error) {
+func (s *orderedSource) Next(ctx context.Context, on storage.On, n int) ([]bson.Raw, bool, error) {
 	if s.node != nil {
 		on.Node = s.node
 	}
@@ -113,7 +112,7 @@ func (s *orderedSource) next(ctx context.Context, on storage.On, n int) ([]bson.
 	s.decoded = s.decoded[:0]
 	size := 0
 	for {
-		if s.limited() && s.emitted >= s.spec.limit {
+		if s.limited() && s.emitted >= s.spec.Limit {
 			s.mem, s.pending, s.streamDone = nil, nil, true
 		}
 		if n > 0 && len(out) >= n {
@@ -126,7 +125,7 @@ func (s *orderedSource) next(ctx context.Context, on storage.On, n int) ([]bson.
 			continue
 		}
 		fromMem := len(s.pending) == 0 || (len(s.mem) > 0 && s.cmp(s.mem[0], s.pending[0]) < 0)
-		var it sortItem
+		var it walkItem
 		if fromMem {
 			if len(s.mem) == 0 {
 				return out, true, nil
@@ -135,22 +134,22 @@ func (s *orderedSource) next(ctx context.Context, on storage.On, n int) ([]bson.
 		} else {
 			it = s.pending[0]
 		}
-		if !s.raw && s.skipped < s.spec.skip {
+		if !s.raw && s.skipped < s.spec.Skip {
 			s.skipped++
 			s.pop(fromMem)
 			continue
 		}
 		raw := it.raw
-		if !s.raw && s.spec.proj != nil {
+		if !s.raw && s.spec.Proj != nil {
 			doc, err := it.decode()
 			if err != nil {
 				return nil, false, err
 			}
-			if raw, err = projectRaw(s.spec.proj, doc); err != nil {
+			if raw, err = ProjectRaw(s.spec.Proj, doc); err != nil {
 				return nil, false, err
 			}
 		}
-		if len(out) > 0 && size+elemSize(len(out), raw) > maxBatchBytes {
+		if len(out) > 0 && size+ElemSize(len(out), raw) > MaxBatchBytes {
 			return out, false, nil
 		}
 		if s.keepDecoded {
@@ -161,7 +160,7 @@ func (s *orderedSource) next(ctx context.Context, on storage.On, n int) ([]bson.
 			s.decoded = append(s.decoded, doc)
 		}
 		s.pop(fromMem)
-		size += elemSize(len(out), raw)
+		size += ElemSize(len(out), raw)
 		out = append(out, raw)
 		s.emitted++
 	}
@@ -173,19 +172,19 @@ func (s *orderedSource) exhausted() bool {
 
 func (s *orderedSource) pop(fromMem bool) {
 	if fromMem {
-		s.mem[0] = sortItem{}
+		s.mem[0] = walkItem{}
 		s.mem = s.mem[1:]
 	} else {
-		s.pending[0] = sortItem{}
+		s.pending[0] = walkItem{}
 		s.pending = s.pending[1:]
 	}
 }
 
-func (it *sortItem) decode() (bson.D, error) {
+func (it *walkItem) decode() (bson.D, error) {
 	if it.doc == nil {
 		d, err := bsonx.Decode(it.raw)
 		if err != nil {
-			return nil, mongoerr.New(mongoerr.InternalError, "stored document is corrupt")
+			return nil, errCorrupt()
 		}
 		it.doc = d
 	}
@@ -194,15 +193,15 @@ func (it *sortItem) decode() (bson.D, error) {
 
 // keep decodes a row and rechecks it against the filter (the prefilter is
 // only a superset).
-func (s *orderedSource) keep(it *sortItem) (bool, error) {
+func (s *orderedSource) keep(it *walkItem) (bool, error) {
 	doc, err := it.decode()
 	if err != nil {
 		return false, err
 	}
-	if s.spec.empty || s.spec.exact {
+	if s.spec.Empty || s.spec.Exact {
 		return true, nil
 	}
-	return s.spec.filter.MatchErr(doc)
+	return s.spec.Filter.MatchErr(doc)
 }
 
 // loadMultikey reads every matching row whose key column is NULL and sorts
@@ -211,7 +210,7 @@ func (s *orderedSource) keep(it *sortItem) (bool, error) {
 func (s *orderedSource) loadMultikey(ctx context.Context, on storage.On) error {
 	keep := 0
 	if s.limited() {
-		keep = int(min(s.spec.skip+s.spec.limit, 1<<20))
+		keep = int(min(s.spec.Skip+s.spec.Limit, 1<<20))
 	} else if s.limitHint > 0 {
 		keep = int(min(s.limitHint, 1<<20))
 	}
@@ -225,7 +224,7 @@ func (s *orderedSource) loadMultikey(ctx context.Context, on storage.On) error {
 			return err
 		}
 		for _, r := range ch.Rows {
-			it := sortItem{raw: r.Doc, id: r.Key}
+			it := walkItem{raw: r.Doc, id: r.Key}
 			ok, err := s.keep(&it)
 			if err != nil {
 				return err
@@ -237,18 +236,18 @@ func (s *orderedSource) loadMultikey(ctx context.Context, on storage.On) error {
 			// rows would otherwise pin.
 			it.raw, it.id = append(bson.Raw(nil), it.raw...), append([]byte(nil), it.id...)
 			s.mem = append(s.mem, it)
-			total += len(it.raw) + exec.DocMemory(it.doc)
+			total += len(it.raw) + DocMemory(it.doc)
 			if keep > 0 && len(s.mem) >= 2*keep+1024 {
 				slices.SortFunc(s.mem, s.cmp)
 				for _, dropped := range s.mem[keep:] {
-					total -= len(dropped.raw) + exec.DocMemory(dropped.doc)
+					total -= len(dropped.raw) + DocMemory(dropped.doc)
 				}
 				clear(s.mem[keep:])
 				s.mem = s.mem[:keep]
 			}
 		}
-		if total > maxSortBytes {
-			return mongoerr.New(mongoerr.QueryExceededMemoryLimit, "Sort exceeded memory limit of 104857600 bytes; add an index or a limit (tierdb cannot spill sorts to disk)")
+		if total > findSortBytes {
+			return errFindSortMemory()
 		}
 		if ch.Read < p.Limit && !ch.Cut {
 			break
@@ -281,10 +280,10 @@ func (s *orderedSource) fetch(ctx context.Context, on storage.On, want int) erro
 	if ch.Read > 0 {
 		s.params.After, s.walkAfter = ch.LastKey, ch.LastOrderKey
 	}
-	needDoc := !s.spec.empty && !s.spec.exact || len(s.mem) > 0
+	needDoc := !s.spec.Empty && !s.spec.Exact || len(s.mem) > 0
 	s.pending = s.pending[:0]
 	for _, r := range ch.Rows {
-		it := sortItem{raw: r.Doc, id: r.Key}
+		it := walkItem{raw: r.Doc, id: r.Key}
 		if needDoc {
 			ok, err := s.keep(&it)
 			if err != nil {
@@ -306,7 +305,7 @@ func (s *orderedSource) nextChunk(want int) int {
 	left := int64(0) // rows the query can still take, 0: unknown
 	switch {
 	case s.limited():
-		left = s.spec.skip - s.skipped + s.spec.limit - s.emitted
+		left = s.spec.Skip - s.skipped + s.spec.Limit - s.emitted
 	case s.limitHint > 0:
 		left = max(s.limitHint-s.emitted, 1)
 	}
@@ -317,7 +316,7 @@ func (s *orderedSource) nextChunk(want int) int {
 	if left > 0 && left < int64(chunk) {
 		chunk = int(left)
 	}
-	if !s.spec.empty && !s.spec.exact {
+	if !s.spec.Empty && !s.spec.Exact {
 		chunk = max(chunk*2, 64) // some rows may fail the recheck
 	}
 	return min(chunk+1, 1000) // one more says whether the walk ends
