@@ -349,6 +349,25 @@ def test_sort_by_count_and_bucket(sales):
     assert codes(e) == 40194
 
 
+def test_skip_limit_count_and_their_argument_codes(sales):
+    ids = lambda rows: [r["_id"] for r in rows]
+    assert ids(agg(sales, [{"$sort": {"_id": -1}}, {"$skip": 1}, {"$limit": 2}])) == [3, 2]
+    assert ids(agg(sales, [{"$sort": {"_id": 1}}, {"$skip": 1.0}, {"$limit": Int64(1)}])) == [2]
+    assert agg(sales, [{"$skip": 10}]) == []
+    assert agg(sales, [{"$match": {"item": "a"}}, {"$count": "n"}]) == [{"n": 2}]
+    assert agg(sales, [{"$match": {"item": "zz"}}, {"$count": "n"}]) == []  # no document, not {n: 0}
+    # MongoDB's codes (document_source_skip/limit/count/sort.cpp, sort_pattern.cpp).
+    for stage, code in [({"$skip": "1"}, 15972), ({"$skip": -1}, 5107200), ({"$skip": 1.5}, 5107200),
+                        ({"$limit": "1"}, 15957), ({"$limit": -1}, 5107201), ({"$limit": 0}, 15958),
+                        ({"$count": 1}, 40156), ({"$count": ""}, 40157), ({"$count": "$n"}, 40158),
+                        ({"$count": "a.b"}, 40160),
+                        ({"$sort": 1}, 15973), ({"$sort": {}}, 15976), ({"$sort": {"a": "x"}}, 15974),
+                        ({"$sort": {"a": 2}}, 15975)]:
+        with pytest.raises(OperationFailure) as e:
+            agg(sales, [stage])
+        assert codes(e) == code, stage
+
+
 def test_facet(sales):
     rows = agg(sales, [{"$facet": {
         "byItem": [{"$sortByCount": "$item"}, {"$limit": 1}],

@@ -3,7 +3,6 @@ package exec
 import (
 	"context"
 	"errors"
-	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
@@ -180,21 +179,24 @@ func newStage(st bson.D, next Stage, env *Env) (Stage, error) {
 	case "$replaceRoot", "$replaceWith":
 		return newReplaceRoot(name, arg, next, env)
 	case "$skip", "$limit":
-		n, ok := query.AsInt(arg)
-		if !ok || n < 0 || (name == "$limit" && n == 0) {
-			return nil, mongoerr.Newf(mongoerr.FailedToParse, "invalid argument to %s stage: must be a positive number", name)
+		n, err := stageCount(name, arg)
+		if err != nil {
+			return nil, err
 		}
 		if name == "$skip" {
 			return &skipStage{next: next, skip: n}, nil
 		}
 		return &limitStage{next: next, left: n}, nil
 	case "$count":
-		field, ok := arg.(string)
-		if !ok || field == "" || strings.HasPrefix(field, "$") || strings.Contains(field, ".") {
-			return nil, mongoerr.New(mongoerr.FailedToParse, "the $count field must be a non-empty string without '$' or '.'")
+		field, err := countField(arg)
+		if err != nil {
+			return nil, err
 		}
 		return &countStage{next: next, field: field}, nil
 	case "$sort":
+		if err := checkSortStage(arg); err != nil {
+			return nil, err
+		}
 		d, err := stageDoc(st)
 		if err != nil {
 			return nil, err
