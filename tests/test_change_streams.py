@@ -309,3 +309,22 @@ def test_privileges(new_server):
         assert e.value.code == 13
     finally:
         t.stop()
+
+
+def test_database_and_cluster_stream_cursors_can_be_killed(db, client):
+    """Their cursors live on '<db>.$cmd.aggregate'; drivers close them with
+    killCursors on "$cmd.aggregate" (which once answered InvalidNamespace,
+    leaving the cursor open until it timed out)."""
+    for target in (db, client.admin):
+        pipeline = [{"$changeStream": {"allChangesForCluster": True}}] if target.name == "admin" else [{"$changeStream": {}}]
+        reply = target.command("aggregate", 1, pipeline=pipeline, cursor={"batchSize": 0})
+        cur = reply["cursor"]
+        assert cur["ns"] == f"{target.name}.$cmd.aggregate" and cur["id"] != 0
+        killed = target.command("killCursors", "$cmd.aggregate", cursors=[cur["id"]])
+        assert killed["cursorsKilled"] == [cur["id"]], killed
+        with pytest.raises(OperationFailure) as e:
+            target.command("getMore", cur["id"], collection="$cmd.aggregate")
+        assert e.value.code == 43  # CursorNotFound
+    with pytest.raises(OperationFailure) as e:
+        db.command("killCursors", "$cmd.other", cursors=[1])
+    assert e.value.code == 73

@@ -176,9 +176,14 @@ func (h *Handlers) getMore(ctx context.Context, req *Request) (bson.D, error) {
 // killCursors kills the caller's cursors on the named collection; others'
 // ids are reported as not found, so they are neither killed nor revealed.
 func (h *Handlers) killCursors(_ context.Context, req *Request) (bson.D, error) {
-	coll, err := collectionName(req)
-	if err != nil {
-		return nil, err
+	// "$cmd.aggregate": the cursors of aggregates on a database
+	// ({aggregate: 1}: $currentOp, database and deployment change streams).
+	coll, _ := req.Cmd[0].Value.(string)
+	if coll != "$cmd.aggregate" {
+		var err error
+		if coll, err = collectionName(req); err != nil {
+			return nil, err
+		}
 	}
 	ids, err := getArray(req.Cmd, "cursors")
 	if err != nil {
