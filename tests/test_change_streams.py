@@ -328,3 +328,24 @@ def test_database_and_cluster_stream_cursors_can_be_killed(db, client):
     with pytest.raises(OperationFailure) as e:
         db.command("killCursors", "$cmd.other", cursors=[1])
     assert e.value.code == 73
+
+
+def test_the_stream_reads_at_the_low_tier(new_server):
+    """Reading the replication slot is low-tier work: admitted by the low
+    tier's gate while the client itself runs at the normal tier."""
+    t = new_server(extra_args=["--ttl-monitor-interval", "0"]).start()
+    try:
+        c = t.client()
+        st = c.admin.command("qosStatus")
+        low_before = st["tiers"]["low"]["admitted"]
+        with c.d.c.watch(max_await_time_ms=200) as s:
+            c.d.c.insert_one({"_id": 1})
+            (ev,) = next_events(s, 1)
+        assert ev["documentKey"] == {"_id": 1}
+        st = c.admin.command("qosStatus")
+        assert st["tiers"]["low"]["admitted"] > low_before, st["tiers"]["low"]
+        assert c.admin.command("connectionStatus")["priority"] == "normal"
+        assert all(u["ops"]["low"] == 0 for u in st["users"]), st["users"]  # no client request ran at low
+        c.close()
+    finally:
+        t.stop()
