@@ -118,6 +118,9 @@ func Build(stages []bson.D, sink Stage, env *Env) (Stage, error) {
 		if err != nil {
 			return nil, err
 		}
+		if sorter, ok := st.(*sortStage); ok {
+			sorter.keep = sortKeep(stages[i+1:])
+		}
 		next = st
 	}
 	return next, nil
@@ -328,6 +331,9 @@ type sortStage struct {
 	spill   bool
 	tempDir string
 	runs    []*sortRun
+	// keep: only the first keep documents in order matter (a $limit
+	// follows, topk.go); 0: all.
+	keep int64
 }
 
 // sortMemoryBytes is what $sort holds before it spills or fails (a
@@ -337,6 +343,7 @@ var sortMemoryBytes = MaxMemoryBytes
 func (s *sortStage) Push(doc bson.D) error {
 	s.mem += DocMemory(doc)
 	s.docs = append(s.docs, doc)
+	s.trimToKeep()
 	if s.mem <= sortMemoryBytes {
 		return nil
 	}

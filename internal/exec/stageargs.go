@@ -23,6 +23,9 @@ func stageCount(name string, arg any) (int64, error) {
 		}
 		arg = f
 	}
+	if n, ok := arg.(int); ok {
+		arg = int64(n)
+	}
 	switch arg.(type) {
 	case int32, int64, float64:
 	default:
@@ -89,6 +92,8 @@ func checkSortStage(arg any) error {
 
 func numberValue(v any) (float64, bool) {
 	switch n := v.(type) {
+	case int:
+		return float64(n), true
 	case int32:
 		return float64(n), true
 	case int64:
