@@ -156,6 +156,43 @@ def test_array_operators(db):
     assert one(c, "$o.x", doc) == [1, 2]
 
 
+def test_set_operators(db):
+    c = db.e
+    doc = {"_id": 1, "a": [1, 2, 3, 2], "b": [3, 4.0, 1]}
+    # Sets of distinct values, equal as $eq compares (1 and 1.0 are one);
+    # $setUnion and $setIntersection in BSON order, as MongoDB returns them.
+    assert one(c, {"$setUnion": ["$a", "$b"]}, doc) == [1, 2, 3, 4.0]
+    assert one(c, {"$setIntersection": ["$a", "$b"]}, doc) == [1, 3]
+    assert one(c, {"$setIntersection": []}, doc) == []
+    assert one(c, {"$setDifference": ["$a", "$b"]}, doc) == [2]
+    assert one(c, {"$setEquals": ["$a", [3, 2, 1.0]]}, doc) is True
+    assert one(c, {"$setEquals": ["$a", "$b"]}, doc) is False
+    assert one(c, {"$setIsSubset": [[2, 2], "$a"]}, doc) is True
+    assert one(c, {"$anyElementTrue": [[0, None, "x"]]}, doc) is True
+    assert one(c, {"$allElementsTrue": [[1, 0]]}, doc) is False
+    assert one(c, {"$allElementsTrue": [[]]}, doc) is True
+    # A null or missing operand gives null where MongoDB allows it, else an error.
+    assert one(c, {"$setUnion": ["$a", "$missing"]}, doc) is None
+    assert one(c, {"$setDifference": [None, "$a"]}, doc) is None
+    fails(c, {"$setUnion": ["$a", 1]}, 17043, doc)
+    fails(c, {"$setIntersection": ["x"]}, 17047, doc)
+    fails(c, {"$setDifference": ["$a", 1]}, 17049, doc)
+    fails(c, {"$setEquals": ["$a"]}, 17045, doc)
+    fails(c, {"$setEquals": ["$a", None]}, 17044, doc)
+    fails(c, {"$setIsSubset": ["$missing", "$a"]}, 17046, doc)
+    fails(c, {"$anyElementTrue": ["$missing"]}, 17041, doc)
+    fails(c, {"$allElementsTrue": [5]}, 17040, doc)
+
+
+def test_known_operators_tierdb_lacks_are_not_implemented(db):
+    c = db.e
+    for op in ({"$dateAdd": {"startDate": "$$NOW", "unit": "day", "amount": 1}}, {"$regexFind": {"input": "a", "regex": "a"}},
+               {"$replaceAll": {"input": "a", "find": "a", "replacement": "b"}}, {"$sortArray": {"input": [], "sortBy": 1}},
+               {"$meta": "textScore"}):
+        fails(c, op, 238)
+    fails(c, {"$frobnicate": 1}, 168)  # not MongoDB's either
+
+
 def test_variables(db):
     c = db.e
     doc = {"_id": 1, "a": 2, "b": {"c": 3}}
@@ -193,6 +230,10 @@ def test_date_operators(db):
     assert one(c, {"$dayOfWeek": "$d"}, doc) == 5  # Thursday (Sunday is 1)
     assert one(c, {"$dayOfYear": "$d"}, doc) == 60
     assert one(c, {"$week": "$d"}, doc) == 8
+    assert one(c, {"$isoWeek": "$d"}, doc) == 9 and one(c, {"$isoDayOfWeek": "$d"}, doc) == 4
+    sunday = {"_id": 1, "d": datetime.datetime(2023, 12, 31)}  # ISO week 52 of 2023; %U week 53
+    assert (one(c, {"$isoWeekYear": "$d"}, sunday), one(c, {"$isoWeek": "$d"}, sunday)) == (2023, 52)
+    assert one(c, {"$isoDayOfWeek": "$d"}, sunday) == 7
     assert one(c, {"$dateToString": {"date": "$d", "format": "%Y-%m-%d %H:%M:%S.%L"}}, doc) == "2024-02-29 13:45:30.123"
     assert one(c, {"$dateToString": {"date": "$d"}}, doc) == "2024-02-29T13:45:30.123Z"
     assert one(c, {"$hour": {"date": "$d", "timezone": "Europe/Oslo"}}, doc) == 14

@@ -586,7 +586,10 @@ def test_text_errors(db, articles):
         list(articles.find({}, {"s": {"$meta": "textScore"}}).sort([("s", {"$meta": "textScore"})]))
     with pytest.raises(OperationFailure) as ei:
         articles.aggregate([{"$match": {"$text": {"$search": "coffee"}}}, {"$project": {"s": {"$meta": "textScore"}}}])
-    assert ei.value.code == 168
+    assert ei.value.code == 238  # textScore is not available to aggregation stages
+    with pytest.raises(OperationFailure) as ei:
+        articles.aggregate([{"$match": {"$text": {"$search": "coffee"}}}, {"$sort": {"s": {"$meta": "textScore"}}}])
+    assert ei.value.code == 238
     with pytest.raises(OperationFailure) as ei:
         articles.aggregate([{"$match": {"cat": "food"}}, {"$match": {"$text": {"$search": "coffee"}}}])
     assert ei.value.code == 238

@@ -76,8 +76,11 @@ func checkSortStage(arg any) error {
 		return mongoerr.New(mongoerr.Location15976, "$sort stage must have at least one sort key")
 	}
 	for _, e := range d {
-		if _, isDoc := e.Value.(bson.D); isDoc {
-			continue // {$meta: ...}: checked where it is read
+		if d, isDoc := e.Value.(bson.D); isDoc {
+			if len(d) == 1 && d[0].Key == "$meta" {
+				return mongoerr.New(mongoerr.NotImplemented, "$sort by {$meta: ...} is not supported by tierdb in aggregation ({$meta: \"textScore\"} works in find's sort)")
+			}
+			return mongoerr.Newf(mongoerr.Location15974, "Illegal key in $sort specification: %s", e.Key)
 		}
 		f, isNum := numberValue(e.Value)
 		if !isNum {

@@ -168,6 +168,8 @@ func TestStageErrors(t *testing.T) {
 		{`{"$sort":{}}`, mongoerr.Location15976},
 		{`{"$sort":{"a":"x"}}`, mongoerr.Location15974},
 		{`{"$sort":{"a":2}}`, mongoerr.Location15975},
+		{`{"$sort":{"a":{"$meta":"textScore"}}}`, mongoerr.NotImplemented},
+		{`{"$sort":{"a":{"x":1}}}`, mongoerr.Location15974},
 	}
 	for _, c := range cases {
 		_, err := Build([]bson.D{parse(t, c.stage)}, &docsSink{}, &Env{Read: func(context.Context, string, *query.Filter, func(bson.D) error) error { return nil }})

@@ -63,7 +63,7 @@ func init() {
 		"$objectToArray": nary(1, 1, objectToArray),
 		"$arrayToObject": nary(1, 1, arrayToObject),
 	}
-	for _, group := range []map[string]parser{arithmeticOps(), stringOps(), arrayOps(), dateOps(), typeOps()} {
+	for _, group := range []map[string]parser{arithmeticOps(), stringOps(), arrayOps(), dateOps(), typeOps(), setOps()} {
 		for k, v := range group {
 			operators[k] = v
 		}
@@ -73,6 +73,12 @@ func init() {
 func parseOperator(name string, arg any, s *Scope) (Expr, error) {
 	p, ok := operators[name]
 	if !ok {
+		if unsupportedOperators[name] {
+			return nil, mongoerr.Newf(mongoerr.NotImplemented, "the expression operator %s is not supported by tierdb", name)
+		}
+		if name == "$meta" {
+			return nil, mongoerr.New(mongoerr.NotImplemented, "$meta is not supported by tierdb in aggregation expressions ({$meta: \"textScore\"} works in find's projection and sort)")
+		}
 		return nil, mongoerr.Newf(mongoerr.InvalidPipelineOperator, "Unrecognized expression '%s'", name)
 	}
 	return p(name, arg, s)
