@@ -526,6 +526,8 @@ def test_get_parameter(client):
     assert e.value.code == 72 and "no option found to get" in str(e.value)
     assert code_of(lambda: admin.command("getParameter", 1)) == 72
     assert code_of(lambda: admin.command("getParameter", {"allParameters": True, "bogus": 1})) == 40415
+    # an admin-only command, as in MongoDB
+    assert code_of(lambda: client.test.command("getParameter", 1, cursorTimeoutMillis=1)) == 13
 
 
 # --- usersInfo -----------------------------------------------------------------
