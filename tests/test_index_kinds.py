@@ -45,6 +45,12 @@ def test_key_is_required(db):
     with pytest.raises(OperationFailure) as ei:
         create(db, "c", {"name": "a_1"})
     assert code_of(ei) == (9, "FailedToParse")
+    with pytest.raises(OperationFailure) as ei:
+        db.command("createIndexes", "c")  # no indexes at all
+    assert ei.value.code == 40414
+    with pytest.raises(OperationFailure) as ei:
+        db.command("createIndexes", "c", indexes=[])
+    assert ei.value.code == 2
 
 
 @pytest.mark.parametrize("value", [0, True, {"x": 1}, None, [1]])
