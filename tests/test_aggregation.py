@@ -128,6 +128,17 @@ def test_string_operators(db):
     assert one(c, {"$indexOfBytes": ["cafeteria", "e"]}) == 3
     assert one(c, {"$indexOfCP": ["café au lait", "au"]}) == 5
     assert one(c, {"$regexMatch": {"input": "Tierdb", "regex": "^tier", "options": "i"}}) is True
+    assert one(c, {"$regexFind": {"input": "né 42 ab7", "regex": "([a-z])(\\d)?(x)?$"}}) == {"match": "b7", "idx": 7, "captures": ["b", "7", None]}
+    assert one(c, {"$regexFind": {"input": "abc", "regex": "z"}}) is None
+    assert one(c, {"$regexFind": {"input": None, "regex": "z"}}) is None
+    assert one(c, {"$regexFindAll": {"input": "a1b22", "regex": "\\d+"}}) == [
+        {"match": "1", "idx": 1, "captures": []}, {"match": "22", "idx": 3, "captures": []}]
+    assert one(c, {"$regexFindAll": {"input": "$missing", "regex": "a"}}) == []
+    assert one(c, {"$replaceOne": {"input": "a.b.c", "find": ".", "replacement": "-"}}) == "a-b.c"
+    assert one(c, {"$replaceAll": {"input": "a.b.c", "find": ".", "replacement": "-"}}) == "a-b-c"
+    assert one(c, {"$replaceAll": {"input": "abc", "find": None, "replacement": "-"}}) is None
+    fails(c, {"$replaceAll": {"input": "abc", "find": 1, "replacement": "-"}}, 51745)
+    fails(c, {"$replaceOne": {"input": "abc", "find": "a"}}, 51747)
     assert one(c, {"$strcasecmp": ["ABC", "abc"]}) == 0
     fails(c, {"$strLenCP": 1}, 34471)
 
@@ -186,9 +197,8 @@ def test_set_operators(db):
 
 def test_known_operators_tierdb_lacks_are_not_implemented(db):
     c = db.e
-    for op in ({"$dateAdd": {"startDate": "$$NOW", "unit": "day", "amount": 1}}, {"$regexFind": {"input": "a", "regex": "a"}},
-               {"$replaceAll": {"input": "a", "find": "a", "replacement": "b"}}, {"$sortArray": {"input": [], "sortBy": 1}},
-               {"$meta": "textScore"}):
+    for op in ({"$dateTrunc": {"date": "$$NOW", "unit": "day"}}, {"$dateFromString": {"dateString": "2021-01-01"}},
+               {"$sortArray": {"input": [], "sortBy": 1}}, {"$getField": "a"}, {"$meta": "textScore"}):
         fails(c, op, 238)
     fails(c, {"$frobnicate": 1}, 168)  # not MongoDB's either
 
@@ -242,6 +252,50 @@ def test_date_operators(db):
     fails(c, {"$year": "$d"}, 16006, {"_id": 1, "d": "2024"})
     fails(c, {"$hour": {"date": "$d", "timezone": "Mars/Olympus"}}, 40485, doc)
     fails(c, {"$dateToString": {"date": "$d", "format": "%Q"}}, 18536, doc)
+
+
+def test_date_add_subtract_and_diff(db):
+    c = db.e
+    D = datetime.datetime
+    add = lambda start, unit, n, **kw: one(c, {"$dateAdd": {"startDate": start, "unit": unit, "amount": n, **kw}})
+    assert add(D(2021, 1, 31), "month", 1) == D(2021, 2, 28)  # the month's last day
+    assert add(D(2020, 2, 29), "year", 1) == D(2021, 2, 28)
+    assert add(D(2021, 1, 31), "quarter", -1) == D(2020, 10, 31)
+    assert add(D(2021, 1, 1, 10), "hour", 25) == D(2021, 1, 2, 11)
+    assert add(D(2021, 1, 1), "millisecond", Int64(1500)) == D(2021, 1, 1, 0, 0, 1, 500000)
+    assert add(D(2021, 1, 1), "week", 2.0) == D(2021, 1, 15)
+    # A day is a calendar day in the time zone: across New York's daylight
+    # saving change it keeps noon local time; 24 hours do not.
+    assert add(D(2021, 3, 13, 17), "day", 1, timezone="America/New_York") == D(2021, 3, 14, 16)
+    assert add(D(2021, 3, 13, 17), "hour", 24, timezone="America/New_York") == D(2021, 3, 14, 17)
+    assert one(c, {"$dateSubtract": {"startDate": D(2021, 3, 1), "unit": "day", "amount": 1}}) == D(2021, 2, 28)
+    assert add("$missing", "day", 1) is None and add(D(2021, 1, 1), "day", None) is None
+    fails(c, {"$dateAdd": {"startDate": D(2021, 1, 1), "unit": "day"}}, 5166402)
+    fails(c, {"$dateAdd": {"startDate": "2021", "unit": "day", "amount": 1}}, 5166403)
+    fails(c, {"$dateAdd": {"startDate": D(2021, 1, 1), "unit": "day", "amount": 1.5}}, 5166405)
+    fails(c, {"$dateAdd": {"startDate": D(2021, 1, 1), "unit": "fortnight", "amount": 1}}, 9)
+    fails(c, {"$dateAdd": {"startDate": D(2021, 1, 1), "unit": "day", "amount": 1, "bogus": 1}}, 5166401)
+
+    diff = lambda a, b, unit, **kw: one(c, {"$dateDiff": {"startDate": a, "endDate": b, "unit": unit, **kw}})
+    # Boundaries crossed, not elapsed whole units.
+    assert diff(D(2020, 12, 31, 23), D(2021, 1, 1, 1), "year") == 1
+    assert isinstance(diff(D(2020, 12, 31), D(2021, 1, 1), "year"), Int64)
+    assert diff(D(2020, 12, 31, 23), D(2021, 1, 1, 1), "day") == 1
+    assert diff(D(2021, 1, 1), D(2021, 12, 31), "month") == 11
+    assert diff(D(2021, 3, 31), D(2021, 4, 1), "quarter") == 1
+    assert diff(D(2021, 1, 1, 10, 59), D(2021, 1, 1, 11, 0), "hour") == 1
+    assert diff(D(2021, 1, 1, 11, 0), D(2021, 1, 1, 10, 59), "minute") == -1
+    assert diff(D(2021, 1, 1), D(2021, 1, 1, 0, 0, 1, 250000), "millisecond") == 1250
+    # Weeks start on Sunday unless startOfWeek says otherwise.
+    assert diff(D(2021, 1, 2), D(2021, 1, 3), "week") == 1  # Saturday to Sunday
+    assert diff(D(2021, 1, 2), D(2021, 1, 3), "week", startOfWeek="mon") == 0
+    # In a time zone the local date counts: 2021-01-01T23:00Z is Jan 2 in Tokyo.
+    assert diff(D(2021, 1, 1, 12), D(2021, 1, 1, 23), "day") == 0
+    assert diff(D(2021, 1, 1, 12), D(2021, 1, 1, 23), "day", timezone="Asia/Tokyo") == 1
+    assert diff(None, D(2021, 1, 1), "day") is None
+    fails(c, {"$dateDiff": {"startDate": D(2021, 1, 1), "unit": "day"}}, 5166304)
+    fails(c, {"$dateDiff": {"startDate": 1, "endDate": D(2021, 1, 1), "unit": "day"}}, 5166307)
+    fails(c, {"$dateDiff": {"startDate": D(2021, 1, 1), "endDate": D(2021, 1, 1), "unit": "week", "startOfWeek": "x"}}, 5439016)
 
 
 def test_type_operators(db):

@@ -63,6 +63,12 @@ func TestExpressions(t *testing.T) {
 		{"allElementsTrue", bson.D{{Key: "$allElementsTrue", Value: bson.A{bson.A{int32(1), "x", bson.A{}}}}}, true},
 		{"allElementsTrue false", bson.D{{Key: "$allElementsTrue", Value: bson.A{bson.A{int32(1), int32(0)}}}}, false},
 		{"allElementsTrue empty", bson.D{{Key: "$allElementsTrue", Value: bson.A{bson.A{}}}}, true},
+		{"dateAdd month clamps", bson.D{{Key: "$dateAdd", Value: bson.D{{Key: "startDate", Value: bson.DateTime(1612051200000)}, {Key: "unit", Value: "month"}, {Key: "amount", Value: int32(1)}}}}, bson.DateTime(1614470400000)}, // 2021-01-31 -> 2021-02-28
+		{"dateSubtract hours", bson.D{{Key: "$dateSubtract", Value: bson.D{{Key: "startDate", Value: "$t"}, {Key: "unit", Value: "hour"}, {Key: "amount", Value: int64(2)}}}}, bson.DateTime(1709214330123 - 7200000)},
+		{"dateDiff years crossed", bson.D{{Key: "$dateDiff", Value: bson.D{{Key: "startDate", Value: bson.DateTime(1609455600000)}, {Key: "endDate", Value: bson.DateTime(1609462800000)}, {Key: "unit", Value: "year"}}}}, int64(1)}, // 2020-12-31T23:00Z -> 2021-01-01T01:00Z
+		{"dateDiff of null", bson.D{{Key: "$dateDiff", Value: bson.D{{Key: "startDate", Value: "$n"}, {Key: "endDate", Value: "$t"}, {Key: "unit", Value: "day"}}}}, nil},
+		{"regexFind", bson.D{{Key: "$regexFind", Value: bson.D{{Key: "input", Value: "$s"}, {Key: "regex", Value: "l(l)?"}}}}, bson.D{{Key: "match", Value: "ll"}, {Key: "idx", Value: int32(2)}, {Key: "captures", Value: bson.A{"l"}}}},
+		{"replaceAll", bson.D{{Key: "$replaceAll", Value: bson.D{{Key: "input", Value: "$s"}, {Key: "find", Value: "l"}, {Key: "replacement", Value: "L"}}}}, "héLLo"},
 		{"isoWeek", bson.D{{Key: "$isoWeek", Value: bson.DateTime(1704067200000)}}, int32(1)},            // Monday 2024-01-01
 		{"isoWeekYear", bson.D{{Key: "$isoWeekYear", Value: bson.DateTime(1704067199000)}}, int32(2023)}, // Sunday 2023-12-31
 		{"isoDayOfWeek Sunday", bson.D{{Key: "$isoDayOfWeek", Value: bson.DateTime(1704067199000)}}, int32(7)},
@@ -214,7 +220,7 @@ func TestExpressionErrors(t *testing.T) {
 		{"arity exact", bson.D{{Key: "$eq", Value: bson.A{int32(1)}}}, mongoerr.Location16020},
 		{"arity range", bson.D{{Key: "$slice", Value: bson.A{"$a"}}}, mongoerr.Location28667},
 		{"unknown operator", bson.D{{Key: "$nope", Value: int32(1)}}, mongoerr.InvalidPipelineOperator},
-		{"unimplemented operator", bson.D{{Key: "$dateAdd", Value: bson.D{}}}, mongoerr.NotImplemented},
+		{"unimplemented operator", bson.D{{Key: "$dateTrunc", Value: bson.D{}}}, mongoerr.NotImplemented},
 		{"meta", bson.D{{Key: "$meta", Value: "textScore"}}, mongoerr.NotImplemented},
 		{"setUnion of a number", bson.D{{Key: "$setUnion", Value: bson.A{"$a", int32(1)}}}, mongoerr.Location17043},
 		{"setIntersection of a string", bson.D{{Key: "$setIntersection", Value: bson.A{"$s"}}}, mongoerr.Location17047},

@@ -63,7 +63,7 @@ func init() {
 		"$objectToArray": nary(1, 1, objectToArray),
 		"$arrayToObject": nary(1, 1, arrayToObject),
 	}
-	for _, group := range []map[string]parser{arithmeticOps(), stringOps(), arrayOps(), dateOps(), typeOps(), setOps()} {
+	for _, group := range []map[string]parser{arithmeticOps(), stringOps(), arrayOps(), dateOps(), typeOps(), setOps(), dateArithOps()} {
 		for k, v := range group {
 			operators[k] = v
 		}

@@ -13,3 +13,34 @@ const (
 	Location17048 Code = 17048 // $setDifference's first argument is not an array
 	Location17049 Code = 17049 // $setDifference's second argument is not an array
 )
+
+// Codes of $replaceOne and $replaceAll.
+const (
+	Location51744 Code = 51744 // 'replacement' is not a string
+	Location51745 Code = 51745 // 'find' is not a string
+	Location51746 Code = 51746 // 'input' is not a string
+	Location51747 Code = 51747 // no 'replacement'
+	Location51748 Code = 51748 // no 'find'
+	Location51749 Code = 51749 // no 'input'
+	Location51750 Code = 51750 // an unknown argument
+	Location51751 Code = 51751 // the argument is not an object
+)
+
+// Codes of $dateAdd, $dateSubtract and $dateDiff.
+const (
+	Location5166301 Code = 5166301 // $dateDiff's argument is not an object
+	Location5166302 Code = 5166302 // ... has an unknown field
+	Location5166303 Code = 5166303 // ... no startDate
+	Location5166304 Code = 5166304 // ... no endDate
+	Location5166305 Code = 5166305 // ... no unit
+	Location5166307 Code = 5166307 // ... a date that is not one
+	Location5166400 Code = 5166400 // $dateAdd's argument is not an object
+	Location5166401 Code = 5166401 // ... has an unknown field
+	Location5166402 Code = 5166402 // ... lacks startDate, unit or amount
+	Location5166403 Code = 5166403 // ... startDate is not a date
+	Location5166405 Code = 5166405 // ... amount is not a whole number
+	Location5166406 Code = 5166406 // ... overflows
+	Location5439013 Code = 5439013 // unit is not a string
+	Location5439015 Code = 5439015 // startOfWeek is not a string
+	Location5439016 Code = 5439016 // startOfWeek is not a day
+)
