@@ -175,7 +175,11 @@ func calibrationStatus(running bool, c *qos.Calibration) bson.D {
 		bson.E{Key: "parallelism", Value: int32(c.P)},
 	)
 	if c.Fitted {
-		d = append(d, bson.E{Key: "model", Value: bson.D{{Key: "B", Value: c.Model.B}, {Key: "gamma", Value: c.Model.G}}})
+		d = append(d, bson.E{Key: "model", Value: bson.D{{Key: "B", Value: c.Model.B}, {Key: "gamma", Value: c.Model.G}}},
+			bson.E{Key: "predicted", Value: int32(c.Predicted)})
+	}
+	if c.Check.P > 0 {
+		d = append(d, bson.E{Key: "check", Value: bson.D{{Key: "p", Value: int32(c.Check.P)}, {Key: "opsPerSec", Value: c.Check.Lambda}}})
 	}
 	return d
 }

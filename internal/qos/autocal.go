@@ -48,3 +48,7 @@ func (s GateStats) Demand() int {
 	}
 	return n
 }
+
+// Retry forgets the last calibration (it gave up), so the next busy window
+// starts one rather than waiting for Every.
+func (a *AutoCalibration) Retry() { a.started = false }

@@ -36,6 +36,24 @@ func TestAutoCalibrationTrace(t *testing.T) {
 	}
 }
 
+// A calibration that gave up (Retry) is tried again at the next busy
+// window, not after Every.
+func TestAutoCalibrationRetry(t *testing.T) {
+	a := AutoCalibration{Every: 10 * time.Minute, Sustain: 2 * time.Second, Busy: 4}
+	t0 := time.Unix(0, 0)
+	a.Observe(t0, 9)
+	if !a.Observe(t0.Add(2*time.Second), 9) {
+		t.Fatal("no first calibration")
+	}
+	a.Retry()
+	if !a.Observe(t0.Add(4*time.Second), 9) {
+		t.Fatal("no calibration after Retry")
+	}
+	if a.Observe(t0.Add(6*time.Second), 9) {
+		t.Fatal("a calibration within Every of the last without Retry")
+	}
+}
+
 func TestGateDemand(t *testing.T) {
 	var st GateStats
 	st.InProcess[High], st.InProcess[Normal] = 1, 3

@@ -309,11 +309,12 @@ func (g *Gate) SetLimits(c FairConfig) error {
 	return nil
 }
 
-// Completed is how many requests have run to their done.
-func (g *Gate) Completed() uint64 {
+// Completed is how many requests have run to their done, and whether the
+// high tier is active (the restricted share applies) right now.
+func (g *Gate) Completed() (n uint64, highActive bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.completed
+	return g.completed, g.highActiveLocked()
 }
 
 // GateStats is a snapshot of a Gate.

@@ -2,6 +2,7 @@ package qos
 
 import (
 	"math"
+	"slices"
 	"time"
 )
 
@@ -87,77 +88,136 @@ func (m ThroughputModel) MatchingPoint(maxP int) int {
 // Calibration is the outcome of one calibration of P.
 type Calibration struct {
 	Samples [3]ThroughputSample
-	// Fitted says Eq. 2 fitted the samples; then Model is the fit and P
-	// its matching point. Otherwise P is 0 (no limit) when the samples show
-	// no contention, else the best sampled P.
-	Fitted bool
-	Model  ThroughputModel
-	P      int
-	At     time.Time
+	// Fitted says Eq. 2 fitted the samples; then Model is the fit and
+	// Predicted its matching point C.
+	Fitted    bool
+	Model     ThroughputModel
+	Predicted int
+	// Check is the throughput measured at C when C was not one of the
+	// three samples (P 0 otherwise).
+	Check ThroughputSample
+	// P is the outcome: the measured point (C or a sample) with the most
+	// throughput, the smallest on a tie; 0 (no limit) when that is the
+	// largest sample, i.e. the traffic shows no contention to limit; -1
+	// when the calibration gave up (the high tier never left it a window).
+	P  int
+	At time.Time
 }
 
 // Calibrator measures the three samples of §4.3.1 on live traffic: it asks
-// for P = P0, P1, P2 in turn, each for a window whose first fifth is left
-// to settle, counts the requests completed, and fits Eq. 2. It is pure
-// logic: its driver sets the gate's P and feeds it the clock and the
-// gate's completion count.
+// for P = P0, P1, P2, each for a window whose fifths at the start of each
+// half are left to settle, counts the requests completed, and fits Eq. 2.
+// The halves run in the order P0 P1 P2 P2 P1 P0, so that a load which
+// drifts during the calibration (a client slowing down, a neighbour on
+// the machine) weighs on every sample alike instead of on the last. The
+// fit's matching point C is then measured too, for one more window (the
+// check): Eq. 2 is a model, and on a machine whose curve it does not match
+// its peak can fall where the throughput is lower than at a sampled P. The
+// check costs nothing a calibration would not spend anyway, since P = C
+// is where the traffic would run next.
+//
+// A sample is only taken while the high tier is idle: while it is active
+// the restricted share, not P, bounds the lower tiers, so a half window
+// the high tier interrupts starts again once it is idle. A calibration
+// that cannot get its samples within twenty windows gives up
+// (Calibration.P is then -1: keep the P there was). It is pure logic: its
+// driver sets the gate's P and feeds it the clock and the gate's
+// completion count.
 type Calibrator struct {
-	points [3]int
+	// points are P0, P1, P2 and, once the fit asks for it, the check's C.
+	points [4]int
 	window time.Duration
-	step   int
-	// The sample being measured: when its settling ended and the count then.
+	// order is the half windows still to take, by index into points.
+	order []int
+	// The half window being taken: when its settling ended and the count
+	// then; completions and seconds measured so far at each point.
 	measuring bool
+	started   time.Time
 	since     time.Time
 	count     uint64
-	samples   [3]ThroughputSample
+	done      [4]uint64
+	secs      [4]float64
+	fit       *Calibration
 }
 
 // NewCalibrator samples at p0 < p1 < p2, window each.
 func NewCalibrator(p0, p1, p2 int, window time.Duration) *Calibrator {
-	return &Calibrator{points: [3]int{p0, p1, p2}, window: window}
+	return &Calibrator{points: [4]int{p0, p1, p2}, window: window}
 }
 
 // Start begins the first sample at now; the driver sets P to the value
 // returned.
 func (c *Calibrator) Start(now time.Time) int {
-	c.step, c.measuring, c.since = 0, false, now
+	*c = Calibrator{points: c.points, window: c.window, order: []int{0, 1, 2, 2, 1, 0}, started: now, since: now}
+	c.points[3] = 0
 	return c.points[0]
 }
 
-// Tick advances the calibration: completed is the gate's completion count
-// at now. It returns the P the driver must set next (unchanged while a
-// sample runs) and, once the last sample is taken, the result.
-func (c *Calibrator) Tick(now time.Time, completed uint64) (p int, result *Calibration) {
-	settle := c.window / 5
-	switch {
-	case !c.measuring && now.Sub(c.since) >= settle:
-		c.measuring, c.since, c.count = true, now, completed
-	case c.measuring && now.Sub(c.since) >= c.window-settle:
-		secs := now.Sub(c.since).Seconds()
-		c.samples[c.step] = ThroughputSample{P: c.points[c.step], Lambda: float64(completed-c.count) / secs}
-		c.step++
-		if c.step == len(c.points) {
-			return 0, c.result(now)
-		}
-		c.measuring, c.since = false, now
-	}
-	return c.points[c.step], nil
+// sample is what was measured at points[i].
+func (c *Calibrator) sample(i int) ThroughputSample {
+	return ThroughputSample{P: c.points[i], Lambda: float64(c.done[i]) / c.secs[i]}
 }
 
-func (c *Calibrator) result(now time.Time) *Calibration {
-	r := &Calibration{Samples: c.samples, At: now}
-	if m, ok := FitThroughput(c.samples[0], c.samples[1], c.samples[2]); ok {
-		r.Fitted, r.Model, r.P = true, m, m.MatchingPoint(c.points[2])
-		return r
+// Tick advances the calibration: completed is the gate's completion count
+// at now, highActive whether the high tier is active. It returns the P the
+// driver must set next (unchanged while a sample runs) and, once the last
+// sample is taken, the result.
+func (c *Calibrator) Tick(now time.Time, completed uint64, highActive bool) (p int, result *Calibration) {
+	half := c.window / 2
+	settle := half / 5
+	switch {
+	case now.Sub(c.started) > 20*c.window:
+		return 0, &Calibration{P: -1, At: now}
+	case highActive:
+		c.measuring, c.since = false, now // settle again once it is idle
+	case !c.measuring && now.Sub(c.since) >= settle:
+		c.measuring, c.since, c.count = true, now, completed
+	case c.measuring && now.Sub(c.since) >= half-settle:
+		i := c.order[0]
+		c.done[i] += completed - c.count
+		c.secs[i] += now.Sub(c.since).Seconds()
+		c.measuring, c.since, c.order = false, now, c.order[1:]
+		if len(c.order) > 0 {
+			break
+		}
+		if c.fit != nil { // the check is taken
+			c.fit.Check = c.sample(3)
+			return 0, c.decide(now)
+		}
+		c.fit = c.model()
+		if !c.fit.Fitted || slices.Contains(c.points[:3], c.fit.Predicted) {
+			return 0, c.decide(now)
+		}
+		c.points[3], c.order = c.fit.Predicted, []int{3, 3}
 	}
-	best := c.samples[0]
-	for _, s := range c.samples[1:] {
-		if s.Lambda > best.Lambda {
+	return c.points[c.order[0]], nil
+}
+
+// model fits Eq. 2 to the three samples.
+func (c *Calibrator) model() *Calibration {
+	r := &Calibration{Samples: [3]ThroughputSample{c.sample(0), c.sample(1), c.sample(2)}}
+	if m, ok := FitThroughput(r.Samples[0], r.Samples[1], r.Samples[2]); ok {
+		r.Fitted, r.Model, r.Predicted = true, m, m.MatchingPoint(c.points[2])
+	}
+	return r
+}
+
+// decide picks the measured point with the most throughput.
+func (c *Calibrator) decide(now time.Time) *Calibration {
+	r := c.fit
+	r.At = now
+	measured := r.Samples[:]
+	if r.Check.P > 0 {
+		measured = append(measured, r.Check)
+	}
+	best := measured[0]
+	for _, s := range measured[1:] {
+		if s.Lambda > best.Lambda || s.Lambda == best.Lambda && s.P < best.P {
 			best = s
 		}
 	}
 	if best.P != c.points[2] {
-		r.P = best.P // a peak below the largest sample, Eq. 2 or not
+		r.P = best.P
 	}
 	return r
 }

@@ -51,8 +51,9 @@ func TestFitThroughputRefusesWhatItCannotModel(t *testing.T) {
 	}
 }
 
-// The calibrator walks P0, P1, P2 a window each, measures completions over
-// the window less its settling fifth, and picks the fitted matching point.
+// The calibrator walks P0, P1, P2, P2, P1, P0 half a window each, measures
+// completions over each half less its settling fifth, and picks the fitted
+// matching point once a window at it confirms it.
 func TestCalibratorOnASyntheticServer(t *testing.T) {
 	truth := ThroughputModel{P0: 1, Lambda0: 1000, B: 0.3, G: 0.05}
 	c := NewCalibrator(1, 8, 32, time.Second)
@@ -67,21 +68,51 @@ func TestCalibratorOnASyntheticServer(t *testing.T) {
 		}
 		now = now.Add(10 * time.Millisecond)
 		done += truth.Lambda(p) * 0.010
-		p, res = c.Tick(now, uint64(done))
+		p, res = c.Tick(now, uint64(done), false)
 	}
 	if res == nil {
 		t.Fatal("calibration never ended")
 	}
-	if fmt.Sprint(asked) != "[1 8 32]" {
-		t.Errorf("asked for P %v, want [1 8 32]", asked)
+	if len(asked) != 6 || fmt.Sprint(asked[:5]) != "[1 8 32 8 1]" || asked[5] != res.Predicted {
+		t.Errorf("asked for P %v, want [1 8 32 8 1] and the check at C = %d", asked, res.Predicted)
 	}
 	for i, s := range res.Samples {
 		if want := truth.Lambda(s.P); math.Abs(s.Lambda-want)/want > 0.02 {
 			t.Errorf("sample %d: λ(%d) = %.0f, want %.0f", i, s.P, s.Lambda, want)
 		}
 	}
-	if !res.Fitted || res.P < 9 || res.P > 13 {
-		t.Errorf("calibration %+v, want a fit with P near 11", res)
+	if !res.Fitted || res.P < 9 || res.P > 13 || res.P != res.Predicted || res.Check.P != res.P {
+		t.Errorf("calibration %+v, want a fit with P near 11, confirmed by the check", res)
+	}
+}
+
+// calibrate runs a calibration on a server whose throughput at P is
+// lambda(P), ticking every 10 ms.
+func calibrate(c *Calibrator, lambda func(p int) float64) *Calibration {
+	now := time.Unix(0, 0)
+	var done float64
+	p := c.Start(now)
+	for {
+		now = now.Add(10 * time.Millisecond)
+		done += lambda(p) * 0.010
+		var res *Calibration
+		if p, res = c.Tick(now, uint64(done), false); res != nil {
+			return res
+		}
+	}
+}
+
+// Where Eq. 2 puts the peak at a P that measures less than a sample (the
+// curve is not the model's: here it rises to 6 and then falls slowly, as
+// fig5's samples on this machine did), the sample wins.
+func TestCalibrationCheckOverrulesTheModel(t *testing.T) {
+	measured := map[int]float64{1: 4635, 2: 4900, 6: 5531, 24: 5099}
+	r := calibrate(NewCalibrator(1, 6, 24, time.Second), func(p int) float64 { return measured[p] })
+	if !r.Fitted || r.Predicted != 2 {
+		t.Fatalf("calibration %+v, want Eq. 2 to predict C = 2", r)
+	}
+	if r.Check.P != 2 || math.Abs(r.Check.Lambda-4900) > 50 || r.P != 6 {
+		t.Errorf("calibration %+v, want the check at 2 (4900/s) and P = 6", r)
 	}
 }
 
@@ -89,23 +120,75 @@ func TestCalibratorOnASyntheticServer(t *testing.T) {
 // limit; one whose best sample is in the middle gets that sample.
 func TestCalibrationWithoutAFit(t *testing.T) {
 	run := func(lambda func(p int) float64) *Calibration {
-		c := NewCalibrator(1, 4, 16, time.Second)
-		now := time.Unix(0, 0)
-		var done float64
-		p := c.Start(now)
-		for {
-			now = now.Add(10 * time.Millisecond)
-			done += lambda(p) * 0.010
-			var res *Calibration
-			if p, res = c.Tick(now, uint64(done)); res != nil {
-				return res
-			}
-		}
+		return calibrate(NewCalibrator(1, 4, 16, time.Second), lambda)
 	}
 	if r := run(func(p int) float64 { return 100 * float64(p) }); r.Fitted || r.P != 0 {
 		t.Errorf("linear server: %+v, want no limit", r)
 	}
 	if r := run(func(p int) float64 { return map[int]float64{1: 100, 4: 900, 16: 300}[p] }); r.P != 4 {
 		t.Errorf("peak at 4: %+v, want P = 4", r)
+	}
+}
+
+// A sample is measured only while the high tier is idle: completions while
+// it is active (here at a tenth of the rate: the restricted share) do not
+// count, and a calibration the high tier never leaves gives up.
+func TestCalibrationSamplesOnlyWhileTheHighTierIsIdle(t *testing.T) {
+	truth := ThroughputModel{P0: 1, Lambda0: 1000, B: 0.3, G: 0.05}
+	run := func(high func(ms int) bool) *Calibration {
+		c := NewCalibrator(1, 8, 32, time.Second)
+		now := time.Unix(0, 0)
+		var done float64
+		p := c.Start(now)
+		for ms := 10; ; ms += 10 {
+			now = now.Add(10 * time.Millisecond)
+			rate := truth.Lambda(p)
+			if high(ms) {
+				rate /= 10
+			}
+			done += rate * 0.010
+			var res *Calibration
+			if p, res = c.Tick(now, uint64(done), high(ms)); res != nil {
+				return res
+			}
+		}
+	}
+	// The high tier busy for 300 ms of every 2 s: every window it cuts
+	// into is measured again.
+	r := run(func(ms int) bool { return ms%2000 >= 1500 && ms%2000 < 1800 })
+	for i, s := range r.Samples {
+		if want := truth.Lambda(s.P); math.Abs(s.Lambda-want)/want > 0.02 {
+			t.Errorf("sample %d: λ(%d) = %.0f, want %.0f (undisturbed)", i, s.P, s.Lambda, want)
+		}
+	}
+	if !r.Fitted || r.P < 9 || r.P > 13 {
+		t.Errorf("calibration %+v, want P near 11", r)
+	}
+	if r := run(func(int) bool { return true }); r.P != -1 || r.At != time.Unix(20, 10_000_000) {
+		t.Errorf("calibration under a high tier that never rests: %+v, want P = -1 after 20 windows", r)
+	}
+}
+
+// A load that drifts during the calibration (here the server slows down
+// steadily, to half its speed by the end) weighs on every sample alike:
+// the order P0 P1 P2 P2 P1 P0 keeps the samples' ratios those of the
+// undisturbed curve.
+func TestCalibrationUnderADrift(t *testing.T) {
+	truth := ThroughputModel{P0: 1, Lambda0: 1000, B: 0.3, G: 0.05}
+	c := NewCalibrator(1, 8, 32, time.Second)
+	now := time.Unix(0, 0)
+	var done float64
+	p := c.Start(now)
+	var res *Calibration
+	for ms := 10; res == nil; ms += 10 {
+		now = now.Add(10 * time.Millisecond)
+		done += truth.Lambda(p) * (1 - float64(ms)/6000) * 0.010
+		p, res = c.Tick(now, uint64(done), false)
+	}
+	r0 := res.Samples[0].Lambda / truth.Lambda(1)
+	for i, s := range res.Samples {
+		if got := s.Lambda / truth.Lambda(s.P) / r0; math.Abs(got-1) > 0.03 {
+			t.Errorf("sample %d: λ(%d) is %.3f of the undisturbed ratio to λ(1)", i, s.P, got)
+		}
 	}
 }

@@ -22,6 +22,8 @@ type Manager struct {
 	// ends; lastCalibration is the latest outcome.
 	calibrating     bool
 	lastCalibration *qos.Calibration
+	// gaveUp: the last calibration found no window without the high tier.
+	gaveUp bool
 	// auto: P is re-estimated by AutoCalibrate until set by hand.
 	auto bool
 }
