@@ -197,7 +197,7 @@ def test_set_operators(db):
 
 def test_known_operators_tierdb_lacks_are_not_implemented(db):
     c = db.e
-    for op in ({"$dateTrunc": {"date": "$$NOW", "unit": "day"}}, {"$dateFromString": {"dateString": "2021-01-01"}},
+    for op in ({"$dateFromParts": {"year": 2021}}, {"$dateFromString": {"dateString": "2021-01-01"}},
                {"$sortArray": {"input": [], "sortBy": 1}}, {"$getField": "a"}, {"$meta": "textScore"}):
         fails(c, op, 238)
     fails(c, {"$frobnicate": 1}, 168)  # not MongoDB's either
@@ -254,7 +254,7 @@ def test_date_operators(db):
     fails(c, {"$dateToString": {"date": "$d", "format": "%Q"}}, 18536, doc)
 
 
-def test_date_add_subtract_and_diff(db):
+def test_date_add_subtract_diff_and_trunc(db):
     c = db.e
     D = datetime.datetime
     add = lambda start, unit, n, **kw: one(c, {"$dateAdd": {"startDate": start, "unit": unit, "amount": n, **kw}})
@@ -296,6 +296,22 @@ def test_date_add_subtract_and_diff(db):
     fails(c, {"$dateDiff": {"startDate": D(2021, 1, 1), "unit": "day"}}, 5166304)
     fails(c, {"$dateDiff": {"startDate": 1, "endDate": D(2021, 1, 1), "unit": "day"}}, 5166307)
     fails(c, {"$dateDiff": {"startDate": D(2021, 1, 1), "endDate": D(2021, 1, 1), "unit": "week", "startOfWeek": "x"}}, 5439016)
+
+    trunc = lambda unit, **kw: one(c, {"$dateTrunc": {"date": D(2021, 3, 17, 13, 47, 5), "unit": unit, **kw}})
+    assert trunc("hour") == D(2021, 3, 17, 13) and trunc("hour", binSize=6) == D(2021, 3, 17, 12)
+    assert trunc("minute", binSize=15) == D(2021, 3, 17, 13, 45)
+    assert trunc("day") == D(2021, 3, 17)
+    assert trunc("day", binSize=7) == D(2021, 3, 13)  # 7-day periods from Saturday 2000-01-01
+    assert trunc("week") == D(2021, 3, 14) and trunc("week", startOfWeek="Monday") == D(2021, 3, 15)
+    assert trunc("month") == D(2021, 3, 1) and trunc("month", binSize=5) == D(2020, 11, 1)
+    assert trunc("quarter") == D(2021, 1, 1) and trunc("year", binSize=10) == D(2020, 1, 1)
+    # In New York 02:00Z on the 17th is still the 16th.
+    assert one(c, {"$dateTrunc": {"date": D(2021, 3, 17, 2), "unit": "day", "timezone": "America/New_York"}}) == D(2021, 3, 16, 4)
+    assert one(c, {"$dateTrunc": {"date": "$missing", "unit": "day"}}) is None
+    fails(c, {"$dateTrunc": {"date": D(2021, 1, 1), "unit": "day", "binSize": 0}}, 5439018)
+    fails(c, {"$dateTrunc": {"date": D(2021, 1, 1), "unit": "day", "binSize": 1.5}}, 5439017)
+    fails(c, {"$dateTrunc": {"date": "x", "unit": "day"}}, 5439012)
+    fails(c, {"$dateTrunc": {"unit": "day"}}, 5439009)
 
 
 def test_type_operators(db):

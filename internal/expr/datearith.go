@@ -21,6 +21,7 @@ func dateArithOps() map[string]parser {
 		"$dateAdd":      parseDateAdd,
 		"$dateSubtract": parseDateAdd,
 		"$dateDiff":     parseDateDiff,
+		"$dateTrunc":    parseDateTrunc,
 	}
 }
 
@@ -259,13 +260,6 @@ func dateDiff(a, b time.Time, unit string, weekStart time.Weekday) int64 {
 	localMillis := func(t time.Time) int64 {
 		_, off := t.Zone()
 		return t.UnixMilli() + int64(off)*1000
-	}
-	floorDiv := func(x, y int64) int64 {
-		q := x / y
-		if (x%y != 0) && ((x < 0) != (y < 0)) {
-			q--
-		}
-		return q
 	}
 	// days since the epoch of the local calendar date
 	localDay := func(t time.Time) int64 {

@@ -69,6 +69,9 @@ func TestExpressions(t *testing.T) {
 		{"dateDiff of null", bson.D{{Key: "$dateDiff", Value: bson.D{{Key: "startDate", Value: "$n"}, {Key: "endDate", Value: "$t"}, {Key: "unit", Value: "day"}}}}, nil},
 		{"regexFind", bson.D{{Key: "$regexFind", Value: bson.D{{Key: "input", Value: "$s"}, {Key: "regex", Value: "l(l)?"}}}}, bson.D{{Key: "match", Value: "ll"}, {Key: "idx", Value: int32(2)}, {Key: "captures", Value: bson.A{"l"}}}},
 		{"replaceAll", bson.D{{Key: "$replaceAll", Value: bson.D{{Key: "input", Value: "$s"}, {Key: "find", Value: "l"}, {Key: "replacement", Value: "L"}}}}, "héLLo"},
+		{"dateTrunc week from Monday", bson.D{{Key: "$dateTrunc", Value: bson.D{{Key: "date", Value: bson.DateTime(1615988825000)}, {Key: "unit", Value: "week"}, {Key: "startOfWeek", Value: "mon"}}}}, bson.DateTime(1615766400000)},
+		{"dateTrunc 5 months", bson.D{{Key: "$dateTrunc", Value: bson.D{{Key: "date", Value: bson.DateTime(1615988825000)}, {Key: "unit", Value: "month"}, {Key: "binSize", Value: int32(5)}}}}, bson.DateTime(1604188800000)},
+		{"dateTrunc 7 days", bson.D{{Key: "$dateTrunc", Value: bson.D{{Key: "date", Value: bson.DateTime(1615988825000)}, {Key: "unit", Value: "day"}, {Key: "binSize", Value: int64(7)}}}}, bson.DateTime(1615593600000)},
 		{"isoWeek", bson.D{{Key: "$isoWeek", Value: bson.DateTime(1704067200000)}}, int32(1)},            // Monday 2024-01-01
 		{"isoWeekYear", bson.D{{Key: "$isoWeekYear", Value: bson.DateTime(1704067199000)}}, int32(2023)}, // Sunday 2023-12-31
 		{"isoDayOfWeek Sunday", bson.D{{Key: "$isoDayOfWeek", Value: bson.DateTime(1704067199000)}}, int32(7)},
@@ -220,7 +223,7 @@ func TestExpressionErrors(t *testing.T) {
 		{"arity exact", bson.D{{Key: "$eq", Value: bson.A{int32(1)}}}, mongoerr.Location16020},
 		{"arity range", bson.D{{Key: "$slice", Value: bson.A{"$a"}}}, mongoerr.Location28667},
 		{"unknown operator", bson.D{{Key: "$nope", Value: int32(1)}}, mongoerr.InvalidPipelineOperator},
-		{"unimplemented operator", bson.D{{Key: "$dateTrunc", Value: bson.D{}}}, mongoerr.NotImplemented},
+		{"unimplemented operator", bson.D{{Key: "$dateFromString", Value: bson.D{}}}, mongoerr.NotImplemented},
 		{"meta", bson.D{{Key: "$meta", Value: "textScore"}}, mongoerr.NotImplemented},
 		{"setUnion of a number", bson.D{{Key: "$setUnion", Value: bson.A{"$a", int32(1)}}}, mongoerr.Location17043},
 		{"setIntersection of a string", bson.D{{Key: "$setIntersection", Value: bson.A{"$s"}}}, mongoerr.Location17047},

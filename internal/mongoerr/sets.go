@@ -44,3 +44,14 @@ const (
 	Location5439015 Code = 5439015 // startOfWeek is not a string
 	Location5439016 Code = 5439016 // startOfWeek is not a day
 )
+
+// Codes of $dateTrunc.
+const (
+	Location5439007 Code = 5439007 // the argument is not an object
+	Location5439008 Code = 5439008 // an unknown argument
+	Location5439009 Code = 5439009 // no date
+	Location5439010 Code = 5439010 // no unit
+	Location5439012 Code = 5439012 // date is not a date
+	Location5439017 Code = 5439017 // binSize is not a whole number
+	Location5439018 Code = 5439018 // binSize is not above 0
+)
