@@ -211,6 +211,12 @@ def test_variables(db):
     assert one(c, "$$CURRENT.a", doc) == 2
     assert isinstance(one(c, "$$NOW", doc), datetime.datetime)
     fails(c, "$$nope", 17276, doc)
+    # CURRENT is the one system variable $let may rebind: field paths follow it.
+    rebound = {"$let": {"vars": {"CURRENT": "$b"}, "in": {"$add": ["$c", "$$ROOT.a"]}}}
+    assert one(c, rebound, doc) == 5
+    assert one(c, {"$add": [rebound, "$a"]}, doc) == 7  # the outer CURRENT again
+    assert one(c, {"$let": {"vars": {"CURRENT": "$b"}, "in": "$$CURRENT"}}, doc) == {"c": 3}
+    fails(c, {"$let": {"vars": {"ROOT": 1}, "in": 1}}, 9, doc)
     rows = agg(c, [{"$project": {"_id": 0, "v": {"$multiply": ["$a", "$$k"]}}}], let={"k": 21})
     assert rows == [{"v": 42}]
 

@@ -72,6 +72,7 @@ func TestExpressions(t *testing.T) {
 		{"dateTrunc week from Monday", bson.D{{Key: "$dateTrunc", Value: bson.D{{Key: "date", Value: bson.DateTime(1615988825000)}, {Key: "unit", Value: "week"}, {Key: "startOfWeek", Value: "mon"}}}}, bson.DateTime(1615766400000)},
 		{"dateTrunc 5 months", bson.D{{Key: "$dateTrunc", Value: bson.D{{Key: "date", Value: bson.DateTime(1615988825000)}, {Key: "unit", Value: "month"}, {Key: "binSize", Value: int32(5)}}}}, bson.DateTime(1604188800000)},
 		{"dateTrunc 7 days", bson.D{{Key: "$dateTrunc", Value: bson.D{{Key: "date", Value: bson.DateTime(1615988825000)}, {Key: "unit", Value: "day"}, {Key: "binSize", Value: int64(7)}}}}, bson.DateTime(1615593600000)},
+		{"let rebinds CURRENT", bson.D{{Key: "$let", Value: bson.D{{Key: "vars", Value: bson.D{{Key: "CURRENT", Value: bson.D{{Key: "i", Value: int32(40)}}}}}, {Key: "in", Value: bson.D{{Key: "$add", Value: bson.A{"$i", "$$ROOT.i"}}}}}}}, int32(47)},
 		{"isoWeek", bson.D{{Key: "$isoWeek", Value: bson.DateTime(1704067200000)}}, int32(1)},            // Monday 2024-01-01
 		{"isoWeekYear", bson.D{{Key: "$isoWeekYear", Value: bson.DateTime(1704067199000)}}, int32(2023)}, // Sunday 2023-12-31
 		{"isoDayOfWeek Sunday", bson.D{{Key: "$isoDayOfWeek", Value: bson.DateTime(1704067199000)}}, int32(7)},

@@ -198,6 +198,16 @@ func parseLet(_ string, arg any, s *Scope) (Expr, error) {
 	l := &letExpr{}
 	inner := s
 	for _, v := range vars {
+		if v.Key == "CURRENT" {
+			// The one system variable a $let may rebind: field paths in
+			// 'in' then read the new value.
+			e, err := Parse(v.Value, s)
+			if err != nil {
+				return nil, err
+			}
+			l.current = e
+			continue
+		}
 		if err := checkVarName(v.Key); err != nil {
 			return nil, err
 		}
@@ -222,6 +232,8 @@ type letExpr struct {
 	slots  []int
 	values []Expr
 	in     Expr
+	// current, when the $let rebinds CURRENT, is its new value.
+	current Expr
 }
 
 func (l *letExpr) Eval(c *Ctx) (any, error) {
@@ -233,9 +245,23 @@ func (l *letExpr) Eval(c *Ctx) (any, error) {
 		}
 		vals[i] = v
 	}
+	var current any
+	if l.current != nil {
+		v, err := l.current.Eval(c)
+		if err != nil {
+			return nil, err
+		}
+		current = v
+	}
 	for i, slot := range l.slots {
 		c.setLocal(slot, vals[i])
 	}
+	if l.current == nil {
+		return l.in.Eval(c)
+	}
+	saved := c.current
+	c.current = current
+	defer func() { c.current = saved }()
 	return l.in.Eval(c)
 }
 
