@@ -283,6 +283,11 @@ def test_resume_after_restart(new_server):
         c.d.c.insert_one({"_id": 3})
         with c.d.c.watch(resume_after=token, max_await_time_ms=200) as s:
             assert [e["documentKey"]["_id"] for e in next_events(s, 2)] == [2, 3]
+        # The token resumes database and deployment streams too.
+        with c.d.watch(resume_after=token, max_await_time_ms=200) as s:
+            assert [e["documentKey"]["_id"] for e in next_events(s, 2)] == [2, 3]
+        with c.watch(start_after=token, max_await_time_ms=200) as s:
+            assert [e["documentKey"]["_id"] for e in next_events(s, 2) if e["ns"] == {"db": "d", "coll": "c"}] == [2, 3]
         c.close()
     finally:
         t.stop()
