@@ -197,7 +197,7 @@ def test_set_operators(db):
 
 def test_known_operators_tierdb_lacks_are_not_implemented(db):
     c = db.e
-    for op in ({"$dateFromParts": {"year": 2021}}, {"$dateFromString": {"dateString": "2021-01-01"}},
+    for op in ({"$dateFromParts": {"year": 2021}}, {"$dateToParts": {"date": "$$NOW"}},
                {"$sortArray": {"input": [], "sortBy": 1}}, {"$getField": "a"}, {"$meta": "textScore"}):
         fails(c, op, 238)
     fails(c, {"$frobnicate": 1}, 168)  # not MongoDB's either
@@ -260,7 +260,7 @@ def test_date_operators(db):
     fails(c, {"$dateToString": {"date": "$d", "format": "%Q"}}, 18536, doc)
 
 
-def test_date_add_subtract_diff_and_trunc(db):
+def test_date_add_subtract_diff_trunc_and_from_string(db):
     c = db.e
     D = datetime.datetime
     add = lambda start, unit, n, **kw: one(c, {"$dateAdd": {"startDate": start, "unit": unit, "amount": n, **kw}})
@@ -318,6 +318,22 @@ def test_date_add_subtract_diff_and_trunc(db):
     fails(c, {"$dateTrunc": {"date": D(2021, 1, 1), "unit": "day", "binSize": 1.5}}, 5439017)
     fails(c, {"$dateTrunc": {"date": "x", "unit": "day"}}, 5439012)
     fails(c, {"$dateTrunc": {"unit": "day"}}, 5439009)
+
+    parse = lambda s, **kw: one(c, {"$dateFromString": {"dateString": s, **kw}})
+    assert parse("2021-03-17T10:20:30.456Z") == D(2021, 3, 17, 10, 20, 30, 456000)
+    assert parse("2021-03-17T10:20:30+02:00") == D(2021, 3, 17, 8, 20, 30)
+    assert parse("2021-03-17") == D(2021, 3, 17)
+    assert parse("2021-03-17 12:00", timezone="Asia/Tokyo") == D(2021, 3, 17, 3)  # local time there
+    assert parse("17/03/2021 07h05", format="%d/%m/%Y %Hh%M") == D(2021, 3, 17, 7, 5)
+    assert parse("2021-076 +0130", format="%Y-%j %z") == D(2021, 3, 16, 22, 30)
+    assert parse(None, onNull="none") == "none" and parse("$missing") is None
+    assert parse("yesterday", onError="bad") == "bad" and parse(5, onError="bad") == "bad"
+    assert parse("2021-03-17Z", timezone=None) is None
+    fails(c, {"$dateFromString": {"dateString": "yesterday"}}, 241)
+    fails(c, {"$dateFromString": {"dateString": "2021-02-30", "format": "%Y-%m-%d"}}, 241)
+    fails(c, {"$dateFromString": {"dateString": "2021-03-17T10:00:00Z", "timezone": "Europe/Paris"}}, 241)
+    fails(c, {"$dateFromString": {"dateString": "2021", "format": "%Q"}}, 18536)
+    fails(c, {"$dateFromString": {"format": "%Y"}}, 40542)
 
 
 def test_type_operators(db):

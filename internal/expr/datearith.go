@@ -18,10 +18,11 @@ import (
 
 func dateArithOps() map[string]parser {
 	return map[string]parser{
-		"$dateAdd":      parseDateAdd,
-		"$dateSubtract": parseDateAdd,
-		"$dateDiff":     parseDateDiff,
-		"$dateTrunc":    parseDateTrunc,
+		"$dateAdd":        parseDateAdd,
+		"$dateSubtract":   parseDateAdd,
+		"$dateDiff":       parseDateDiff,
+		"$dateTrunc":      parseDateTrunc,
+		"$dateFromString": parseDateFromString,
 	}
 }
 

@@ -55,3 +55,11 @@ const (
 	Location5439017 Code = 5439017 // binSize is not a whole number
 	Location5439018 Code = 5439018 // binSize is not above 0
 )
+
+// Codes of $dateFromString.
+const (
+	Location40540 Code = 40540 // the argument is not an object
+	Location40541 Code = 40541 // an unknown argument
+	Location40542 Code = 40542 // no dateString
+	Location40684 Code = 40684 // format is not a string
+)
