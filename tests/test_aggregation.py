@@ -197,7 +197,7 @@ def test_set_operators(db):
 
 def test_known_operators_tierdb_lacks_are_not_implemented(db):
     c = db.e
-    for op in ({"$dateFromParts": {"year": 2021}}, {"$dateToParts": {"date": "$$NOW"}},
+    for op in ({"$zip": {"inputs": [[1], [2]]}}, {"$bitAnd": [1, 3]},
                {"$sortArray": {"input": [], "sortBy": 1}}, {"$getField": "a"}, {"$meta": "textScore"}):
         fails(c, op, 238)
     fails(c, {"$frobnicate": 1}, 168)  # not MongoDB's either
@@ -260,7 +260,7 @@ def test_date_operators(db):
     fails(c, {"$dateToString": {"date": "$d", "format": "%Q"}}, 18536, doc)
 
 
-def test_date_add_subtract_diff_trunc_and_from_string(db):
+def test_date_arithmetic_truncation_parsing_and_parts(db):
     c = db.e
     D = datetime.datetime
     add = lambda start, unit, n, **kw: one(c, {"$dateAdd": {"startDate": start, "unit": unit, "amount": n, **kw}})
@@ -334,6 +334,25 @@ def test_date_add_subtract_diff_trunc_and_from_string(db):
     fails(c, {"$dateFromString": {"dateString": "2021-03-17T10:00:00Z", "timezone": "Europe/Paris"}}, 241)
     fails(c, {"$dateFromString": {"dateString": "2021", "format": "%Q"}}, 18536)
     fails(c, {"$dateFromString": {"format": "%Y"}}, 40542)
+
+    d = D(2021, 3, 17, 13, 47, 5, 123000)
+    assert one(c, {"$dateToParts": {"date": d}}) == {"year": 2021, "month": 3, "day": 17, "hour": 13, "minute": 47, "second": 5, "millisecond": 123}
+    assert one(c, {"$dateToParts": {"date": d, "timezone": "Asia/Tokyo", "iso8601": True}}) == {
+        "isoWeekYear": 2021, "isoWeek": 11, "isoDayOfWeek": 3, "hour": 22, "minute": 47, "second": 5, "millisecond": 123}
+    assert one(c, {"$dateToParts": {"date": "$missing"}}) is None
+    parts = lambda **kw: one(c, {"$dateFromParts": kw})
+    assert parts(year=2021, month=3, day=17, hour=13, minute=47, second=5, millisecond=123) == d
+    assert parts(year=2021) == D(2021, 1, 1)
+    assert parts(year=2020, month=14, day=0, hour=25) == D(2021, 2, 1, 1)  # parts past their range carry over
+    assert parts(year=2021, month=3, day=17, timezone="-05:00") == D(2021, 3, 17, 5)
+    assert parts(isoWeekYear=2021, isoWeek=11, isoDayOfWeek=3) == D(2021, 3, 17)
+    assert parts(isoWeekYear=2021) == D(2021, 1, 4)  # Monday of ISO week 1
+    assert parts(year=2021, month="$missing") is None
+    fails(c, {"$dateFromParts": {"month": 1}}, 40516)
+    fails(c, {"$dateFromParts": {"year": 2021, "isoWeek": 1}}, 40489)
+    fails(c, {"$dateFromParts": {"year": 2021, "month": 1.5}}, 40515)
+    fails(c, {"$dateFromParts": {"year": 0}}, 40523)
+    fails(c, {"$dateToParts": {"date": d, "iso8601": 1}}, 40521)
 
 
 def test_type_operators(db):

@@ -23,6 +23,8 @@ func dateArithOps() map[string]parser {
 		"$dateDiff":       parseDateDiff,
 		"$dateTrunc":      parseDateTrunc,
 		"$dateFromString": parseDateFromString,
+		"$dateToParts":    parseDateToParts,
+		"$dateFromParts":  parseDateFromParts,
 	}
 }
 

@@ -75,6 +75,8 @@ func TestExpressions(t *testing.T) {
 		{"let rebinds CURRENT", bson.D{{Key: "$let", Value: bson.D{{Key: "vars", Value: bson.D{{Key: "CURRENT", Value: bson.D{{Key: "i", Value: int32(40)}}}}}, {Key: "in", Value: bson.D{{Key: "$add", Value: bson.A{"$i", "$$ROOT.i"}}}}}}}, int32(47)},
 		{"dateFromString with format", bson.D{{Key: "$dateFromString", Value: bson.D{{Key: "dateString", Value: "17.03.2021"}, {Key: "format", Value: "%d.%m.%Y"}}}}, bson.DateTime(1615939200000)},
 		{"dateFromString onError", bson.D{{Key: "$dateFromString", Value: bson.D{{Key: "dateString", Value: "x"}, {Key: "onError", Value: int32(0)}}}}, int32(0)},
+		{"dateFromParts carries", bson.D{{Key: "$dateFromParts", Value: bson.D{{Key: "year", Value: int32(2020)}, {Key: "month", Value: int32(14)}, {Key: "day", Value: int32(0)}}}}, bson.DateTime(1612051200000)}, // 2021-01-31
+		{"dateToParts", bson.D{{Key: "$dateToParts", Value: bson.D{{Key: "date", Value: "$t"}}}}, bson.D{{Key: "year", Value: int32(2024)}, {Key: "month", Value: int32(2)}, {Key: "day", Value: int32(29)}, {Key: "hour", Value: int32(13)}, {Key: "minute", Value: int32(45)}, {Key: "second", Value: int32(30)}, {Key: "millisecond", Value: int32(123)}}},
 		{"isoWeek", bson.D{{Key: "$isoWeek", Value: bson.DateTime(1704067200000)}}, int32(1)},            // Monday 2024-01-01
 		{"isoWeekYear", bson.D{{Key: "$isoWeekYear", Value: bson.DateTime(1704067199000)}}, int32(2023)}, // Sunday 2023-12-31
 		{"isoDayOfWeek Sunday", bson.D{{Key: "$isoDayOfWeek", Value: bson.DateTime(1704067199000)}}, int32(7)},
@@ -226,7 +228,7 @@ func TestExpressionErrors(t *testing.T) {
 		{"arity exact", bson.D{{Key: "$eq", Value: bson.A{int32(1)}}}, mongoerr.Location16020},
 		{"arity range", bson.D{{Key: "$slice", Value: bson.A{"$a"}}}, mongoerr.Location28667},
 		{"unknown operator", bson.D{{Key: "$nope", Value: int32(1)}}, mongoerr.InvalidPipelineOperator},
-		{"unimplemented operator", bson.D{{Key: "$dateFromParts", Value: bson.D{}}}, mongoerr.NotImplemented},
+		{"unimplemented operator", bson.D{{Key: "$sortArray", Value: bson.D{}}}, mongoerr.NotImplemented},
 		{"meta", bson.D{{Key: "$meta", Value: "textScore"}}, mongoerr.NotImplemented},
 		{"setUnion of a number", bson.D{{Key: "$setUnion", Value: bson.A{"$a", int32(1)}}}, mongoerr.Location17043},
 		{"setIntersection of a string", bson.D{{Key: "$setIntersection", Value: bson.A{"$s"}}}, mongoerr.Location17047},

@@ -171,7 +171,6 @@ func elementsTrue(name string, code mongoerr.Code, any_ bool) opFunc {
 // unsupportedOperators are MongoDB expression operators tierdb does not
 // evaluate: refused with NotImplemented rather than as unknown (168).
 var unsupportedOperators = map[string]bool{
-	"$dateFromParts": true, "$dateToParts": true,
 	"$getField": true, "$setField": true, "$unsetField": true, "$sortArray": true, "$zip": true,
 	"$rand": true, "$function": true, "$toUUID": true, "$bsonSize": true, "$binarySize": true,
 	"$tsSecond": true, "$tsIncrement": true, "$firstN": true, "$lastN": true, "$maxN": true,

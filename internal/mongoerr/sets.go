@@ -63,3 +63,19 @@ const (
 	Location40542 Code = 40542 // no dateString
 	Location40684 Code = 40684 // format is not a string
 )
+
+// Codes of $dateToParts and $dateFromParts.
+const (
+	Location31034 Code = 31034 // a part outside [-32768, 32767]
+	Location40489 Code = 40489 // natural and ISO parts mixed
+	Location40515 Code = 40515 // a part is not a whole number
+	Location40516 Code = 40516 // neither year nor isoWeekYear
+	Location40518 Code = 40518 // $dateFromParts: an unknown argument
+	Location40519 Code = 40519 // $dateFromParts: the argument is not an object
+	Location40520 Code = 40520 // $dateToParts: an unknown argument
+	Location40521 Code = 40521 // iso8601 is not a bool
+	Location40522 Code = 40522 // $dateToParts: no date
+	Location40523 Code = 40523 // the year outside 1 to 9999
+	Location40524 Code = 40524 // $dateToParts: the argument is not an object
+	Location40525 Code = 40525 // ISO and natural parts mixed
+)
