@@ -14,7 +14,6 @@ from pymongo.read_concern import ReadConcern
     ({"find": "c", "returnKey": True}, 238),
     ({"find": "c", "tailable": True}, 2),  # c is not capped
     ({"find": "c", "min": {"a": 1}}, 238),
-    ({"find": "c", "let": {"x": 1}}, 238),
     ({"create": "c2", "capped": True}, 72),  # size is required
     ({"create": "c2", "validator": {"a": {"$exists": True}}}, 238),
     ({"update": "c", "updates": [{"q": {}, "u": {"$set": {"a": 1}}, "sort": {"a": 1}}]}, 238),

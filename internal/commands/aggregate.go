@@ -44,9 +44,9 @@ func (h *Handlers) aggregate(ctx context.Context, req *Request) (bson.D, error) 
 	if err != nil {
 		return nil, err
 	}
-	name, err := collectionName(req)
+	name, err := aggregateCollection(req)
 	if err != nil {
-		return nil, mongoerr.New(mongoerr.NotImplemented, "aggregate is supported on collections only")
+		return nil, err
 	}
 	pipeline, err := getArray(req.Cmd, "pipeline")
 	if err != nil {
@@ -57,7 +57,7 @@ func (h *Handlers) aggregate(ctx context.Context, req *Request) (bson.D, error) 
 		if err := h.runAggregate(ctx, req, name, pipeline, sink); err != nil {
 			return nil, err
 		}
-		return h.firstBatch(ctx, req, req.DB+"."+name, &sliceSource{docs: sink.Raws}, batchSize, false)
+		return h.firstBatch(ctx, req.on, req, req.DB+"."+name, &sliceSource{docs: sink.Raws}, batchSize, false)
 	}
 	if writes(pipeline) {
 		// $out and $merge honour the command's write concern.
@@ -82,17 +82,17 @@ func writes(pipeline bson.A) bool {
 func (h *Handlers) runAggregate(ctx context.Context, req *Request, name string, pipeline bson.A, sink exec.Stage) error {
 	out := h.newOutput(ctx, req)
 	defer out.abort()
-	ctx, done, err := h.routeRead(ctx, req)
+	on, done, err := h.routeRead(req)
 	if err != nil {
 		return err
 	}
 	defer done()
-	p, err := h.parseAggregate(ctx, req, name, pipeline)
+	p, err := h.parseAggregate(ctx, on, req, name, pipeline)
 	if err != nil {
 		return err
 	}
 	p.env.Output = out
-	stages, read := h.aggregateInput(ctx, req.DB, p)
+	stages, read := h.aggregateInput(ctx, on, req.DB, p)
 	head, err := exec.Build(stages, sink, p.env)
 	if err != nil {
 		return err
@@ -154,8 +154,8 @@ type parsedAggregate struct {
 
 // parseAggregate prepares pipeline over db.name; over a view, the view's
 // pipeline comes first and the collection it reads is read.
-func (h *Handlers) parseAggregate(ctx context.Context, req *Request, name string, pipeline bson.A) (*parsedAggregate, error) {
-	base, viewStages, err := h.resolveView(ctx, req.DB, name)
+func (h *Handlers) parseAggregate(ctx context.Context, on storage.On, req *Request, name string, pipeline bson.A) (*parsedAggregate, error) {
+	base, viewStages, err := h.resolveView(ctx, on, req.DB, name)
 	if err != nil {
 		return nil, err
 	}
@@ -163,7 +163,8 @@ func (h *Handlers) parseAggregate(ctx context.Context, req *Request, name string
 	if err != nil {
 		return nil, err
 	}
-	vars, err := letVars(req.Cmd)
+	now := expr.Now() // one $$NOW for the whole command
+	vars, err := letVarsAt(req.Cmd, now)
 	if err != nil {
 		return nil, err
 	}
@@ -175,7 +176,7 @@ func (h *Handlers) parseAggregate(ctx context.Context, req *Request, name string
 	if err != nil {
 		return nil, err
 	}
-	filter, err := query.ParseFilterVars(rest, vars)
+	filter, err := query.ParseFilterVars(rest, expr.WithNow(vars, now))
 	if err != nil {
 		return nil, err
 	}
@@ -188,7 +189,7 @@ func (h *Handlers) parseAggregate(ctx context.Context, req *Request, name string
 		// With $text, rs is only the rest of the $match: never "empty" or
 		// "exact", so no shortcut can take it for the whole selection.
 		rs:  &readSpec{filter: filter, empty: len(rest) == 0 && text == nil, exact: text == nil && isIDEquality(first)},
-		env: &exec.Env{Ctx: ctx, Vars: vars, Read: h.reader(req), DB: req.DB, Output: noOutput{}, AllowDiskUse: allowDisk},
+		env: &exec.Env{Ctx: ctx, Vars: vars, Now: now, Read: h.reader(req, on), DB: req.DB, Output: noOutput{}, AllowDiskUse: allowDisk},
 	}
 	p.rs.sort, p.limitHint = leadingSort(stages)
 	// Build the stages once before reading anything, so that a bad stage
@@ -216,15 +217,16 @@ func (noOutput) Merge(context.Context, string, string, []string) (exec.MergeTarg
 // explain does for find), then the stages tierdb runs in process, as
 // given.
 func (h *Handlers) explainAggregate(ctx context.Context, req *Request) (bson.D, error) {
-	name, err := collectionName(req)
+	name, err := aggregateCollection(req)
 	if err != nil {
-		return nil, mongoerr.New(mongoerr.NotImplemented, "aggregate is supported on collections only")
+		return nil, err
 	}
 	pipeline, err := getArray(req.Cmd, "pipeline")
 	if err != nil {
 		return nil, err
 	}
-	p, err := h.parseAggregate(ctx, req, name, pipeline)
+	on := req.on
+	p, err := h.parseAggregate(ctx, on, req, name, pipeline)
 	if err != nil {
 		return nil, err
 	}
@@ -233,7 +235,7 @@ func (h *Handlers) explainAggregate(ctx context.Context, req *Request) (bson.D, 
 	}
 	planner := bson.D{{Key: "namespace", Value: req.DB + "." + p.coll}, {Key: "parsedQuery", Value: p.first}}
 	rest := p.stages // the stages tierdb runs in process
-	col, err := h.store.Collection(ctx, req.DB, p.coll)
+	col, err := h.store.Collection(ctx, on, req.DB, p.coll)
 	switch {
 	case storage.IsCode(err, storage.ErrNamespaceNotFound):
 		planner = append(planner, bson.E{Key: "winningPlan", Value: bson.D{{Key: "stage", Value: "EOF"}}})
@@ -247,7 +249,7 @@ func (h *Handlers) explainAggregate(ctx context.Context, req *Request) (bson.D, 
 			params, rest = src.walkParams(), p.stages[1:]
 			winning = append(winning, bson.E{Key: "inputStage", Value: sortStage(plan)})
 		}
-		plan, err := h.store.Explain(ctx, col, params)
+		plan, err := h.store.Explain(ctx, on, col, params)
 		if err != nil {
 			return nil, err
 		}
@@ -305,19 +307,19 @@ func leadingSortPlan(col *storage.Collection, p *parsedAggregate) (sortPlan, boo
 // aggregateInput is what feeds the pipeline: the stages to run and the
 // read that pushes documents into them. A leading $sort that an index
 // serves is dropped from the stages: the read walks the index instead.
-func (h *Handlers) aggregateInput(ctx context.Context, db string, p *parsedAggregate) ([]bson.D, func(func(bson.D) error) error) {
+func (h *Handlers) aggregateInput(ctx context.Context, on storage.On, db string, p *parsedAggregate) ([]bson.D, func(func(bson.D) error) error) {
 	if p.text != nil {
 		// $text reads through its own search, neither walked nor counted.
 		return p.stages, func(push func(bson.D) error) error {
-			return h.readText(ctx, db, p.coll, p.text, p.rs, push)
+			return h.readText(ctx, on, db, p.coll, p.text, p.rs, push)
 		}
 	}
 	plain := func(push func(bson.D) error) error {
 		rs := *p.rs
 		rs.sort = query.Sort{}
-		return h.readInto(ctx, db, p.coll, &rs, push)
+		return h.readInto(ctx, on, db, p.coll, &rs, push)
 	}
-	col, err := h.store.Collection(ctx, db, p.coll)
+	col, err := h.store.Collection(ctx, on, db, p.coll)
 	if err != nil {
 		return p.stages, plain
 	}
@@ -329,7 +331,7 @@ func (h *Handlers) aggregateInput(ctx context.Context, db string, p *parsedAggre
 		return p.stages, func(push func(bson.D) error) error {
 			rs := *p.rs
 			rs.sort = query.Sort{}
-			n, err := h.countMatches(ctx, col, &rs)
+			n, err := h.countMatches(ctx, on, col, &rs)
 			if err != nil {
 				return err
 			}
@@ -345,12 +347,12 @@ func (h *Handlers) aggregateInput(ctx context.Context, db string, p *parsedAggre
 	if !ok {
 		return p.stages, plain
 	}
-	src := newOrderedSource(h.store, col, p.rs, plan, storage.NodeFrom(ctx))
+	src := newOrderedSource(h.store, col, p.rs, plan, on.Node)
 	src.raw, src.keepDecoded, src.limitHint = true, true, p.limitHint
-	notePlan(ctx, col, p.rs, src.walkParams(), false)
+	notePlan(ctx, on, col, p.rs, src.walkParams(), false)
 	return p.stages[1:], func(push func(bson.D) error) error {
 		for {
-			batch, done, err := src.next(ctx, 100)
+			batch, done, err := src.next(ctx, on, 100)
 			if err != nil {
 				return err
 			}
@@ -420,15 +422,15 @@ func constantID(v any) bool {
 // readInto streams the documents of db.coll that match rs to fn, until fn
 // returns an error (exec.ErrDone stops early). A collection that does not
 // exist has no documents.
-func (h *Handlers) readInto(ctx context.Context, db, coll string, rs *readSpec, fn func(bson.D) error) error {
-	col, err := h.store.Collection(ctx, db, coll)
+func (h *Handlers) readInto(ctx context.Context, on storage.On, db, coll string, rs *readSpec, fn func(bson.D) error) error {
+	col, err := h.store.Collection(ctx, on, db, coll)
 	switch {
 	case storage.IsCode(err, storage.ErrNamespaceNotFound):
 		return nil
 	case err != nil:
 		return err
 	}
-	return h.eachMatch(ctx, col, rs, func(doc bson.D, _ bson.Raw) (bool, error) {
+	return h.eachMatch(ctx, on, col, rs, func(doc bson.D, _ bson.Raw) (bool, error) {
 		if err := fn(doc); err != nil {
 			return err == exec.ErrDone, err
 		}
@@ -438,21 +440,21 @@ func (h *Handlers) readInto(ctx context.Context, db, coll string, rs *readSpec, 
 
 // reader is how a pipeline's $lookup and $unionWith read the other
 // collections (or views) of the request's database: the same storage read as the
-// pipeline's own input, on the same node, allowed when the user may find
+// pipeline's own input, where on says (the same node), allowed when the user may find
 // in that collection too (the dispatch wrapper checked only the
 // aggregated one).
-func (h *Handlers) reader(req *Request) exec.Reader {
+func (h *Handlers) reader(req *Request, on storage.On) exec.Reader {
 	return func(ctx context.Context, coll string, filter *query.Filter, fn func(bson.D) error) error {
 		if h.opts.Auth != nil && req.Session != nil && req.Session.User != nil &&
 			!req.Session.User.Grants.Allows(req.DB, coll, auth.Actions(auth.ActFind)) {
 			return mongoerr.Newf(mongoerr.Unauthorized, "not authorized on %s to execute command { find: %q }", req.DB, coll)
 		}
-		base, stages, err := h.resolveView(ctx, req.DB, coll)
+		base, stages, err := h.resolveView(ctx, on, req.DB, coll)
 		if err != nil || len(stages) == 0 {
 			if err != nil {
 				return err
 			}
-			return h.readInto(ctx, req.DB, coll, &readSpec{filter: filter}, fn)
+			return h.readInto(ctx, on, req.DB, coll, &readSpec{filter: filter}, fn)
 		}
 		// A view: its pipeline over the collection it reads, then filter.
 		parsed, err := exec.ParsePipeline(stages)
@@ -465,28 +467,28 @@ func (h *Handlers) reader(req *Request) exec.Reader {
 			}
 			return fn(doc)
 		}}
-		head, err := exec.Build(parsed, sink, &exec.Env{Ctx: ctx, Read: h.reader(req), DB: req.DB})
+		head, err := exec.Build(parsed, sink, &exec.Env{Ctx: ctx, Read: h.reader(req, on), DB: req.DB})
 		if err != nil {
 			return err
 		}
 		all, _ := query.ParseFilter(nil)
-		if err := h.readInto(ctx, req.DB, base, &readSpec{filter: all, empty: true}, head.Push); err != nil && err != exec.ErrDone {
+		if err := h.readInto(ctx, on, req.DB, base, &readSpec{filter: all, empty: true}, head.Push); err != nil && err != exec.ErrDone {
 			return err
 		}
 		return head.Finish()
 	}
 }
 
-// letVars evaluates the command's let: constants and expressions over no
-// document, which the pipeline's expressions read as $$name.
-func letVars(cmd bson.D) (map[string]any, error) {
+// letVarsAt evaluates the command's let: constants and expressions over
+// no document, with $$NOW at now, which the pipeline's expressions read
+// as $$name.
+func letVarsAt(cmd bson.D, now bson.DateTime) (map[string]any, error) {
 	let, err := getDoc(cmd, "let")
 	if err != nil || let == nil {
 		return nil, err
 	}
 	vars := map[string]any{}
 	scope := expr.NewScope(nil)
-	now := expr.Now()
 	for _, e := range let {
 		x, err := expr.Parse(e.Value, scope)
 		if err != nil {

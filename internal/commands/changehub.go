@@ -39,7 +39,7 @@ func (h *Handlers) changeHub(ctx context.Context) (*changes.Hub, error) {
 		if h.opts.Admission == nil {
 			return func() {}, nil
 		}
-		return h.opts.Admission.Admit(qos.WithTier(ctx, qos.Low), qos.Low, false)
+		return h.opts.Admission.Admit(ctx, qos.Low, false)
 	}
 	hub, err := changes.NewHub(ctx, slot, admit)
 	if err != nil {
@@ -76,7 +76,9 @@ func (h *Handlers) maintainChanges() {
 			return
 		case <-wait.C:
 		}
-		ctx, cancel := context.WithTimeout(qos.WithTier(context.Background(), qos.Low), 30*time.Second)
+		// The slot's queries run on the low tier's backends (storage's
+		// ChangeSlot and EnableChangeStreams say so themselves).
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		h.changes.mu.Lock()
 		hub := h.changes.hub
 		h.changes.mu.Unlock()

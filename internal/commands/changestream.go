@@ -177,7 +177,7 @@ func (h *Handlers) mayWatch(s *Session, sc changes.Scope) bool {
 }
 
 func (h *Handlers) changeStream(ctx context.Context, req *Request) (bson.D, error) {
-	if storage.InTransaction(ctx) {
+	if req.on.InTransaction() {
 		return nil, mongoerr.New(mongoerr.OperationNotSupportedInTxn, "Operation not permitted in transaction :: caused by :: $changeStream is not allowed in a transaction")
 	}
 	if explain, _ := getBool(req.Cmd, "explain", false); explain {
@@ -216,7 +216,7 @@ func (h *Handlers) changeStream(ctx context.Context, req *Request) (bson.D, erro
 	var batch []bson.Raw
 	done := false
 	if batchSize != 0 {
-		if batch, done, err = src.next(ctx, batchSize); err != nil {
+		if batch, done, err = src.next(ctx, req.on, batchSize); err != nil {
 			stream.Close()
 			return nil, err
 		}
@@ -264,7 +264,7 @@ func (s *streamSource) resumeToken() bson.D {
 	return s.stream.Position().Token()
 }
 
-func (s *streamSource) next(ctx context.Context, n int) ([]bson.Raw, bool, error) {
+func (s *streamSource) next(ctx context.Context, on storage.On, n int) ([]bson.Raw, bool, error) {
 	until, waits := ctx.Value(awaitKey{}).(time.Time)
 	pollBy := until
 	if !waits {
@@ -273,7 +273,7 @@ func (s *streamSource) next(ctx context.Context, n int) ([]bson.Raw, bool, error
 		pollBy = time.Now().Add(firstBatchPoll)
 	}
 	for {
-		out, err := s.fill(ctx, n, pollBy)
+		out, err := s.fill(ctx, on, n, pollBy)
 		if err != nil || len(out) > 0 || s.ended || !waits {
 			return out, s.ended && len(s.pending) == 0, err
 		}
@@ -299,7 +299,7 @@ func (s *streamSource) next(ctx context.Context, n int) ([]bson.Raw, bool, error
 
 // fill makes events from the stream's next changes and returns up to n
 // (n <= 0: as many as fit a reply).
-func (s *streamSource) fill(ctx context.Context, n int, pollBy time.Time) ([]bson.Raw, error) {
+func (s *streamSource) fill(ctx context.Context, on storage.On, n int, pollBy time.Time) ([]bson.Raw, error) {
 	if len(s.pending) == 0 && !s.ended {
 		var chs []changes.Change
 		var err error
@@ -332,7 +332,7 @@ func (s *streamSource) fill(ctx context.Context, n int, pollBy time.Time) ([]bso
 		if ierr != nil {
 			return nil, ierr
 		}
-		if err := s.events(ctx, chs); err != nil {
+		if err := s.events(ctx, on, chs); err != nil {
 			return nil, err
 		}
 	}
@@ -358,17 +358,17 @@ func (s *streamSource) fill(ctx context.Context, n int, pollBy time.Time) ([]bso
 }
 
 // events shapes changes as events, through the stages after $changeStream.
-func (s *streamSource) events(ctx context.Context, chs []changes.Change) error {
+func (s *streamSource) events(ctx context.Context, on storage.On, chs []changes.Change) error {
 	opts := s.spec.opts
 	opts.Lookup = func(db, coll string, id any) (bson.D, error) {
-		col, err := s.h.store.Collection(ctx, db, coll)
+		col, err := s.h.store.Collection(ctx, on, db, coll)
 		if storage.IsCode(err, storage.ErrNamespaceNotFound) {
 			return nil, nil
 		}
 		if err != nil {
 			return nil, err
 		}
-		row, err := s.h.store.Get(ctx, col, storage.IDKey(id))
+		row, err := s.h.store.Get(ctx, on, col, storage.IDKey(id))
 		if err != nil || row == nil {
 			return nil, err
 		}

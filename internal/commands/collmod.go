@@ -20,7 +20,7 @@ func (h *Handlers) collMod(ctx context.Context, req *Request) (bson.D, error) {
 	v, ok := lookup(req.Cmd, "index")
 	if !ok {
 		// Nothing to change: MongoDB answers ok.
-		if _, err := h.store.Collection(ctx, req.DB, name); err != nil {
+		if _, err := h.store.Collection(ctx, req.on, req.DB, name); err != nil {
 			return nil, err
 		}
 		return bson.D{}, nil
@@ -80,7 +80,7 @@ func (h *Handlers) collMod(ctx context.Context, req *Request) (bson.D, error) {
 	if change.Hidden == nil && change.ExpireAfterSeconds == nil {
 		return nil, mongoerr.New(mongoerr.InvalidOptions, "no expireAfterSeconds or hidden field")
 	}
-	if col, err := h.store.Collection(ctx, req.DB, name); err == nil {
+	if col, err := h.store.Collection(ctx, req.on, req.DB, name); err == nil {
 		n := 0
 		for i := range col.Indexes {
 			if match(&col.Indexes[i]) {
@@ -91,7 +91,7 @@ func (h *Handlers) collMod(ctx context.Context, req *Request) (bson.D, error) {
 			return nil, mongoerr.Newf(mongoerr.AmbiguousIndexKeyPattern, "index keyPattern matches %d indexes, must use index name", n)
 		}
 	}
-	before, after, err := h.store.ModifyIndex(ctx, req.DB, name, match, change)
+	before, after, err := h.store.ModifyIndex(ctx, req.on, req.DB, name, match, change)
 	if err != nil {
 		return nil, err
 	}

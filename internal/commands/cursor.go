@@ -8,13 +8,17 @@ import (
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"tierdb/internal/storage"
 )
 
 // batchSource produces the documents of a cursor a batch at a time.
 type batchSource interface {
 	// next returns up to n documents (n <= 0: as many as fit in one reply) and
 	// whether the source has nothing more.
-	next(ctx context.Context, n int) (batch []bson.Raw, done bool, err error)
+	// on is the request's (the find's, then each getMore's); a source
+	// that read its first batch on a node keeps reading there.
+	next(ctx context.Context, on storage.On, n int) (batch []bson.Raw, done bool, err error)
 }
 
 // closer is a batchSource holding something to let go of when its cursor

@@ -30,14 +30,14 @@ func (h *Handlers) validate(ctx context.Context, req *Request) (bson.D, error) {
 	if repair, _ := getBool(req.Cmd, "repair", false); repair {
 		return nil, mongoerr.New(mongoerr.NotImplemented, "validate with repair is not supported by tierdb")
 	}
-	col, err := h.store.Collection(ctx, req.DB, name)
+	col, err := h.store.Collection(ctx, req.on, req.DB, name)
 	if storage.IsCode(err, storage.ErrNamespaceNotFound) {
 		return nil, mongoerr.Newf(mongoerr.NamespaceNotFound, "Collection '%s.%s' does not exist to validate.", req.DB, name)
 	}
 	if err != nil {
 		return nil, err
 	}
-	v, err := h.store.Validate(ctx, col)
+	v, err := h.store.Validate(ctx, req.on, col)
 	if err != nil {
 		return nil, err
 	}
@@ -127,7 +127,7 @@ func (h *Handlers) renameCollection(ctx context.Context, req *Request) (bson.D, 
 	if err := h.mayRename(req.Session, fromDB, from, toDB, to, dropTarget); err != nil {
 		return nil, err
 	}
-	return bson.D{}, h.store.RenameCollection(ctx, fromDB, from, toDB, to, dropTarget)
+	return bson.D{}, h.store.RenameCollection(ctx, req.on, fromDB, from, toDB, to, dropTarget)
 }
 
 // mayRename is MongoDB's check: renameCollectionSameDB on the database

@@ -17,7 +17,7 @@ func (h *Handlers) listDatabases(ctx context.Context, req *Request) (bson.D, err
 	if err != nil {
 		return nil, err
 	}
-	dbs, err := h.store.ListDatabases(ctx)
+	dbs, err := h.store.ListDatabases(ctx, req.on)
 	if err != nil {
 		return nil, err
 	}
@@ -59,7 +59,7 @@ func (h *Handlers) listCollections(ctx context.Context, req *Request) (bson.D, e
 	if err != nil {
 		return nil, err
 	}
-	cols, err := h.store.ListCollections(ctx, req.DB)
+	cols, err := h.store.ListCollections(ctx, req.on, req.DB)
 	if err != nil {
 		return nil, err
 	}
@@ -77,7 +77,7 @@ func (h *Handlers) listCollections(ctx context.Context, req *Request) (bson.D, e
 			batch = append(batch, info)
 		}
 	}
-	views, err := h.viewInfos(ctx, req.DB, filter, nameOnly)
+	views, err := h.viewInfos(ctx, req.on, req.DB, filter, nameOnly)
 	if err != nil {
 		return nil, err
 	}
@@ -113,9 +113,9 @@ func (h *Handlers) create(ctx context.Context, req *Request) (bson.D, error) {
 		return nil, err
 	}
 	if capped != nil {
-		return bson.D{}, h.store.CreateCappedCollection(ctx, req.DB, name, *capped)
+		return bson.D{}, h.store.CreateCappedCollection(ctx, req.on, req.DB, name, *capped)
 	}
-	return bson.D{}, h.store.CreateCollection(ctx, req.DB, name)
+	return bson.D{}, h.store.CreateCollection(ctx, req.on, req.DB, name)
 }
 
 func (h *Handlers) drop(ctx context.Context, req *Request) (bson.D, error) {
@@ -123,7 +123,7 @@ func (h *Handlers) drop(ctx context.Context, req *Request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	err = h.store.DropCollection(ctx, req.DB, name)
+	err = h.store.DropCollection(ctx, req.on, req.DB, name)
 	if storage.IsCode(err, storage.ErrNamespaceNotFound) {
 		// MongoDB 7 answers ok for a missing collection; drivers rely on it.
 		return bson.D{}, nil
@@ -136,7 +136,7 @@ func (h *Handlers) drop(ctx context.Context, req *Request) (bson.D, error) {
 }
 
 func (h *Handlers) dropDatabase(ctx context.Context, req *Request) (bson.D, error) {
-	if err := h.store.DropDatabase(ctx, req.DB); err != nil {
+	if err := h.store.DropDatabase(ctx, req.on, req.DB); err != nil {
 		return nil, err
 	}
 	return bson.D{{Key: "dropped", Value: req.DB}}, nil
@@ -169,7 +169,7 @@ func (h *Handlers) createIndexes(ctx context.Context, req *Request) (bson.D, err
 		}
 		indexes = append(indexes, ix)
 	}
-	before, after, created, err := h.store.CreateIndexes(ctx, req.DB, name, indexes)
+	before, after, created, err := h.store.CreateIndexes(ctx, req.on, req.DB, name, indexes)
 	if err != nil {
 		return nil, err
 	}
@@ -210,7 +210,7 @@ func (h *Handlers) listIndexes(ctx context.Context, req *Request) (bson.D, error
 	if err != nil {
 		return nil, err
 	}
-	col, err := h.store.Collection(ctx, req.DB, name)
+	col, err := h.store.Collection(ctx, req.on, req.DB, name)
 	if err != nil {
 		return nil, err
 	}
@@ -240,7 +240,7 @@ func (h *Handlers) dropIndexes(ctx context.Context, req *Request) (bson.D, error
 			names = append(names, s)
 		}
 	case bson.D:
-		col, err := h.store.Collection(ctx, req.DB, name)
+		col, err := h.store.Collection(ctx, req.on, req.DB, name)
 		if err != nil {
 			return nil, err
 		}
@@ -265,7 +265,7 @@ func (h *Handlers) dropIndexes(ctx context.Context, req *Request) (bson.D, error
 	}
 	var before int
 	for _, n := range names {
-		b, err := h.store.DropIndex(ctx, req.DB, name, n)
+		b, err := h.store.DropIndex(ctx, req.on, req.DB, name, n)
 		if err != nil {
 			return nil, err
 		}

@@ -9,6 +9,7 @@ import (
 	"tierdb/internal/bsonx"
 	"tierdb/internal/mongoerr"
 	"tierdb/internal/query"
+	"tierdb/internal/storage"
 )
 
 // maxDistinctBytes is MongoDB's cap on distinct's values: a reply document.
@@ -39,17 +40,17 @@ func (h *Handlers) distinct(ctx context.Context, req *Request) (bson.D, error) {
 	if text != nil {
 		// The rest of the filter alone: never empty or exact.
 		rs.empty, rs.exact = false, false
-		read = func(ctx context.Context, db, coll string, rs *readSpec, fn func(bson.D) error) error {
-			return h.readText(ctx, db, coll, text, rs, fn)
+		read = func(ctx context.Context, on storage.On, db, coll string, rs *readSpec, fn func(bson.D) error) error {
+			return h.readText(ctx, on, db, coll, text, rs, fn)
 		}
 	}
-	ctx, done, err := h.routeRead(ctx, req)
+	on, done, err := h.routeRead(req)
 	if err != nil {
 		return nil, err
 	}
 	defer done()
 	vals := newDistinctValues()
-	err = read(ctx, req.DB, name, rs, func(doc bson.D) error { return vals.addFrom(doc, key) })
+	err = read(ctx, on, req.DB, name, rs, func(doc bson.D) error { return vals.addFrom(doc, key) })
 	if err != nil {
 		return nil, err
 	}

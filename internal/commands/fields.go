@@ -33,7 +33,8 @@ var commandFields = map[string]map[string]fieldRule{
 	"find": {
 		"filter": implemented, "sort": implemented, "projection": implemented, "skip": implemented,
 		"limit": implemented, "batchSize": implemented, "singleBatch": implemented,
-		// A plan hint: PostgreSQL plans the query; the result is the same.
+		// A plan hint: checked against the indexes (hint.go), then advisory:
+		// PostgreSQL plans the query.
 		"hint": harmless,
 		// Sharding and storage options with no effect on one node's result.
 		"allowPartialResults": harmless, "readOnce": harmless, "oplogReplay": harmless,
@@ -45,7 +46,7 @@ var commandFields = map[string]map[string]fieldRule{
 		// answers CursorNotFound: an error, never a wrong result.
 		"noCursorTimeout": harmless,
 		"returnKey":       unimplemented, "showRecordId": unimplemented, "tailable": implemented,
-		"awaitData": implemented, "min": unimplemented, "max": unimplemented, "let": unimplemented,
+		"awaitData": implemented, "min": unimplemented, "max": unimplemented, "let": implemented,
 	},
 	"count":    {"query": implemented, "limit": implemented, "skip": implemented, "hint": harmless, "fields": harmless},
 	"distinct": {"key": implemented, "query": implemented, "hint": harmless},

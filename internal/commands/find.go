@@ -45,7 +45,7 @@ func (h *Handlers) find(ctx context.Context, req *Request) (bson.D, error) {
 	} else if text != nil {
 		return h.findText(ctx, req, name, text, rest, sortDoc, proj, skip, limit, batchSize, singleBatch)
 	}
-	rs, err := parseReadSpec(filter, sortDoc, proj, skip, limit)
+	rs, err := findReadSpec(req.Cmd, filter, sortDoc, proj, skip, limit) // findlet.go
 	if err != nil {
 		return nil, err
 	}
@@ -55,12 +55,12 @@ func (h *Handlers) find(ctx context.Context, req *Request) (bson.D, error) {
 	}
 	rs.naturalDesc = isNaturalDesc(sortDoc)
 	ns := req.DB + "." + name
-	ctx, done, err := h.routeRead(ctx, req)
+	on, done, err := h.routeRead(req)
 	if err != nil {
 		return nil, err
 	}
 	defer done()
-	col, err := h.store.Collection(ctx, req.DB, name)
+	col, err := h.store.Collection(ctx, on, req.DB, name)
 	if storage.IsCode(err, storage.ErrNamespaceNotFound) {
 		return cursorReply(0, ns, bson.A{}, true), nil
 	}
@@ -68,23 +68,23 @@ func (h *Handlers) find(ctx context.Context, req *Request) (bson.D, error) {
 		return nil, err
 	}
 	if tail.tailable {
-		return h.findTailable(ctx, req, ns, col, rs, tail, batchSize, singleBatch)
+		return h.findTailable(ctx, on, req, ns, col, rs, tail, batchSize, singleBatch)
 	}
-	src, err := h.newSource(ctx, col, rs)
+	src, err := h.newSource(ctx, on, col, rs)
 	if err != nil {
 		return nil, err
 	}
-	return h.firstBatch(ctx, req, ns, src, batchSize, singleBatch)
+	return h.firstBatch(ctx, on, req, ns, src, batchSize, singleBatch)
 }
 
 // firstBatch runs the first batch of a new cursor and registers the cursor
 // when more may follow.
-func (h *Handlers) firstBatch(ctx context.Context, req *Request, ns string, src batchSource, batchSize int, singleBatch bool) (bson.D, error) {
+func (h *Handlers) firstBatch(ctx context.Context, on storage.On, req *Request, ns string, src batchSource, batchSize int, singleBatch bool) (bson.D, error) {
 	var batch []bson.Raw
 	done := false
 	if batchSize != 0 || singleBatch {
 		var err error
-		if batch, done, err = src.next(ctx, batchSize); err != nil {
+		if batch, done, err = src.next(ctx, on, batchSize); err != nil {
 			return nil, err
 		}
 	}
@@ -154,7 +154,7 @@ func (h *Handlers) getMore(ctx context.Context, req *Request) (bson.D, error) {
 		return nil, err
 	}
 	defer cancel()
-	batch, done, err := c.src.next(ctx, int(min(batchSize, 1<<30)))
+	batch, done, err := c.src.next(ctx, req.on, int(min(batchSize, 1<<30)))
 	spent()
 	if err != nil {
 		h.cursors.remove(id)
@@ -239,19 +239,19 @@ func (h *Handlers) count(ctx context.Context, req *Request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	ctx, done, err := h.routeRead(ctx, req)
+	on, done, err := h.routeRead(req)
 	if err != nil {
 		return nil, err
 	}
 	defer done()
-	col, err := h.store.Collection(ctx, req.DB, name)
+	col, err := h.store.Collection(ctx, on, req.DB, name)
 	if storage.IsCode(err, storage.ErrNamespaceNotFound) {
 		return bson.D{{Key: "n", Value: int32(0)}}, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	n, err := h.countMatches(ctx, col, rs)
+	n, err := h.countMatches(ctx, on, col, rs)
 	if err != nil {
 		return nil, err
 	}
@@ -259,9 +259,9 @@ func (h *Handlers) count(ctx context.Context, req *Request) (bson.D, error) {
 }
 
 // countMatches counts the documents a read spec selects.
-func (h *Handlers) countMatches(ctx context.Context, col *storage.Collection, rs *readSpec) (int64, error) {
+func (h *Handlers) countMatches(ctx context.Context, on storage.On, col *storage.Collection, rs *readSpec) (int64, error) {
 	if rs.empty {
-		n, err := h.store.Count(ctx, col, "", nil)
+		n, err := h.store.Count(ctx, on, col, "", nil)
 		if err != nil {
 			return 0, err
 		}
@@ -274,7 +274,7 @@ func (h *Handlers) countMatches(ctx context.Context, col *storage.Collection, rs
 	src := &scanSource{store: h.store, col: col, spec: rs, params: rs.scanParams(col)}
 	var n int64
 	for {
-		batch, done, err := src.next(ctx, 0)
+		batch, done, err := src.next(ctx, on, 0)
 		if err != nil {
 			return 0, err
 		}
@@ -300,7 +300,7 @@ func (h *Handlers) explain(ctx context.Context, req *Request) (bson.D, error) {
 		return nil, err
 	}
 	if len(inner) > 0 && inner[0].Key == "aggregate" {
-		return h.explainAggregate(ctx, &Request{DB: req.DB, Cmd: inner, Session: req.Session})
+		return h.explainAggregate(ctx, &Request{DB: req.DB, Cmd: inner, Session: req.Session, tier: req.tier, on: req.on})
 	}
 	if len(inner) == 0 || (inner[0].Key != "find" && inner[0].Key != "count") {
 		return nil, mongoerr.New(mongoerr.NotImplemented, "explain supports find, count and aggregate")
@@ -336,12 +336,12 @@ func (h *Handlers) explain(ctx context.Context, req *Request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	col, err := h.store.Collection(ctx, req.DB, name)
+	col, err := h.store.Collection(ctx, req.on, req.DB, name)
 	if err != nil {
 		return nil, err
 	}
 	params, sortInfo := h.explainRead(col, rs, sortDoc)
-	plan, err := h.store.Explain(ctx, col, params)
+	plan, err := h.store.Explain(ctx, req.on, col, params)
 	if err != nil {
 		return nil, err
 	}

@@ -102,7 +102,8 @@ func (h *Handlers) findAndModify(ctx context.Context, req *Request) (bson.D, err
 		return bson.D{{Key: "lastErrorObject", Value: leo}, {Key: "value", Value: v}}, nil
 	}
 
-	col, err := h.store.Collection(ctx, req.DB, name)
+	on := req.on
+	col, err := h.store.Collection(ctx, on, req.DB, name)
 	if err != nil && !storage.IsCode(err, storage.ErrNamespaceNotFound) {
 		return nil, err
 	}
@@ -111,11 +112,11 @@ func (h *Handlers) findAndModify(ctx context.Context, req *Request) (bson.D, err
 		var doc bson.D
 		var raw bson.Raw
 		if col != nil {
-			src, err := h.newSource(ctx, col, rs)
+			src, err := h.newSource(ctx, on, col, rs)
 			if err != nil {
 				return nil, err
 			}
-			batch, _, err := src.next(ctx, 1)
+			batch, _, err := src.next(ctx, on, 1)
 			if err != nil {
 				return nil, err
 			}
@@ -136,11 +137,11 @@ func (h *Handlers) findAndModify(ctx context.Context, req *Request) (bson.D, err
 			if err != nil {
 				return nil, err
 			}
-			id, err := h.insertOne(ctx, req.DB, name, prepared.D)
+			id, err := h.insertOne(ctx, on, req.DB, name, prepared.D)
 			upsertRounds++
 			if storage.IsCode(err, storage.ErrDuplicateKey) && upsertRounds == 1 {
 				// Maybe a concurrent upsert inserted the match: look once more.
-				if col, err = h.store.Collection(ctx, req.DB, name); err != nil {
+				if col, err = h.store.Collection(ctx, on, req.DB, name); err != nil {
 					return nil, err
 				}
 				continue
@@ -157,7 +158,7 @@ func (h *Handlers) findAndModify(ctx context.Context, req *Request) (bson.D, err
 			return reply(0, false, nil, nil)
 		case remove:
 			id, _ := lookup(doc, "_id")
-			n, err := h.store.Delete(ctx, col, []storage.Row{{Key: storage.IDKey(id), Doc: raw}})
+			n, err := h.store.Delete(ctx, on, col, []storage.Row{{Key: storage.IDKey(id), Doc: raw}})
 			if err != nil {
 				return nil, err
 			}
@@ -165,7 +166,7 @@ func (h *Handlers) findAndModify(ctx context.Context, req *Request) (bson.D, err
 				return reply(1, false, nil, doc)
 			}
 		default:
-			matched, _, newDoc, err := h.modify(ctx, col, rs.filter, doc, raw, func(d bson.D) (bson.D, bool, error) {
+			matched, _, newDoc, err := h.modify(ctx, on, col, rs.filter, doc, raw, func(d bson.D) (bson.D, bool, error) {
 				doc = d
 				return applyMatched(upd, rs.filter, d)
 			})

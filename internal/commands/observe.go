@@ -116,7 +116,7 @@ func (h *Handlers) noteOp(ctx context.Context) (context.Context, *opNote) {
 // COLLSCAN, IXSCAN over the key columns the filter was pushed to, SORT for
 // an in-memory sort, and the node when a standby serves it. Field names
 // only, never values.
-func notePlan(ctx context.Context, col *storage.Collection, rs *readSpec, p storage.ScanParams, memSort bool) {
+func notePlan(ctx context.Context, on storage.On, col *storage.Collection, rs *readSpec, p storage.ScanParams, memSort bool) {
 	n, _ := ctx.Value(opNoteKey{}).(*opNote)
 	if n == nil {
 		return
@@ -152,7 +152,7 @@ func notePlan(ctx context.Context, col *storage.Collection, rs *readSpec, p stor
 	if memSort {
 		b.WriteString(", SORT")
 	}
-	if node := storage.NodeFrom(ctx); node != nil && !node.Primary {
+	if node := on.Node; node != nil && !node.Primary {
 		b.WriteString(", on " + node.Name)
 	}
 	n.mu.Lock()

@@ -11,6 +11,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"tierdb/internal/mongoerr"
+	"tierdb/internal/storage"
 )
 
 func quietHandlers(t *testing.T) *Handlers {
@@ -171,7 +172,7 @@ func mustDecimal(s string) bson.Decimal128 {
 // slowSource yields one document per batch, after a pause that honours ctx.
 type slowSource struct{ pause time.Duration }
 
-func (s *slowSource) next(ctx context.Context, _ int) ([]bson.Raw, bool, error) {
+func (s *slowSource) next(ctx context.Context, _ storage.On, _ int) ([]bson.Raw, bool, error) {
 	select {
 	case <-time.After(s.pause):
 		raw, _ := bson.Marshal(bson.D{{Key: "x", Value: 1}})
@@ -191,7 +192,7 @@ func TestCursorKeepsItsTimeLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cancel()
-	reply, err := h.firstBatch(ctx, req, "d.c", &slowSource{pause: 60 * time.Millisecond}, 1, false)
+	reply, err := h.firstBatch(ctx, req.on, req, "d.c", &slowSource{pause: 60 * time.Millisecond}, 1, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -99,12 +99,12 @@ func (s *orderedSource) cmp(a, b sortItem) int {
 
 func (s *orderedSource) limited() bool { return !s.raw && s.spec.limit > 0 }
 
-func (s *orderedSource) next(ctx context.Context, n int) ([]bson.Raw, bool, error) {
+func (s *orderedSource) next(ctx context.Context, on storage.On, n int) ([]bson.Raw, bool, error) {
 	if s.node != nil {
-		ctx = storage.OnNode(ctx, s.node)
+		on.Node = s.node
 	}
 	if !s.started {
-		if err := s.loadMultikey(ctx); err != nil {
+		if err := s.loadMultikey(ctx, on); err != nil {
 			return nil, false, err
 		}
 		s.started = true
@@ -120,7 +120,7 @@ func (s *orderedSource) next(ctx context.Context, n int) ([]bson.Raw, bool, erro
 			return out, s.exhausted(), nil
 		}
 		if len(s.pending) == 0 && !s.streamDone {
-			if err := s.fetch(ctx, n-len(out)); err != nil {
+			if err := s.fetch(ctx, on, n-len(out)); err != nil {
 				return nil, false, err
 			}
 			continue
@@ -208,7 +208,7 @@ func (s *orderedSource) keep(it *sortItem) (bool, error) {
 // loadMultikey reads every matching row whose key column is NULL and sorts
 // it, keeping only what the limit can reach; what it holds counts against
 // the sort memory limit, as sortAll's does.
-func (s *orderedSource) loadMultikey(ctx context.Context) error {
+func (s *orderedSource) loadMultikey(ctx context.Context, on storage.On) error {
 	keep := 0
 	if s.limited() {
 		keep = int(min(s.spec.skip+s.spec.limit, 1<<20))
@@ -220,7 +220,7 @@ func (s *orderedSource) loadMultikey(ctx context.Context) error {
 	p.Limit = 1000
 	total := 0
 	for {
-		ch, err := s.store.ScanChunk(ctx, s.col, p, nil)
+		ch, err := s.store.ScanChunk(ctx, on, s.col, p, nil)
 		if err != nil {
 			return err
 		}
@@ -265,13 +265,13 @@ func (s *orderedSource) loadMultikey(ctx context.Context) error {
 
 // fetch walks the next chunk of the index. want is what the batch still
 // needs (0: no bound).
-func (s *orderedSource) fetch(ctx context.Context, want int) error {
+func (s *orderedSource) fetch(ctx context.Context, on storage.On, want int) error {
 	chunk := s.nextChunk(want)
 	p := s.params
 	p.Where, p.Args = s.walkWhere, s.walkArgs
 	p.Order = s.order(false)
 	p.Limit = chunk
-	ch, err := s.store.ScanChunk(ctx, s.col, p, nil)
+	ch, err := s.store.ScanChunk(ctx, on, s.col, p, nil)
 	if err != nil {
 		return err
 	}

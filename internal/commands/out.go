@@ -22,14 +22,15 @@ import (
 type pipelineOutput struct {
 	h   *Handlers
 	req *Request
-	// ctx is the request's, before any read routing: writes and the reads
-	// $merge makes of its target go to the primary.
-	ctx  context.Context
+	ctx context.Context
+	// on is the request's, without the node reads were routed to: writes
+	// and the reads $merge makes of its target go to the primary.
+	on   storage.On
 	outs []*outWriter
 }
 
 func (h *Handlers) newOutput(ctx context.Context, req *Request) *pipelineOutput {
-	return &pipelineOutput{h: h, req: req, ctx: ctx}
+	return &pipelineOutput{h: h, req: req, ctx: ctx, on: req.on}
 }
 
 // authorize checks that the user holds acts on db.coll.
@@ -46,7 +47,7 @@ func (o *pipelineOutput) checkTarget(stage, db, coll string) error {
 	if _, inTxn := lookup(o.req.Cmd, "autocommit"); inTxn {
 		return mongoerr.Newf(mongoerr.OperationNotSupportedInTxn, "%s cannot be used in a transaction", stage)
 	}
-	v, err := o.h.viewOf(o.ctx, db, coll)
+	v, err := o.h.viewOf(o.ctx, o.on, db, coll)
 	if err != nil {
 		return err
 	}
@@ -66,7 +67,7 @@ func (o *pipelineOutput) Out(_ context.Context, db, coll string) (exec.OutWriter
 		return nil, err
 	}
 	var indexes []storage.Index
-	old, err := o.h.store.Collection(o.ctx, db, coll)
+	old, err := o.h.store.Collection(o.ctx, o.on, db, coll)
 	switch {
 	case err == nil && old.Capped != nil:
 		return nil, mongoerr.Newf(mongoerr.Location17152, "namespace '%s.%s' is capped so it can't be used for $out", db, coll)
@@ -79,15 +80,15 @@ func (o *pipelineOutput) Out(_ context.Context, db, coll string) (exec.OutWriter
 	tmp := fmt.Sprintf(outPrefix+"%s", bson.NewObjectID().Hex())
 	w := &outWriter{o: o, db: db, coll: coll, tmp: tmp}
 	o.outs = append(o.outs, w)
-	if err := o.h.store.CreateCollection(o.ctx, db, tmp); err != nil {
+	if err := o.h.store.CreateCollection(o.ctx, o.on, db, tmp); err != nil {
 		return nil, err
 	}
 	if len(indexes) > 0 {
-		if _, _, _, err := o.h.store.CreateIndexes(o.ctx, db, tmp, indexes); err != nil {
+		if _, _, _, err := o.h.store.CreateIndexes(o.ctx, o.on, db, tmp, indexes); err != nil {
 			return nil, err
 		}
 	}
-	if w.col, err = o.h.store.Collection(o.ctx, db, tmp); err != nil {
+	if w.col, err = o.h.store.Collection(o.ctx, o.on, db, tmp); err != nil {
 		return nil, err
 	}
 	return w, nil
@@ -103,10 +104,10 @@ const staleOut = 24 * time.Hour
 // dropStale drops what crashed $outs left in db; a failure only goes to
 // the log.
 func (o *pipelineOutput) dropStale(db string) {
-	names, err := o.h.store.StaleCollections(o.ctx, db, outPrefix, staleOut)
+	names, err := o.h.store.StaleCollections(o.ctx, o.on, db, outPrefix, staleOut)
 	for _, n := range names {
 		if err == nil {
-			err = o.h.store.DropCollection(o.ctx, db, n)
+			err = o.h.store.DropCollection(o.ctx, o.on, db, n)
 			if storage.IsCode(err, storage.ErrNamespaceNotFound) {
 				err = nil
 			}
@@ -122,7 +123,7 @@ func (o *pipelineOutput) abort() {
 	for _, w := range o.outs {
 		if !w.done {
 			ctx := context.WithoutCancel(o.ctx)
-			if err := o.h.store.DropCollection(ctx, w.db, w.tmp); err != nil && !storage.IsCode(err, storage.ErrNamespaceNotFound) {
+			if err := o.h.store.DropCollection(ctx, o.on, w.db, w.tmp); err != nil && !storage.IsCode(err, storage.ErrNamespaceNotFound) {
 				o.h.log.Warn("dropping an unfinished $out collection failed", "ns", w.db+"."+w.tmp, "err", err)
 			}
 		}
@@ -141,12 +142,14 @@ type outWriter struct {
 // swap's own (synchronous) commit flushes the WAL up to it, theirs
 // included.
 func (w *outWriter) Insert(docs []bson.D) error {
-	return insertAll(storage.AsyncCommit(w.o.ctx), w.o.h.store, w.col, docs)
+	on := w.o.on
+	on.Async = true
+	return insertAll(w.o.ctx, on, w.o.h.store, w.col, docs)
 }
 
 // Commit swaps the new collection in for the old one.
 func (w *outWriter) Commit() error {
-	if err := w.o.h.store.ReplaceCollection(w.o.ctx, w.db, w.tmp, w.coll); err != nil {
+	if err := w.o.h.store.ReplaceCollection(w.o.ctx, w.o.on, w.db, w.tmp, w.coll); err != nil {
 		if storage.IsCode(err, storage.ErrNamespaceExists) {
 			return mongoerr.Newf(mongoerr.CommandNotSupportedOnView, "Cannot $out to a view: %s.%s", w.db, w.coll)
 		}
@@ -158,7 +161,7 @@ func (w *outWriter) Commit() error {
 }
 
 // insertAll inserts docs, in order, failing at the first duplicate key.
-func insertAll(ctx context.Context, store *storage.Store, col *storage.Collection, docs []bson.D) error {
+func insertAll(ctx context.Context, on storage.On, store *storage.Store, col *storage.Collection, docs []bson.D) error {
 	prepared := make([]storage.Doc, len(docs))
 	for i, d := range docs {
 		p, err := prepareDoc(d)
@@ -167,7 +170,7 @@ func insertAll(ctx context.Context, store *storage.Store, col *storage.Collectio
 		}
 		prepared[i] = p
 	}
-	_, werrs, err := store.Insert(ctx, col, prepared, true)
+	_, werrs, err := store.Insert(ctx, on, col, prepared, true)
 	if err != nil {
 		return err
 	}
@@ -187,7 +190,7 @@ func (o *pipelineOutput) Merge(_ context.Context, db, coll string, on []string) 
 	if err := o.checkTarget("$merge", db, coll); err != nil {
 		return nil, err
 	}
-	col, err := o.h.store.Collection(o.ctx, db, coll)
+	col, err := o.h.store.Collection(o.ctx, o.on, db, coll)
 	if err != nil && !storage.IsCode(err, storage.ErrNamespaceNotFound) {
 		return nil, err
 	}
@@ -230,20 +233,20 @@ func (t *mergeTarget) Find(filter bson.D, fn func(doc bson.D, token any) error) 
 	if err != nil {
 		return err
 	}
-	return t.o.h.eachMatch(t.o.ctx, t.col, &readSpec{filter: f}, func(doc bson.D, raw bson.Raw) (bool, error) {
+	return t.o.h.eachMatch(t.o.ctx, t.o.on, t.col, &readSpec{filter: f}, func(doc bson.D, raw bson.Raw) (bool, error) {
 		return false, fn(doc, raw)
 	})
 }
 
 func (t *mergeTarget) Insert(docs []bson.D) error {
 	if t.col == nil {
-		col, err := t.o.h.store.CollectionForWrite(t.o.ctx, t.db, t.coll)
+		col, err := t.o.h.store.CollectionForWrite(t.o.ctx, t.o.on, t.db, t.coll)
 		if err != nil {
 			return err
 		}
 		t.col = col
 	}
-	return insertAll(t.o.ctx, t.o.h.store, t.col, docs)
+	return insertAll(t.o.ctx, t.o.on, t.o.h.store, t.col, docs)
 }
 
 func (t *mergeTarget) Replace(tokens []any, docs []bson.D) ([]bool, error) {
@@ -257,5 +260,5 @@ func (t *mergeTarget) Replace(tokens []any, docs []bson.D) ([]bool, error) {
 		}
 		keys[i], olds[i], prepared[i] = storage.IDKey(next.ID), tokens[i].(bson.Raw), next
 	}
-	return t.o.h.store.ReplaceMany(t.o.ctx, t.col, keys, olds, prepared)
+	return t.o.h.store.ReplaceMany(t.o.ctx, t.o.on, t.col, keys, olds, prepared)
 }

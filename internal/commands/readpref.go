@@ -141,26 +141,27 @@ func tierdbTags(m map[string]string) (float64, error) {
 	return ms, nil
 }
 
-// routeRead picks the node for a read and returns the context that runs it
-// there, and done, to call when the read's work is over: it counts the read
-// out of its node and reports its latency to the balancer.
-func (h *Handlers) routeRead(ctx context.Context, req *Request) (context.Context, func(), error) {
+// routeRead picks the node for a read and returns the request's On with
+// that node, and done, to call when the read's work is over: it counts the
+// read out of its node and reports its latency to the balancer.
+func (h *Handlers) routeRead(req *Request) (storage.On, func(), error) {
+	on := req.on
 	r := h.opts.Replication
 	pref, err := h.readPreference(req)
 	if err != nil || r == nil {
-		return ctx, func() {}, err
+		return on, func() {}, err
 	}
 	nodes := h.store.Nodes()
 	switch {
 	case len(nodes) < 2 && pref.Mode == router.Secondary:
-		return ctx, nil, mongoerr.New(mongoerr.FailedToSatisfyReadPref, "no standby: tierdb runs without replicas (--replicas)")
+		return on, nil, mongoerr.New(mongoerr.FailedToSatisfyReadPref, "no standby: tierdb runs without replicas (--replicas)")
 	case len(nodes) < 2:
-		return ctx, func() {}, nil
+		return on, func() {}, nil
 	case pref.Mode == router.Primary:
 		// The common case skips the node views; the balancer still hears
 		// of the primary's latency.
-		ctx, done := h.readOn(ctx, nodes[0], false)
-		return ctx, done, nil
+		on.Node = nodes[0]
+		return on, h.readOn(nodes[0], false), nil
 	}
 	members := r.Monitor.Members()
 	now := time.Now()
@@ -171,21 +172,21 @@ func (h *Handlers) routeRead(ctx context.Context, req *Request) (context.Context
 	}
 	choice, err := r.Router.Route(pref, views[0], views[1:])
 	if err != nil {
-		return ctx, nil, mongoerr.Newf(mongoerr.FailedToSatisfyReadPref, "no standby within the read's staleness bound (%s) is up", boundText(pref.MaxStaleness))
+		return on, nil, mongoerr.Newf(mongoerr.FailedToSatisfyReadPref, "no standby within the read's staleness bound (%s) is up", boundText(pref.MaxStaleness))
 	}
-	ctx, done := h.readOn(ctx, members[choice+1].Node(), choice != router.PrimaryNode)
-	return ctx, done, nil
+	on.Node = members[choice+1].Node()
+	return on, h.readOn(on.Node, choice != router.PrimaryNode), nil
 }
 
-// readOn counts a read into node n and returns its context and done, which
-// counts it out and tells the balancer its latency.
-func (h *Handlers) readOn(ctx context.Context, n *storage.Node, standby bool) (context.Context, func()) {
+// readOn counts a read into node n and returns done, which counts it out
+// and tells the balancer its latency.
+func (h *Handlers) readOn(n *storage.Node, standby bool) func() {
 	r := h.opts.Replication
 	c := r.counters(n.Name)
 	c.inFlight.Add(1)
 	c.served.Add(1)
 	start := time.Now()
-	return storage.OnNode(ctx, n), func() {
+	return func() {
 		c.inFlight.Add(-1)
 		r.Balancer.Observe(standby, time.Since(start))
 	}

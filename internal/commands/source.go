@@ -79,17 +79,17 @@ func (rs *readSpec) scanParams(col *storage.Collection) storage.ScanParams {
 
 // newSource picks how to produce the results: a keyset scan in _id order when
 // the sort allows it, otherwise everything matching, sorted in memory.
-func (h *Handlers) newSource(ctx context.Context, col *storage.Collection, rs *readSpec) (batchSource, error) {
-	scan := &scanSource{store: h.store, col: col, spec: rs, params: rs.scanParams(col), node: storage.NodeFrom(ctx)}
+func (h *Handlers) newSource(ctx context.Context, on storage.On, col *storage.Collection, rs *readSpec) (batchSource, error) {
+	scan := &scanSource{store: h.store, col: col, spec: rs, params: rs.scanParams(col), node: on.Node}
 	_, byID := rs.sort.ByIDOnly()
 	if !rs.sort.IsEmpty() && !byID {
 		if plan, ok := planIndexSort(col.Indexes, rs.sort, rs.filter.PinnedPaths()); ok {
 			src := newOrderedSource(h.store, col, rs, plan, scan.node)
-			notePlan(ctx, col, rs, src.walkParams(), false)
+			notePlan(ctx, on, col, rs, src.walkParams(), false)
 			return src, nil
 		}
 	}
-	notePlan(ctx, col, rs, scan.params, !rs.sort.IsEmpty() && !byID)
+	notePlan(ctx, on, col, rs, scan.params, !rs.sort.IsEmpty() && !byID)
 	if rs.sort.IsEmpty() {
 		// A capped collection's natural order is insertion order.
 		scan.params.Natural, scan.params.Desc = true, rs.naturalDesc
@@ -99,7 +99,7 @@ func (h *Handlers) newSource(ctx context.Context, col *storage.Collection, rs *r
 		scan.params.Desc = !asc
 		return scan, nil
 	}
-	return sortAll(ctx, scan, rs)
+	return sortAll(ctx, on, scan, rs)
 }
 
 // scanSource walks the collection in _id order in chunks, rechecking every
@@ -127,7 +127,7 @@ type scanSource struct {
 	decoded     []bson.D
 }
 
-func (s *scanSource) next(ctx context.Context, n int) ([]bson.Raw, bool, error) {
+func (s *scanSource) next(ctx context.Context, on storage.On, n int) ([]bson.Raw, bool, error) {
 	var out []bson.Raw
 	s.decoded = s.decoded[:0]
 	size := 0
@@ -140,7 +140,7 @@ func (s *scanSource) next(ctx context.Context, n int) ([]bson.Raw, bool, error) 
 			return out, s.done && len(s.pending) == 0, nil
 		}
 		if len(s.pending) == 0 && !s.done {
-			if err := s.fetch(ctx, n-len(out)); err != nil {
+			if err := s.fetch(ctx, on, n-len(out)); err != nil {
 				return nil, false, err
 			}
 			continue
@@ -205,7 +205,7 @@ const maxChunk = 5000
 // fetch reads the next chunk of candidate rows after the last one read.
 // Rows whose BSON bytes fail the filter are dropped as they arrive,
 // before they are copied (query.Filter.MatchRaw).
-func (s *scanSource) fetch(ctx context.Context, want int) error {
+func (s *scanSource) fetch(ctx context.Context, on storage.On, want int) error {
 	chunk := maxChunk // no batch bound: a count, a sort reading everything
 	if want > 0 && s.spec.empty && s.spec.skip == 0 {
 		// Every row is a result: fetch exactly what the batch needs, plus one
@@ -221,7 +221,7 @@ func (s *scanSource) fetch(ctx context.Context, want int) error {
 	p := s.params
 	p.Limit = chunk
 	if s.node != nil {
-		ctx = storage.OnNode(ctx, s.node)
+		on.Node = s.node
 	}
 	s.rawMatched = s.rawMatched[:0]
 	var keep func([]byte) bool
@@ -235,7 +235,7 @@ func (s *scanSource) fetch(ctx context.Context, want int) error {
 			return true
 		}
 	}
-	ch, err := s.store.ScanChunk(ctx, s.col, p, keep)
+	ch, err := s.store.ScanChunk(ctx, on, s.col, p, keep)
 	if err != nil {
 		return err
 	}
@@ -270,7 +270,7 @@ type sliceSource struct {
 	docs []bson.Raw
 }
 
-func (s *sliceSource) next(_ context.Context, n int) ([]bson.Raw, bool, error) {
+func (s *sliceSource) next(_ context.Context, _ storage.On, n int) ([]bson.Raw, bool, error) {
 	var out []bson.Raw
 	size := 0
 	for len(s.docs) > 0 && (n <= 0 || len(out) < n) {
@@ -291,7 +291,7 @@ func (s *sliceSource) next(_ context.Context, n int) ([]bson.Raw, bool, error) {
 // document, against MongoDB's 100 MB sort limit. With a limit it keeps only
 // the first skip+limit documents seen so far (a top-k), so a sort with a
 // small limit holds little whatever it reads.
-func sortAll(ctx context.Context, scan *scanSource, rs *readSpec) (batchSource, error) {
+func sortAll(ctx context.Context, on storage.On, scan *scanSource, rs *readSpec) (batchSource, error) {
 	scan.raw = true
 	type item struct {
 		raw  bson.Raw
@@ -312,7 +312,7 @@ func sortAll(ctx context.Context, scan *scanSource, rs *readSpec) (batchSource, 
 		keep = int(min(rs.skip+rs.limit, 1<<20))
 	}
 	for {
-		batch, done, err := scan.next(ctx, 0)
+		batch, done, err := scan.next(ctx, on, 0)
 		if err != nil {
 			return nil, err
 		}

@@ -7,11 +7,13 @@ import (
 
 	"tierdb/internal/auth"
 	"tierdb/internal/exec"
+	"tierdb/internal/expr"
 	"tierdb/internal/mongoerr"
 )
 
 // Pipelines whose first stage makes documents rather than reading a
-// collection: $collStats (stats.go) and $currentOp (currentop.go).
+// collection: $collStats (stats.go), $currentOp (currentop.go),
+// $indexStats (indexstats.go) and $documents (exec/documents.go).
 
 // aggregateAccess is what an aggregate needs: find on the collection,
 // except for the source stages: collStats for $collStats, and nothing
@@ -22,10 +24,14 @@ var aggregateAccess = access{kind: accessCollection, actionsFor: func(cmd bson.D
 		if a, _ := p.(bson.A); len(a) > 0 {
 			if st, _ := a[0].(bson.D); len(st) == 1 {
 				switch st[0].Key {
-				case "$currentOp":
+				case "$currentOp", "$documents":
 					return 0
 				case "$collStats":
 					return auth.Actions(auth.ActCollStats)
+				case "$indexStats":
+					// MongoDB's indexStats action; the roles that
+					// hold it hold listIndexes too.
+					return auth.Actions(auth.ActListIndexes)
 				}
 			}
 		}
@@ -34,16 +40,20 @@ var aggregateAccess = access{kind: accessCollection, actionsFor: func(cmd bson.D
 }}
 
 // aggregateSource runs a pipeline whose first stage produces documents
-// instead of reading the collection ($collStats, $currentOp); handled is
-// false for any other pipeline.
+// instead of reading the collection ($collStats, $currentOp, $indexStats,
+// $documents); handled is false for any other pipeline.
 func (h *Handlers) aggregateSource(ctx context.Context, req *Request) (reply bson.D, handled bool, err error) {
 	pipeline, err := getArray(req.Cmd, "pipeline")
 	if err != nil || len(pipeline) == 0 {
 		return nil, false, nil
 	}
 	first, ok := pipeline[0].(bson.D)
-	if !ok || len(first) != 1 || (first[0].Key != "$collStats" && first[0].Key != "$currentOp") {
+	if !ok || len(first) != 1 || !sourceStages[first[0].Key] {
 		return nil, false, nil
+	}
+	_, onCollection := req.Cmd[0].Value.(string)
+	if first[0].Key == "$documents" && onCollection {
+		return nil, true, mongoerr.New(mongoerr.InvalidNamespace, "$documents may only be used with {aggregate: 1}, not on a collection")
 	}
 	if explain, _ := getBool(req.Cmd, "explain", false); explain {
 		return nil, true, mongoerr.Newf(mongoerr.NotImplemented, "explain of a %s pipeline is not supported by tierdb", first[0].Key)
@@ -63,33 +73,82 @@ func (h *Handlers) aggregateSource(ctx context.Context, req *Request) (reply bso
 	if err != nil {
 		return nil, true, err
 	}
-	sink := &exec.Collect{}
-	head, err := exec.Build(stages, sink, &exec.Env{Ctx: ctx, Read: h.reader(req)})
-	if err != nil {
-		return nil, true, err
+	run := func(ctx context.Context, req *Request) (bson.D, error) {
+		env, err := sourceEnv(ctx, req, h.reader(req, req.on))
+		if err != nil {
+			return nil, err
+		}
+		out := h.newOutput(ctx, req) // $out and $merge after the source
+		defer out.abort()
+		env.Output = out
+		sink := &exec.Collect{}
+		head, err := exec.Build(stages, sink, env)
+		if err != nil {
+			return nil, err
+		}
+		ns, err := h.runSource(ctx, req, first[0], env, head)
+		if err != nil {
+			return nil, h.memoryError(req, err)
+		}
+		return h.firstBatch(ctx, req.on, req, ns, &sliceSource{docs: sink.Raws}, batchSize, false)
 	}
-	var docs bson.A
-	ns := req.DB + ".$cmd.aggregate"
-	if first[0].Key == "$currentOp" {
-		docs, err = h.currentOpStage(req, first[0].Value)
+	if writes(pipeline) {
+		reply, err = h.withWriteConcern(ctx, req, run)
 	} else {
-		docs, err = h.collStatsStage(ctx, req, first[0].Value)
+		reply, err = run(ctx, req)
+	}
+	return reply, true, err
+}
+
+// runSource makes the source stage's documents and pushes them through
+// head; ns is the cursor's namespace.
+func (h *Handlers) runSource(ctx context.Context, req *Request, src bson.E, env *exec.Env, head exec.Stage) (ns string, err error) {
+	var docs bson.A
+	ns = req.DB + ".$cmd.aggregate"
+	switch src.Key {
+	case "$currentOp":
+		docs, err = h.currentOpStage(req, src.Value)
+	case "$documents":
+		ds, err := exec.EvalDocuments(src.Value, env)
+		if err != nil {
+			return "", err
+		}
+		return ns, exec.RunDocuments(ds, head)
+	case "$indexStats":
+		docs, err = h.indexStatsStage(ctx, req, src.Value)
+		ns = req.DB + "." + req.Cmd[0].Value.(string)
+	default:
+		docs, err = h.collStatsStage(ctx, req, src.Value)
 		ns = req.DB + "." + req.Cmd[0].Value.(string)
 	}
 	if err != nil {
-		return nil, true, err
+		return "", err
 	}
 	for _, d := range docs {
-		if err := head.Push(d.(bson.D)); err != nil {
-			if err == exec.ErrDone {
-				break
-			}
-			return nil, true, err
+		if err := head.Push(d.(bson.D)); err == exec.ErrDone {
+			break
+		} else if err != nil {
+			return "", err
 		}
 	}
-	if err := head.Finish(); err != nil {
-		return nil, true, err
+	return ns, head.Finish()
+}
+
+// sourceStages are the stages aggregateSource runs when they come first.
+var sourceStages = map[string]bool{"$collStats": true, "$currentOp": true, "$indexStats": true, "$documents": true}
+
+// sourceEnv is what the stages after a source stage run with: the
+// command's let, one $$NOW, allowDiskUse and reads of the database's
+// other collections.
+func sourceEnv(ctx context.Context, req *Request, read exec.Reader) (*exec.Env, error) {
+	now := expr.Now()
+	vars, err := letVarsAt(req.Cmd, now)
+	if err != nil {
+		return nil, err
 	}
-	reply, err = h.firstBatch(ctx, req, ns, &sliceSource{docs: sink.Raws}, batchSize, false)
-	return reply, true, err
+	allowDisk, err := getBool(req.Cmd, "allowDiskUse", true)
+	if err != nil {
+		return nil, err
+	}
+	return &exec.Env{Ctx: ctx, Read: read, Vars: vars, Now: now, DB: req.DB, AllowDiskUse: allowDisk}, nil
 }

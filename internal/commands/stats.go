@@ -40,7 +40,7 @@ func (h *Handlers) dbStats(ctx context.Context, req *Request) (bson.D, error) {
 	if _, err := getBool(req.Cmd, "freeStorage", false); err != nil {
 		return nil, err
 	}
-	st, err := h.store.DatabaseStats(ctx, req.DB)
+	st, err := h.store.DatabaseStats(ctx, req.on, req.DB)
 	if err != nil {
 		return nil, err
 	}
@@ -66,11 +66,11 @@ func (h *Handlers) dbStats(ctx context.Context, req *Request) (bson.D, error) {
 // storageStats is $collStats' storageStats document (collStats' reply
 // without its ns) for col; nil col (a missing collection) gives zeros,
 // as MongoDB's collStats answers.
-func (h *Handlers) storageStats(ctx context.Context, col *storage.Collection, scale int64) (bson.D, error) {
+func (h *Handlers) storageStats(ctx context.Context, on storage.On, col *storage.Collection, scale int64) (bson.D, error) {
 	st := &storage.CollectionStats{IndexSizes: map[string]int64{}}
 	if col != nil {
 		var err error
-		if st, err = h.store.CollectionStats(ctx, col); err != nil {
+		if st, err = h.store.CollectionStats(ctx, on, col); err != nil {
 			return nil, err
 		}
 	}
@@ -119,14 +119,14 @@ func (h *Handlers) collStats(ctx context.Context, req *Request) (bson.D, error) 
 	if err != nil {
 		return nil, err
 	}
-	col, err := h.store.Collection(ctx, req.DB, name)
+	col, err := h.store.Collection(ctx, req.on, req.DB, name)
 	if storage.IsCode(err, storage.ErrNamespaceNotFound) {
 		col, err = nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	st, err := h.storageStats(ctx, col, scale)
+	st, err := h.storageStats(ctx, req.on, col, scale)
 	if err != nil {
 		return nil, err
 	}
@@ -152,7 +152,7 @@ func (h *Handlers) collStatsStage(ctx context.Context, req *Request, arg any) (b
 		if col != nil {
 			return nil
 		}
-		c, err := h.store.Collection(ctx, req.DB, name)
+		c, err := h.store.Collection(ctx, req.on, req.DB, name)
 		if storage.IsCode(err, storage.ErrNamespaceNotFound) {
 			return mongoerr.Newf(mongoerr.NamespaceNotFound, "Unable to retrieve %s in $collStats stage :: caused by :: Collection [%s] not found.", what, ns)
 		}
@@ -187,7 +187,7 @@ func (h *Handlers) collStatsStage(ctx context.Context, req *Request, arg any) (b
 			if err := needCol("storageStats"); err != nil {
 				return nil, err
 			}
-			st, err := h.storageStats(ctx, col, scale)
+			st, err := h.storageStats(ctx, req.on, col, scale)
 			if err != nil {
 				return nil, err
 			}
@@ -199,7 +199,7 @@ func (h *Handlers) collStatsStage(ctx context.Context, req *Request, arg any) (b
 			if err := needCol("count"); err != nil {
 				return nil, err
 			}
-			st, err := h.store.CollectionStats(ctx, col)
+			st, err := h.store.CollectionStats(ctx, req.on, col)
 			if err != nil {
 				return nil, err
 			}

@@ -55,6 +55,12 @@ type Request struct {
 	Session *Session
 	cmd     *command
 	tier    qos.Tier
+	// on is where the request's storage work runs: run sets its tier (the
+	// one admission decided), the transaction wrappers its Txn and the
+	// write concern its Async. A read handler adds the node the router
+	// chose (routeRead) to the On it passes down; nothing finds any of
+	// this in the context.
+	on storage.On
 }
 
 type handlerFunc func(ctx context.Context, req *Request) (bson.D, error)
@@ -236,7 +242,7 @@ func (h *Handlers) reapSessions() {
 		h.sessions.Reap()
 		if h.store != nil && time.Since(lastRecords) >= min(time.Minute, h.opts.SessionTimeout/4) {
 			lastRecords = time.Now()
-			ctx, cancel := context.WithTimeout(qos.WithTier(context.Background(), qos.Low), 10*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			if _, err := h.store.ReapRecords(ctx, h.opts.SessionTimeout); err != nil {
 				h.log.Warn("expiring session records failed", "err", err)
 			}
@@ -399,7 +405,7 @@ func (h *Handlers) runRecovered(ctx context.Context, req *Request) (reply bson.D
 }
 
 func (h *Handlers) run(ctx context.Context, req *Request) (bson.D, error) {
-	req.tier = qos.Normal
+	req.tier, req.on = qos.Normal, storage.At(qos.Normal)
 	if len(req.Cmd) == 0 {
 		return nil, mongoerr.New(mongoerr.CommandNotFound, "no command given")
 	}
@@ -425,9 +431,8 @@ func (h *Handlers) run(ctx context.Context, req *Request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	req.tier = tier
+	req.tier, req.on = tier, storage.At(tier)
 	setOpTier(ctx, tier)
-	ctx = qos.WithTier(ctx, tier)
 	ctx, cancel, err := withMaxTime(ctx, req.Cmd)
 	if err != nil {
 		return nil, err
@@ -437,6 +442,9 @@ func (h *Handlers) run(ctx context.Context, req *Request) (bson.D, error) {
 		return nil, err
 	}
 	if err := checkFields(req); err != nil {
+		return nil, err
+	}
+	if err := h.checkCommandHint(ctx, req); err != nil { // hint.go
 		return nil, err
 	}
 	sa, err := parseSessionArgs(req)

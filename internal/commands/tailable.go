@@ -93,17 +93,17 @@ func parseTailOptions(cmd bson.D, sortDoc bson.D, skip, limit int64) (tailOption
 }
 
 // findTailable opens a tailable cursor on a capped collection.
-func (h *Handlers) findTailable(ctx context.Context, req *Request, ns string, col *storage.Collection, rs *readSpec, o tailOptions, batchSize int, singleBatch bool) (bson.D, error) {
+func (h *Handlers) findTailable(ctx context.Context, on storage.On, req *Request, ns string, col *storage.Collection, rs *readSpec, o tailOptions, batchSize int, singleBatch bool) (bson.D, error) {
 	if col.Capped == nil {
 		return nil, mongoerr.Newf(mongoerr.BadValue, "error processing query: ns=%s: tailable cursor requested on non capped collection", ns)
 	}
-	src := &tailSource{store: h.store, col: col, spec: rs, await: o.awaitData, node: storage.NodeFrom(ctx)}
+	src := &tailSource{store: h.store, col: col, spec: rs, await: o.awaitData, node: on.Node}
 	// batchSize 0 asks for a cursor and no documents: nothing is read.
 	read := batchSize != 0 || singleBatch
 	var batch []bson.Raw
 	if read {
 		var err error
-		if batch, _, err = src.next(ctx, batchSize); err != nil {
+		if batch, _, err = src.next(ctx, on, batchSize); err != nil {
 			return nil, err
 		}
 	}
@@ -137,11 +137,11 @@ func withAwait(ctx context.Context, d time.Duration) context.Context {
 
 func (t *tailSource) awaitData() bool { return t.await }
 
-func (t *tailSource) next(ctx context.Context, n int) ([]bson.Raw, bool, error) {
+func (t *tailSource) next(ctx context.Context, on storage.On, n int) ([]bson.Raw, bool, error) {
 	until, waits := ctx.Value(awaitKey{}).(time.Time)
 	for {
 		wake := t.store.Appended(t.col) // before reading, so no insert is missed
-		out, err := t.read(ctx, n)
+		out, err := t.read(ctx, on, n)
 		if err != nil || len(out) > 0 || !t.await || !waits {
 			return out, false, err
 		}
@@ -169,9 +169,9 @@ func (t *tailSource) next(ctx context.Context, n int) ([]bson.Raw, bool, error) 
 
 // read returns the matching rows after the position, up to n (n <= 0: as
 // many as fit a reply).
-func (t *tailSource) read(ctx context.Context, n int) ([]bson.Raw, error) {
+func (t *tailSource) read(ctx context.Context, on storage.On, n int) ([]bson.Raw, error) {
 	if t.node != nil {
-		ctx = storage.OnNode(ctx, t.node)
+		on.Node = t.node
 	}
 	var out []bson.Raw
 	size := 0
@@ -180,7 +180,7 @@ func (t *tailSource) read(ctx context.Context, n int) ([]bson.Raw, error) {
 		if n > 0 {
 			chunk = max(n-len(out), 16)
 		}
-		rows, lost, err := t.store.Tail(ctx, t.col, storage.TailParams{After: t.after, Limit: chunk})
+		rows, lost, err := t.store.Tail(ctx, on, t.col, storage.TailParams{After: t.after, Limit: chunk})
 		if err != nil {
 			return nil, err
 		}

@@ -253,7 +253,7 @@ type textResult struct {
 
 // searchText runs the search and returns the matches in the requested
 // order, skipped and limited.
-func (h *Handlers) searchText(ctx context.Context, col *storage.Collection, ts *textSpec) ([]textResult, error) {
+func (h *Handlers) searchText(ctx context.Context, on storage.On, col *storage.Collection, ts *textSpec) ([]textResult, error) {
 	ix := col.TextIndexOf()
 	if ix == nil {
 		return nil, mongoerr.New(mongoerr.IndexNotFound, "text index required for $text query")
@@ -271,7 +271,7 @@ func (h *Handlers) searchText(ctx context.Context, col *storage.Collection, ts *
 	if ts.empty && ts.limit > 0 && (len(ts.sort) == 0 || scoreOnly) {
 		q.Limit = int(min(ts.skip+ts.limit, 1<<30))
 	}
-	rows, err := h.store.SearchText(ctx, col, ix, q)
+	rows, err := h.store.SearchText(ctx, on, col, ix, q)
 	if err != nil {
 		return nil, err
 	}
@@ -329,8 +329,8 @@ func (h *Handlers) searchText(ctx context.Context, col *storage.Collection, ts *
 
 // textCollection is the collection a $text query reads; without one, no
 // text index either.
-func (h *Handlers) textCollection(ctx context.Context, db, name string) (*storage.Collection, error) {
-	col, err := h.store.Collection(ctx, db, name)
+func (h *Handlers) textCollection(ctx context.Context, on storage.On, db, name string) (*storage.Collection, error) {
+	col, err := h.store.Collection(ctx, on, db, name)
 	if storage.IsCode(err, storage.ErrNamespaceNotFound) {
 		return nil, mongoerr.New(mongoerr.IndexNotFound, "text index required for $text query")
 	}
@@ -338,12 +338,12 @@ func (h *Handlers) textCollection(ctx context.Context, db, name string) (*storag
 }
 
 // textSearch runs ts on the text index of db.name.
-func (h *Handlers) textSearch(ctx context.Context, db, name string, ts *textSpec) (*storage.Collection, []textResult, error) {
-	col, err := h.textCollection(ctx, db, name)
+func (h *Handlers) textSearch(ctx context.Context, on storage.On, db, name string, ts *textSpec) (*storage.Collection, []textResult, error) {
+	col, err := h.textCollection(ctx, on, db, name)
 	if err != nil {
 		return nil, nil, err
 	}
-	results, err := h.searchText(ctx, col, ts)
+	results, err := h.searchText(ctx, on, col, ts)
 	return col, results, err
 }
 
@@ -353,12 +353,12 @@ func (h *Handlers) findText(ctx context.Context, req *Request, name string, text
 	if err != nil {
 		return nil, err
 	}
-	ctx, done, err := h.routeRead(ctx, req)
+	on, done, err := h.routeRead(req)
 	if err != nil {
 		return nil, err
 	}
 	defer done()
-	col, results, err := h.textSearch(ctx, req.DB, name, ts)
+	col, results, err := h.textSearch(ctx, on, req.DB, name, ts)
 	if err != nil {
 		return nil, err
 	}
@@ -382,7 +382,7 @@ func (h *Handlers) findText(ctx context.Context, req *Request, name string, text
 			return nil, err
 		}
 	}
-	return h.firstBatch(ctx, req, col.Namespace(), &sliceSource{docs: docs}, batchSize, singleBatch)
+	return h.firstBatch(ctx, on, req, col.Namespace(), &sliceSource{docs: docs}, batchSize, singleBatch)
 }
 
 // countText is count with $text.
@@ -391,12 +391,12 @@ func (h *Handlers) countText(ctx context.Context, req *Request, name string, tex
 	if err != nil {
 		return nil, err
 	}
-	ctx, done, err := h.routeRead(ctx, req)
+	on, done, err := h.routeRead(req)
 	if err != nil {
 		return nil, err
 	}
 	defer done()
-	_, results, err := h.textSearch(ctx, req.DB, name, ts)
+	_, results, err := h.textSearch(ctx, on, req.DB, name, ts)
 	if err != nil {
 		return nil, err
 	}
@@ -407,8 +407,8 @@ func (h *Handlers) countText(ctx context.Context, req *Request, name string, tex
 // selects to fn, in the text index's order (by _id). Their scores are not
 // available to later stages ({$meta: "textScore"} there is refused by the
 // expression parser).
-func (h *Handlers) readText(ctx context.Context, db, coll string, text *textQuery, rs *readSpec, fn func(bson.D) error) error {
-	_, results, err := h.textSearch(ctx, db, coll, &textSpec{text: text, filter: rs.filter, empty: rs.empty})
+func (h *Handlers) readText(ctx context.Context, on storage.On, db, coll string, text *textQuery, rs *readSpec, fn func(bson.D) error) error {
+	_, results, err := h.textSearch(ctx, on, db, coll, &textSpec{text: text, filter: rs.filter, empty: rs.empty})
 	if err != nil {
 		return err
 	}

@@ -50,7 +50,7 @@ func (h *Handlers) runTTL(interval time.Duration) {
 			return
 		case <-tick.C:
 		}
-		ctx, cancel := context.WithCancel(qos.WithTier(context.Background(), qos.Low))
+		ctx, cancel := context.WithCancel(context.Background())
 		go func() {
 			select {
 			case <-h.stop:
@@ -63,9 +63,12 @@ func (h *Handlers) runTTL(interval time.Duration) {
 	}
 }
 
+// ttlOn is where the TTL monitor works: on the low tier's backends.
+var ttlOn = storage.At(qos.Low)
+
 // expirePass expires what every TTL index holds past its time.
 func (h *Handlers) expirePass(ctx context.Context) {
-	ttls, err := h.store.TTLIndexes(ctx)
+	ttls, err := h.store.TTLIndexes(ctx, ttlOn)
 	if err != nil {
 		h.log.Warn("TTL monitor: listing TTL indexes failed", "err", err)
 		return
@@ -113,7 +116,7 @@ func (h *Handlers) expireIndex(ctx context.Context, t storage.TTLIndex, now time
 		if err != nil {
 			return deleted, err
 		}
-		rows, err := h.store.Scan(ctx, t.Col, p)
+		rows, err := h.store.Scan(ctx, ttlOn, t.Col, p)
 		if err != nil {
 			done()
 			return deleted, err
@@ -126,7 +129,7 @@ func (h *Handlers) expireIndex(ctx context.Context, t storage.TTLIndex, now time
 			}
 		}
 		if len(expired) > 0 {
-			n, err := h.store.Delete(ctx, t.Col, expired)
+			n, err := h.store.Delete(ctx, ttlOn, t.Col, expired)
 			deleted += n
 			h.ttl.deleted.Add(n)
 			if err != nil {

@@ -200,7 +200,7 @@ func (h *Handlers) inTransaction(ctx context.Context, req *Request, sa sessionAr
 	}
 	switch req.Name {
 	case "commitTransaction":
-		return h.commitTransaction(ctx, sa, s)
+		return h.commitTransaction(ctx, req.on.Async, sa, s)
 	case "abortTransaction":
 		if s.State == session.Committed {
 			return nil, mongoerr.New(mongoerr.TransactionCommitted, "Transaction has been committed")
@@ -209,7 +209,9 @@ func (h *Handlers) inTransaction(ctx context.Context, req *Request, sa sessionAr
 		return bson.D{}, nil
 	}
 	txn := s.Txn.(txnResource).txn
-	reply, err := run(storage.InTxn(ctx, txn), req)
+	req.on.Txn = txn // the statement runs in the session's transaction
+	reply, err := run(ctx, req)
+	req.on.Txn = nil
 	if err == nil && txn.Failed() {
 		err = mongoerr.New(mongoerr.NoSuchTransaction, "Transaction was aborted by an earlier failure")
 	}
@@ -257,7 +259,7 @@ func (h *Handlers) txnContinues(ctx context.Context, req *Request, sa sessionArg
 		// Unknown here: after a restart a commit may still be answered
 		// from the durable record.
 		if req.Name == "commitTransaction" {
-			if rec, err := h.store.LoadRecord(ctx, sa.key()); err != nil {
+			if rec, err := h.store.LoadRecord(ctx, req.tier, sa.key()); err != nil {
 				return err
 			} else if rec != nil && rec.TxnNumber == sa.txnNumber && rec.Reply != nil {
 				s.TxnNumber, s.State = sa.txnNumber, session.Committed
@@ -298,14 +300,15 @@ var committedReply = func() []byte {
 }()
 
 // commitTransaction commits the session's transaction together with its
-// durable record. A commit retried after success answers ok again.
-func (h *Handlers) commitTransaction(ctx context.Context, sa sessionArgs, s *session.Session) (bson.D, error) {
+// durable record; async is the write concern's j:false (see
+// storage.On.Async). A commit retried after success answers ok again.
+func (h *Handlers) commitTransaction(ctx context.Context, async bool, sa sessionArgs, s *session.Session) (bson.D, error) {
 	if s.State == session.Committed {
 		return bson.D{}, nil
 	}
 	txn := s.Txn.(txnResource).txn
 	s.Txn, s.State = nil, session.Aborted
-	err := txn.CommitRecorded(ctx, sa.key(), committedReply)
+	err := txn.CommitRecorded(ctx, async, sa.key(), committedReply)
 	if err == nil {
 		h.txnStats.committed.Add(1)
 		s.State = session.Committed
@@ -365,7 +368,9 @@ func (h *Handlers) retryableWrite(ctx context.Context, req *Request, sa sessionA
 			h.txnStats.retried.Add(1)
 			return retriedReply(prev, sa.txnNumber)
 		}
-		reply, err := run(storage.InTxn(ctx, txn), req)
+		req.on.Txn = txn // the write runs in the transaction of its record
+		reply, err := run(ctx, req)
+		req.on.Txn = nil
 		if err == nil && txn.Failed() {
 			err = mongoerr.New(mongoerr.WriteConflict, "the write's transaction was aborted")
 		}
@@ -381,7 +386,7 @@ func (h *Handlers) retryableWrite(ctx context.Context, req *Request, sa sessionA
 			txn.Rollback(context.WithoutCancel(ctx))
 			return nil, err
 		}
-		if err := txn.CommitRecorded(ctx, sa.key(), raw); err != nil {
+		if err := txn.CommitRecorded(ctx, req.on.Async, sa.key(), raw); err != nil {
 			return nil, err
 		}
 		return reply, nil

@@ -91,16 +91,14 @@ func (env *updateEnv) parseUpdateArg(u any, arrayFilters any, hasFilters bool, c
 }
 
 // readSpec parses the query of an update or findAndModify, with the
-// command's let variables in scope of its $expr.
+// command's let variables and $$NOW in scope of its $expr.
 func (env *updateEnv) readSpec(q, sortDoc bson.D, limit int64) (*readSpec, error) {
-	if len(env.vars) == 0 {
-		return parseReadSpec(q, sortDoc, nil, 0, limit)
-	}
 	rs, err := parseReadSpec(nil, sortDoc, nil, 0, limit)
 	if err != nil {
 		return nil, err
 	}
-	if rs.filter, err = query.ParseFilterVars(q, env.vars); err != nil {
+	// The command's one $$NOW, also in the query's $expr.
+	if rs.filter, err = query.ParseFilterVars(q, expr.WithNow(env.vars, env.now)); err != nil {
 		return nil, err
 	}
 	rs.empty, rs.exact = len(q) == 0, isIDEquality(q)

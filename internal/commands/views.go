@@ -30,12 +30,12 @@ type viewDef struct {
 // viewOf returns the view db.name, or nil when db.name is a collection or
 // nothing. A collection that exists costs no catalog read beyond the
 // cached one.
-func (h *Handlers) viewOf(ctx context.Context, db, name string) (*viewDef, error) {
-	_, err := h.store.Collection(ctx, db, name)
+func (h *Handlers) viewOf(ctx context.Context, on storage.On, db, name string) (*viewDef, error) {
+	_, err := h.store.Collection(ctx, on, db, name)
 	if err == nil || !storage.IsCode(err, storage.ErrNamespaceNotFound) {
 		return nil, err
 	}
-	v, err := h.store.View(ctx, db, name)
+	v, err := h.store.View(ctx, on, db, name)
 	if err != nil || v == nil {
 		return nil, err
 	}
@@ -55,9 +55,9 @@ func decodeView(v *storage.View) (*viewDef, error) {
 // resolveView follows views down to the collection they read: base is that
 // collection, stages the views' pipelines in the order they run. A
 // collection (or nothing) resolves to itself with no stages.
-func (h *Handlers) resolveView(ctx context.Context, db, name string) (base string, stages bson.A, err error) {
+func (h *Handlers) resolveView(ctx context.Context, on storage.On, db, name string) (base string, stages bson.A, err error) {
 	for depth := 0; ; depth++ {
-		v, err := h.viewOf(ctx, db, name)
+		v, err := h.viewOf(ctx, on, db, name)
 		if err != nil {
 			return "", nil, err
 		}
@@ -80,7 +80,7 @@ func (h *Handlers) onViews(next handlerFunc, onView func(ctx context.Context, re
 		if err != nil {
 			return next(ctx, req)
 		}
-		v, err := h.viewOf(ctx, req.DB, name)
+		v, err := h.viewOf(ctx, req.on, req.DB, name)
 		if err != nil {
 			return nil, err
 		}
@@ -116,7 +116,7 @@ func (h *Handlers) findOnView(ctx context.Context, req *Request, _ *viewDef) (bs
 	if err := h.viewPipeline(ctx, req, stages, sink); err != nil {
 		return nil, err
 	}
-	return h.firstBatch(ctx, req, req.DB+"."+name, &sliceSource{docs: sink.Raws}, batchSize, singleBatch)
+	return h.firstBatch(ctx, req.on, req, req.DB+"."+name, &sliceSource{docs: sink.Raws}, batchSize, singleBatch)
 }
 
 // findStages are the stages a find's filter, sort, skip, limit and
@@ -173,12 +173,12 @@ func (h *Handlers) explainOnViews(next handlerFunc) handlerFunc {
 		if err != nil || len(inner) == 0 || (inner[0].Key != "find" && inner[0].Key != "count") {
 			return next(ctx, req)
 		}
-		sub := &Request{DB: req.DB, Cmd: inner, Session: req.Session}
+		sub := &Request{DB: req.DB, Cmd: inner, Session: req.Session, tier: req.tier, on: req.on}
 		name, err := collectionName(sub)
 		if err != nil {
 			return next(ctx, req)
 		}
-		v, err := h.viewOf(ctx, req.DB, name)
+		v, err := h.viewOf(ctx, req.on, req.DB, name)
 		if err != nil || v == nil {
 			if err != nil {
 				return nil, err
@@ -198,7 +198,7 @@ func (h *Handlers) explainOnViews(next handlerFunc) handlerFunc {
 			stages = bson.A{bson.D{{Key: "$match", Value: q}}, bson.D{{Key: "$count", Value: "n"}}}
 		}
 		agg := bson.D{{Key: "aggregate", Value: name}, {Key: "pipeline", Value: stages}}
-		return h.explainAggregate(ctx, &Request{DB: req.DB, Cmd: agg, Session: req.Session})
+		return h.explainAggregate(ctx, &Request{DB: req.DB, Cmd: agg, Session: req.Session, tier: req.tier, on: req.on})
 	}
 }
 
@@ -300,14 +300,14 @@ func (h *Handlers) createView(ctx context.Context, req *Request, name string) (b
 	if err := h.mayRead(req, viewOn); err != nil {
 		return nil, err
 	}
-	if _, _, err := h.resolveView(ctx, req.DB, viewOn); err != nil {
+	if _, _, err := h.resolveView(ctx, req.on, req.DB, viewOn); err != nil {
 		return nil, err
 	}
 	raw, err := bsonx.Marshal(bson.D{{Key: "pipeline", Value: pipeline}})
 	if err != nil {
 		return nil, err
 	}
-	return bson.D{}, h.store.CreateView(ctx, storage.View{DB: req.DB, Name: name, ViewOn: viewOn, Pipeline: raw})
+	return bson.D{}, h.store.CreateView(ctx, req.on, storage.View{DB: req.DB, Name: name, ViewOn: viewOn, Pipeline: raw})
 }
 
 // checkViewPipeline parses a view's pipeline, refusing the stages that
@@ -322,7 +322,7 @@ func (h *Handlers) checkViewPipeline(ctx context.Context, req *Request, pipeline
 			return mongoerr.Newf(mongoerr.OptionNotSupportedOnView, "The aggregation stage %s in location %d of the pipeline cannot be used in the view definition because it writes to disk", name, i)
 		}
 	}
-	env := &exec.Env{Ctx: ctx, Read: h.reader(req), DB: req.DB}
+	env := &exec.Env{Ctx: ctx, Read: h.reader(req, req.on), DB: req.DB}
 	_, err = exec.Build(stages, &exec.Collect{}, env)
 	return err
 }
@@ -349,7 +349,7 @@ func (h *Handlers) createCollectionOrView(ctx context.Context, req *Request) (bs
 // dropView drops a view named by drop.
 func (h *Handlers) dropView(ctx context.Context, req *Request, _ *viewDef) (bson.D, error) {
 	name, _ := collectionName(req)
-	if _, err := h.store.DropView(ctx, req.DB, name); err != nil {
+	if _, err := h.store.DropView(ctx, req.on, req.DB, name); err != nil {
 		return nil, err
 	}
 	return bson.D{{Key: "ns", Value: req.DB + "." + name}}, nil
@@ -361,13 +361,13 @@ func (h *Handlers) dropDatabaseAndViews(ctx context.Context, req *Request) (bson
 	if err != nil {
 		return nil, err
 	}
-	return reply, h.store.DropViews(ctx, req.DB)
+	return reply, h.store.DropViews(ctx, req.on, req.DB)
 }
 
 // viewInfos are listCollections' entries for the views of db that match
 // filter.
-func (h *Handlers) viewInfos(ctx context.Context, db string, filter *query.Filter, nameOnly bool) (bson.A, error) {
-	views, err := h.store.ListViews(ctx, db)
+func (h *Handlers) viewInfos(ctx context.Context, on storage.On, db string, filter *query.Filter, nameOnly bool) (bson.A, error) {
+	views, err := h.store.ListViews(ctx, on, db)
 	if err != nil {
 		return nil, err
 	}
@@ -459,7 +459,7 @@ func (h *Handlers) collModView(ctx context.Context, req *Request, v *viewDef) (b
 			on = next.ViewOn
 		}
 	}
-	return bson.D{}, h.store.ModifyView(ctx, storage.View{DB: req.DB, Name: name, ViewOn: v.viewOn, Pipeline: raw}, noCycle)
+	return bson.D{}, h.store.ModifyView(ctx, req.on, storage.View{DB: req.DB, Name: name, ViewOn: v.viewOn, Pipeline: raw}, noCycle)
 }
 
 // mayRead refuses a view on a collection the user may not read itself: a

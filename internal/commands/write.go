@@ -77,6 +77,7 @@ func prepareDoc(d bson.D) (storage.Doc, error) {
 }
 
 func (h *Handlers) insert(ctx context.Context, req *Request) (bson.D, error) {
+	on := req.on
 	name, err := collectionName(req)
 	if err != nil {
 		return nil, err
@@ -109,11 +110,11 @@ func (h *Handlers) insert(ctx context.Context, req *Request) (bson.D, error) {
 	if len(docs) == 0 {
 		return writeReply(0, errs), nil
 	}
-	col, err := h.store.CollectionForWrite(ctx, req.DB, name)
+	col, err := h.store.CollectionForWrite(ctx, on, req.DB, name)
 	if err != nil {
 		return nil, err
 	}
-	n, serrs, err := h.store.Insert(ctx, col, docs, ordered)
+	n, serrs, err := h.store.Insert(ctx, on, col, docs, ordered)
 	if err != nil {
 		if n == 0 && len(serrs) == 0 {
 			return nil, err
@@ -136,11 +137,11 @@ func sortErrors(errs []indexedError) {
 
 // eachMatch calls fn for each document matching rs, in _id order, a batch at
 // a time, until fn says stop.
-func (h *Handlers) eachMatch(ctx context.Context, col *storage.Collection, rs *readSpec, fn func(doc bson.D, raw bson.Raw) (stop bool, err error)) error {
+func (h *Handlers) eachMatch(ctx context.Context, on storage.On, col *storage.Collection, rs *readSpec, fn func(doc bson.D, raw bson.Raw) (stop bool, err error)) error {
 	src := &scanSource{store: h.store, col: col, spec: rs, params: rs.scanParams(col), raw: true, keepDecoded: true}
-	notePlan(ctx, col, rs, src.params, false)
+	notePlan(ctx, on, col, rs, src.params, false)
 	for {
-		batch, done, err := src.next(ctx, 100)
+		batch, done, err := src.next(ctx, on, 100)
 		if err != nil {
 			return err
 		}
@@ -162,14 +163,14 @@ func (h *Handlers) eachMatch(ctx context.Context, col *storage.Collection, rs *r
 // locks the row and finishes under the lock, so under any contention it is
 // applied once, never refused. matched is false when the document no longer
 // matches.
-func (h *Handlers) modify(ctx context.Context, col *storage.Collection, filter *query.Filter, doc bson.D, raw bson.Raw,
+func (h *Handlers) modify(ctx context.Context, on storage.On, col *storage.Collection, filter *query.Filter, doc bson.D, raw bson.Raw,
 	change func(bson.D) (bson.D, bool, error)) (matched, modified bool, newDoc bson.D, err error) {
 	for range optimisticTries {
-		matched, modified, newDoc, done, err := h.tryModify(ctx, col, filter, doc, raw, change)
+		matched, modified, newDoc, done, err := h.tryModify(ctx, on, col, filter, doc, raw, change)
 		if done || err != nil {
 			return matched, modified, newDoc, err
 		}
-		row, err := h.store.Get(ctx, col, storage.IDKey(idOf(doc)))
+		row, err := h.store.Get(ctx, on, col, storage.IDKey(idOf(doc)))
 		if err != nil || row == nil {
 			return false, false, nil, err
 		}
@@ -181,7 +182,7 @@ func (h *Handlers) modify(ctx context.Context, col *storage.Collection, filter *
 			return false, false, nil, err
 		}
 	}
-	err = h.store.WithRowLocked(ctx, col, storage.IDKey(idOf(doc)), func(ctx context.Context, row *storage.Row) error {
+	err = h.store.WithRowLocked(ctx, on, col, storage.IDKey(idOf(doc)), func(on storage.On, row *storage.Row) error {
 		if row == nil {
 			return nil
 		}
@@ -193,7 +194,7 @@ func (h *Handlers) modify(ctx context.Context, col *storage.Collection, filter *
 			return err
 		}
 		var done bool
-		matched, modified, newDoc, done, err = h.tryModify(ctx, col, filter, locked, row.Doc, change)
+		matched, modified, newDoc, done, err = h.tryModify(ctx, on, col, filter, locked, row.Doc, change)
 		if err == nil && !done {
 			err = mongoerr.New(mongoerr.InternalError, "a locked document changed under its lock")
 		}
@@ -207,7 +208,7 @@ func (h *Handlers) modify(ctx context.Context, col *storage.Collection, filter *
 
 // tryModify is one compare-and-swap of modify; done is false when the
 // document changed since raw was read.
-func (h *Handlers) tryModify(ctx context.Context, col *storage.Collection, filter *query.Filter, doc bson.D, raw bson.Raw,
+func (h *Handlers) tryModify(ctx context.Context, on storage.On, col *storage.Collection, filter *query.Filter, doc bson.D, raw bson.Raw,
 	change func(bson.D) (bson.D, bool, error)) (matched, modified bool, newDoc bson.D, done bool, err error) {
 	newDoc, changed, err := change(doc)
 	if err != nil {
@@ -220,7 +221,7 @@ func (h *Handlers) tryModify(ctx context.Context, col *storage.Collection, filte
 	if err != nil {
 		return true, false, nil, true, err
 	}
-	ok, err := h.store.Replace(ctx, col, storage.IDKey(next.ID), raw, next)
+	ok, err := h.store.Replace(ctx, on, col, storage.IDKey(next.ID), raw, next)
 	if err != nil || ok {
 		return true, ok, next.D, true, err
 	}
@@ -234,6 +235,7 @@ func idOf(doc bson.D) any {
 }
 
 func (h *Handlers) update(ctx context.Context, req *Request) (bson.D, error) {
+	on := req.on
 	name, err := collectionName(req)
 	if err != nil {
 		return nil, err
@@ -254,7 +256,7 @@ func (h *Handlers) update(ctx context.Context, req *Request) (bson.D, error) {
 		if !ok {
 			errs = append(errs, indexedError{i, mongoerr.New(mongoerr.TypeMismatch, "update statements must be objects")})
 		} else {
-			res, err := h.updateStatement(ctx, req.DB, name, stmt, env)
+			res, err := h.updateStatement(ctx, on, req.DB, name, stmt, env)
 			if err != nil {
 				errs = append(errs, indexedError{i, err})
 			} else {
@@ -282,7 +284,7 @@ type updateResult struct {
 	upsertedID        any
 }
 
-func (h *Handlers) updateStatement(ctx context.Context, db, name string, stmt bson.D, env *updateEnv) (updateResult, error) {
+func (h *Handlers) updateStatement(ctx context.Context, on storage.On, db, name string, stmt bson.D, env *updateEnv) (updateResult, error) {
 	var res updateResult
 	q, err := getDoc(stmt, "q")
 	if err != nil {
@@ -301,6 +303,9 @@ func (h *Handlers) updateStatement(ctx context.Context, db, name string, stmt bs
 		return res, err
 	}
 	if err := checkStatement("update", stmt); err != nil {
+		return res, err
+	}
+	if err := checkStatementHint(nil, stmt); err != nil { // hint.go: its type
 		return res, err
 	}
 	if err := checkCollation(stmt); err != nil {
@@ -325,15 +330,18 @@ func (h *Handlers) updateStatement(ctx context.Context, db, name string, stmt bs
 	if upd.IsReplacement() {
 		ctx = storage.Replacing(ctx) // a "replace" change event
 	}
-	col, err := h.store.Collection(ctx, db, name)
+	col, err := h.store.Collection(ctx, on, db, name)
 	if storage.IsCode(err, storage.ErrNamespaceNotFound) && !upsert {
 		return res, nil
 	}
 	if err != nil && !storage.IsCode(err, storage.ErrNamespaceNotFound) {
 		return res, err
 	}
+	if err := checkStatementHint(col, stmt); err != nil { // hint.go
+		return res, err
+	}
 	if col != nil && rs.exact {
-		if done, err := h.updateLastWritten(ctx, col, q[0].Value, upd, &res); done || err != nil {
+		if done, err := h.updateLastWritten(ctx, on, col, q[0].Value, upd, &res); done || err != nil {
 			return res, err
 		}
 	}
@@ -344,8 +352,8 @@ func (h *Handlers) updateStatement(ctx context.Context, db, name string, stmt bs
 	// error to report).
 	for round := 0; round < 2; round++ {
 		if col != nil {
-			err = h.eachMatch(ctx, col, rs, func(doc bson.D, raw bson.Raw) (bool, error) {
-				matched, modified, _, err := h.modify(ctx, col, rs.filter, doc, raw, apply)
+			err = h.eachMatch(ctx, on, col, rs, func(doc bson.D, raw bson.Raw) (bool, error) {
+				matched, modified, _, err := h.modify(ctx, on, col, rs.filter, doc, raw, apply)
 				if matched {
 					res.matched++
 				}
@@ -362,10 +370,10 @@ func (h *Handlers) updateStatement(ctx context.Context, db, name string, stmt bs
 		if err != nil {
 			return res, err
 		}
-		id, err := h.insertOne(ctx, db, name, doc)
+		id, err := h.insertOne(ctx, on, db, name, doc)
 		if storage.IsCode(err, storage.ErrDuplicateKey) && round == 0 {
 			if col == nil {
-				if col, err = h.store.Collection(ctx, db, name); err != nil {
+				if col, err = h.store.Collection(ctx, on, db, name); err != nil {
 					return res, err
 				}
 			}
@@ -384,7 +392,7 @@ func (h *Handlers) updateStatement(ctx context.Context, db, name string, stmt bs
 // is still the stored version. done is false when it could not tell (no
 // remembered version, a stale one, or an outcome that depends on the stored
 // version); the caller then takes the usual read-then-swap path.
-func (h *Handlers) updateLastWritten(ctx context.Context, col *storage.Collection, id any, upd *update.Update, res *updateResult) (done bool, err error) {
+func (h *Handlers) updateLastWritten(ctx context.Context, on storage.On, col *storage.Collection, id any, upd *update.Update, res *updateResult) (done bool, err error) {
 	key := storage.IDKey(id)
 	old := h.store.LastWritten(col, key)
 	if old == nil {
@@ -403,7 +411,7 @@ func (h *Handlers) updateLastWritten(ctx context.Context, col *storage.Collectio
 	if err != nil {
 		return false, nil
 	}
-	ok, err := h.store.Replace(ctx, col, key, old, next)
+	ok, err := h.store.Replace(ctx, on, col, key, old, next)
 	if err != nil {
 		// The swap matched, so the remembered version was current: the
 		// error (a duplicate key on a unique index) is the real outcome.
@@ -417,16 +425,16 @@ func (h *Handlers) updateLastWritten(ctx context.Context, col *storage.Collectio
 
 // insertOne inserts one document, creating the collection if needed, and
 // returns its _id. A duplicate key comes back as an error.
-func (h *Handlers) insertOne(ctx context.Context, db, name string, d bson.D) (any, error) {
+func (h *Handlers) insertOne(ctx context.Context, on storage.On, db, name string, d bson.D) (any, error) {
 	doc, err := prepareDoc(d)
 	if err != nil {
 		return nil, err
 	}
-	col, err := h.store.CollectionForWrite(ctx, db, name)
+	col, err := h.store.CollectionForWrite(ctx, on, db, name)
 	if err != nil {
 		return nil, err
 	}
-	_, werrs, err := h.store.Insert(ctx, col, []storage.Doc{doc}, true)
+	_, werrs, err := h.store.Insert(ctx, on, col, []storage.Doc{doc}, true)
 	if err != nil {
 		return nil, err
 	}
@@ -437,6 +445,7 @@ func (h *Handlers) insertOne(ctx context.Context, db, name string, d bson.D) (an
 }
 
 func (h *Handlers) delete(ctx context.Context, req *Request) (bson.D, error) {
+	on := req.on
 	name, err := collectionName(req)
 	if err != nil {
 		return nil, err
@@ -451,7 +460,7 @@ func (h *Handlers) delete(ctx context.Context, req *Request) (bson.D, error) {
 	}
 	var n int64
 	var errs []indexedError
-	col, err := h.store.Collection(ctx, req.DB, name)
+	col, err := h.store.Collection(ctx, on, req.DB, name)
 	if err != nil && !storage.IsCode(err, storage.ErrNamespaceNotFound) {
 		return nil, err
 	}
@@ -461,7 +470,7 @@ func (h *Handlers) delete(ctx context.Context, req *Request) (bson.D, error) {
 		if !ok {
 			err = mongoerr.New(mongoerr.TypeMismatch, "delete statements must be objects")
 		} else {
-			deleted, err = h.deleteStatement(ctx, col, stmt, env)
+			deleted, err = h.deleteStatement(ctx, on, col, stmt, env)
 		}
 		n += deleted
 		if err != nil {
@@ -474,7 +483,7 @@ func (h *Handlers) delete(ctx context.Context, req *Request) (bson.D, error) {
 	return writeReply(n, errs), nil
 }
 
-func (h *Handlers) deleteStatement(ctx context.Context, col *storage.Collection, stmt bson.D, env *updateEnv) (int64, error) {
+func (h *Handlers) deleteStatement(ctx context.Context, on storage.On, col *storage.Collection, stmt bson.D, env *updateEnv) (int64, error) {
 	q, err := getDoc(stmt, "q")
 	if err != nil {
 		return 0, err
@@ -487,6 +496,9 @@ func (h *Handlers) deleteStatement(ctx context.Context, col *storage.Collection,
 		return 0, err
 	}
 	if err := checkStatement("delete", stmt); err != nil {
+		return 0, err
+	}
+	if err := checkStatementHint(col, stmt); err != nil { // hint.go
 		return 0, err
 	}
 	if err := checkCollation(stmt); err != nil {
@@ -506,7 +518,7 @@ func (h *Handlers) deleteStatement(ctx context.Context, col *storage.Collection,
 		// further round means another writer deleted or changed a match.
 		for try := range casRetries {
 			var row *storage.Row
-			err := h.eachMatch(ctx, col, rs, func(doc bson.D, raw bson.Raw) (bool, error) {
+			err := h.eachMatch(ctx, on, col, rs, func(doc bson.D, raw bson.Raw) (bool, error) {
 				id, _ := lookup(doc, "_id")
 				row = &storage.Row{Key: storage.IDKey(id), Doc: raw}
 				return true, nil
@@ -515,9 +527,9 @@ func (h *Handlers) deleteStatement(ctx context.Context, col *storage.Collection,
 				return 0, err
 			}
 			if try < optimisticTries {
-				n, err = h.store.Delete(ctx, col, []storage.Row{*row})
+				n, err = h.store.Delete(ctx, on, col, []storage.Row{*row})
 			} else {
-				err = h.store.WithRowLocked(ctx, col, row.Key, func(ctx context.Context, locked *storage.Row) error {
+				err = h.store.WithRowLocked(ctx, on, col, row.Key, func(on storage.On, locked *storage.Row) error {
 					if locked == nil {
 						return nil
 					}
@@ -528,7 +540,7 @@ func (h *Handlers) deleteStatement(ctx context.Context, col *storage.Collection,
 					if ok, err := rs.filter.MatchErr(doc); !ok || err != nil {
 						return err
 					}
-					n, err = h.store.Delete(ctx, col, []storage.Row{*locked})
+					n, err = h.store.Delete(ctx, on, col, []storage.Row{*locked})
 					return err
 				})
 			}
@@ -540,12 +552,12 @@ func (h *Handlers) deleteStatement(ctx context.Context, col *storage.Collection,
 	}
 	var rows []storage.Row
 	flush := func() error {
-		d, err := h.store.Delete(ctx, col, rows)
+		d, err := h.store.Delete(ctx, on, col, rows)
 		n += d
 		rows = rows[:0]
 		return err
 	}
-	err = h.eachMatch(ctx, col, rs, func(doc bson.D, raw bson.Raw) (bool, error) {
+	err = h.eachMatch(ctx, on, col, rs, func(doc bson.D, raw bson.Raw) (bool, error) {
 		id, _ := lookup(doc, "_id")
 		rows = append(rows, storage.Row{Key: storage.IDKey(id), Doc: raw})
 		if len(rows) >= 500 {

@@ -21,7 +21,7 @@ func (h *Handlers) withWriteConcern(ctx context.Context, req *Request, run handl
 		return nil, err
 	}
 	if wc.asyncCommit {
-		ctx = storage.AsyncCommit(ctx)
+		req.on.Async = true
 	}
 	reply, err := run(ctx, req)
 	if err != nil || wc.standbys == 0 {

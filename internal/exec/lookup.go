@@ -28,8 +28,12 @@ type lookupStage struct {
 	letNames                 []string
 	letExprs                 []expr.Expr
 	pipeline                 []bson.D
-	ev                       *evaluator
-	batch                    []pendingLookup // the equality form's gathered input
+	// documents is the argument of a $documents first in the pipeline,
+	// which then reads it instead of a collection.
+	documents    any
+	hasDocuments bool
+	ev           *evaluator
+	batch        []pendingLookup // the equality form's gathered input
 }
 
 func newLookup(arg any, next Stage, env *Env) (Stage, error) {
@@ -80,6 +84,7 @@ func newLookup(arg any, next Stage, env *Env) (Stage, error) {
 			if err != nil {
 				return nil, err
 			}
+			l.documents, stages, l.hasDocuments = LeadingDocuments(stages)
 			l.pipeline, hasPipeline = stages, true
 		default:
 			return nil, mongoerr.Newf(mongoerr.FailedToParse, "unknown argument to $lookup: %s", e.Key)
@@ -88,8 +93,8 @@ func newLookup(arg any, next Stage, env *Env) (Stage, error) {
 	switch {
 	case as == "":
 		return nil, mongoerr.New(mongoerr.FailedToParse, "must specify 'as' field for a $lookup")
-	case l.from == "":
-		return nil, mongoerr.New(mongoerr.FailedToParse, "must specify 'from' field for a $lookup")
+	case l.from == "" && !l.hasDocuments:
+		return nil, mongoerr.New(mongoerr.FailedToParse, "must specify 'from' field for a $lookup (or a pipeline starting with $documents)")
 	case (l.localField == "") != (l.foreignField == ""):
 		return nil, mongoerr.New(mongoerr.FailedToParse, "$lookup requires both or neither of 'localField' and 'foreignField' to be specified")
 	case l.localField == "" && !hasPipeline:
@@ -123,6 +128,11 @@ func newLookup(arg any, next Stage, env *Env) (Stage, error) {
 		// values bound.
 		if _, err := l.subPipeline(l.placeholderVars(), &docsSink{}); err != nil {
 			return nil, err
+		}
+		if l.hasDocuments {
+			if _, err := expr.Parse(l.documents, expr.NewScope(l.placeholderVars())); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return l, nil
@@ -235,7 +245,11 @@ func (l *lookupStage) Push(doc bson.D) error {
 	if err != nil {
 		return err
 	}
-	err = l.env.Read(l.env.Ctx, l.from, f, head.Push)
+	if l.hasDocuments {
+		err = l.readDocuments(vars, f, head.Push)
+	} else {
+		err = l.env.Read(l.env.Ctx, l.from, f, head.Push)
+	}
 	if err != nil && err != ErrDone {
 		return err
 	}
@@ -247,6 +261,29 @@ func (l *lookupStage) Push(doc bson.D) error {
 		arr[i] = d
 	}
 	return l.emit(doc, arr, sink.mem)
+}
+
+// readDocuments is the pipeline's leading $documents, evaluated with
+// the let variables, as what it reads: those of them f matches.
+func (l *lookupStage) readDocuments(vars map[string]any, f *query.Filter, fn func(bson.D) error) error {
+	sub := *l.env
+	sub.Vars = vars
+	docs, err := EvalDocuments(l.documents, &sub)
+	if err != nil {
+		return err
+	}
+	for _, d := range docs {
+		ok, err := f.MatchErr(d)
+		if err != nil {
+			return err
+		}
+		if ok {
+			if err := fn(d); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // flush reads the other collection once for the gathered documents of
@@ -346,6 +383,10 @@ type unionWithStage struct {
 	env      *Env
 	coll     string
 	pipeline []bson.D
+	// documents: the pipeline starts with $documents, read instead of
+	// a collection.
+	documents    any
+	hasDocuments bool
 }
 
 func newUnionWith(arg any, next Stage, env *Env) (Stage, error) {
@@ -374,7 +415,7 @@ func newUnionWith(arg any, next Stage, env *Env) (Stage, error) {
 				if err != nil {
 					return nil, err
 				}
-				u.pipeline = stages
+				u.documents, u.pipeline, u.hasDocuments = LeadingDocuments(stages)
 			default:
 				return nil, mongoerr.Newf(mongoerr.UnknownField, "BSON field '$unionWith.%s' is an unknown field.", e.Key)
 			}
@@ -382,8 +423,13 @@ func newUnionWith(arg any, next Stage, env *Env) (Stage, error) {
 	default:
 		return nil, mongoerr.Newf(mongoerr.FailedToParse, "the $unionWith stage specification must be an object or string, but found %s", query.TypeName(arg))
 	}
-	if u.coll == "" {
-		return nil, mongoerr.New(mongoerr.Location40414, "BSON field '$unionWith.coll' is missing but a required field")
+	if u.coll == "" && !u.hasDocuments {
+		return nil, mongoerr.New(mongoerr.FailedToParse, "$unionWith needs a 'coll', or a 'pipeline' that starts with $documents")
+	}
+	if u.hasDocuments {
+		if _, err := expr.Parse(u.documents, expr.NewScope(env.Vars)); err != nil {
+			return nil, err
+		}
 	}
 	// Parse the pipeline now, so that a bad one fails before anything runs.
 	if _, err := Build(u.pipeline, &docsSink{}, u.subEnv()); err != nil {
@@ -408,6 +454,17 @@ func (u *unionWithStage) Finish() error {
 	head, err := Build(u.pipeline, tail, u.subEnv())
 	if err != nil {
 		return err
+	}
+	if u.hasDocuments {
+		docs, err := EvalDocuments(u.documents, u.env)
+		if err != nil {
+			return err
+		}
+		err = RunDocuments(docs, head)
+		if err != nil {
+			return err
+		}
+		return u.next.Finish()
 	}
 	all, _ := query.ParseFilter(nil)
 	err = u.env.Read(u.env.Ctx, u.coll, all, head.Push)

@@ -128,11 +128,10 @@ func Build(stages []bson.D, sink Stage, env *Env) (Stage, error) {
 
 // unsupportedStages are MongoDB stages tierdb does not run.
 var unsupportedStages = map[string]bool{
-	"$geoNear":    true,
-	"$indexStats": true, "$listSessions": true,
-	"$listLocalSessions": true, "$planCacheStats": true, "$redact": true,
-	"$densify": true, "$fill": true, "$changeStream": true,
-	"$documents": true, "$search": true, "$searchMeta": true, "$vectorSearch": true,
+	"$geoNear":           true,
+	"$listSessions":      true,
+	"$listLocalSessions": true, "$planCacheStats": true, "$changeStream": true,
+	"$search": true, "$searchMeta": true, "$vectorSearch": true,
 	"$listSearchIndexes": true, "$changeStreamSplitLargeEvent": true, "$querySettings": true,
 }
 
@@ -153,7 +152,7 @@ func newStage(st bson.D, next Stage, env *Env) (Stage, error) {
 		if err != nil {
 			return nil, err
 		}
-		f, err := query.ParseFilterVars(d, env.Vars)
+		f, err := query.ParseFilterVars(d, expr.WithNow(env.Vars, env.Now))
 		if err != nil {
 			return nil, err
 		}
@@ -239,8 +238,15 @@ func newStage(st bson.D, next Stage, env *Env) (Stage, error) {
 		return newOut(arg, env)
 	case "$merge":
 		return newMerge(arg, env)
-	case "$collStats", "$currentOp":
-		// Sources: the aggregate handler runs them when they come first.
+	case "$redact":
+		return newRedact(arg, next, env)
+	case "$fill":
+		return newFill(arg, next, env)
+	case "$densify":
+		return newDensify(arg, next, env)
+	case "$collStats", "$currentOp", "$indexStats", "$documents":
+		// Sources: the aggregate handler (or $lookup and $unionWith, for
+		// $documents) runs them when they come first.
 		return nil, mongoerr.Newf(mongoerr.Location40602, "%s is only valid as the first stage in a pipeline", name)
 	}
 	if unsupportedStages[name] {

@@ -25,10 +25,12 @@ type windowStage struct {
 	partition expr.Expr // nil: one partition
 	sortBy    query.Sort
 	sortKeys  int
-	outputs   []windowOutput
-	ev        *evaluator
-	rows      []windowRow
-	mem       int
+	// sortPath is the field of a one-key sortBy ($linearFill's x).
+	sortPath []string
+	outputs  []windowOutput
+	ev       *evaluator
+	rows     []windowRow
+	mem      int
 }
 
 type windowRow struct {
@@ -82,6 +84,9 @@ func newSetWindowFields(arg any, next Stage, env *Env) (Stage, error) {
 				return nil, err
 			}
 			w.sortBy, w.sortKeys = sortBy, len(s)
+			if len(s) == 1 {
+				w.sortPath = strings.Split(s[0].Key, ".")
+			}
 		case "output":
 			o, ok := e.Value.(bson.D)
 			if !ok {
@@ -176,6 +181,10 @@ func (w *windowStage) parseOutput(e bson.E, scope *expr.Scope) (windowOutput, er
 		if w.sortKeys == 0 {
 			return o, mongoerr.New(mongoerr.FailedToParse, "$shift requires a sortBy")
 		}
+	case o.op == "$locf" || o.op == "$linearFill":
+		if err := o.parseFill(fnArg, hasWindow, w.sortKeys, scope); err != nil {
+			return o, err
+		}
 	case windowUnsupported[o.op]:
 		return o, mongoerr.Newf(mongoerr.NotImplemented, "the window function %s is not supported by tierdb", o.op)
 	default:
@@ -187,7 +196,7 @@ func (w *windowStage) parseOutput(e bson.E, scope *expr.Scope) (windowOutput, er
 // windowUnsupported are MongoDB window functions tierdb does not run.
 var windowUnsupported = map[string]bool{
 	"$expMovingAvg": true, "$derivative": true, "$integral": true, "$covariancePop": true, "$covarianceSamp": true,
-	"$locf": true, "$linearFill": true, "$top": true, "$bottom": true, "$topN": true, "$bottomN": true,
+	"$top": true, "$bottom": true, "$topN": true, "$bottomN": true,
 	"$firstN": true, "$lastN": true, "$minN": true, "$maxN": true, "$median": true, "$percentile": true,
 }
 
@@ -379,6 +388,12 @@ func (w *windowStage) compute(o *windowOutput, rows []windowRow) ([]any, error) 
 			return nil, err
 		}
 		vals[i] = v
+	}
+	switch o.op {
+	case "$locf":
+		return locf(vals), nil
+	case "$linearFill":
+		return w.linearFill(rows, vals)
 	}
 	if o.op == "$shift" {
 		for i := range rows {

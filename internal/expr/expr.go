@@ -49,6 +49,8 @@ type Scope struct {
 	globals map[string]any
 	local   *binding
 	slots   *int
+	// system are upper-case variables a stage defines ($redact's).
+	system map[string]bool
 }
 
 type binding struct {
@@ -66,7 +68,7 @@ func NewScope(vars map[string]any) *Scope {
 func (s *Scope) bind(name string) (*Scope, int) {
 	slot := *s.slots
 	*s.slots++
-	return &Scope{globals: s.globals, local: &binding{name: name, slot: slot, parent: s.local}, slots: s.slots}, slot
+	return &Scope{globals: s.globals, local: &binding{name: name, slot: slot, parent: s.local}, slots: s.slots, system: s.system}, slot
 }
 
 // Parse parses an expression in scope s.
@@ -243,8 +245,16 @@ func resolveVar(p *pathExpr, name string, s *Scope) error {
 	case "REMOVE":
 		p.source = srcRemove
 		return nil
-	case "CLUSTER_TIME", "SEARCH_META", "USER_ROLES":
+	case "CLUSTER_TIME":
+		// As a MongoDB server without cluster time (a standalone):
+		// tierdb keeps none.
+		return mongoerr.New(mongoerr.Code(51144), "Builtin variable '$$CLUSTER_TIME' is not available")
+	case "SEARCH_META", "USER_ROLES":
 		return mongoerr.Newf(mongoerr.InvalidPipelineOperator, "the variable $$%s is not supported by tierdb", name)
+	}
+	if s.system[name] {
+		p.source = srcGlobal
+		return nil
 	}
 	if err := checkVarName(name); err != nil {
 		return err
@@ -347,7 +357,7 @@ func Compile(arg any, vars map[string]any) (query.ExprPredicate, error) {
 	if err != nil {
 		return nil, err
 	}
-	now := Now()
+	now := nowOf(vars)
 	return func(doc bson.D) (bool, error) {
 		v, err := e.Eval(NewCtx(doc, vars, now))
 		if err != nil {

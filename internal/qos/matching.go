@@ -96,9 +96,9 @@ type Calibration struct {
 	// Check is the throughput measured at C when C was not one of the
 	// three samples (P 0 otherwise).
 	Check ThroughputSample
-	// P is the outcome: the measured point (C or a sample) with the most
-	// throughput, the smallest on a tie; 0 (no limit) when that is the
-	// largest sample, i.e. the traffic shows no contention to limit; -1
+	// P is the outcome: the smallest measured point (a sample or C) whose
+	// throughput is within 5 % of the most measured; 0 (no limit) when
+	// that is the largest sample, i.e. only no limit reached the peak; -1
 	// when the calibration gave up (the high tier never left it a window).
 	P  int
 	At time.Time
@@ -202,7 +202,14 @@ func (c *Calibrator) model() *Calibration {
 	return r
 }
 
-// decide picks the measured point with the most throughput.
+// nearPeak is how close to the most throughput measured a smaller P's
+// must be to win: seed 004 wants the smallest P at which throughput peaks,
+// and on a busy machine two windows at the same P differ by more than a
+// few per cent.
+const nearPeak = 0.95
+
+// decide picks the smallest measured P whose throughput is within nearPeak
+// of the most measured.
 func (c *Calibrator) decide(now time.Time) *Calibration {
 	r := c.fit
 	r.At = now
@@ -210,14 +217,18 @@ func (c *Calibrator) decide(now time.Time) *Calibration {
 	if r.Check.P > 0 {
 		measured = append(measured, r.Check)
 	}
-	best := measured[0]
-	for _, s := range measured[1:] {
-		if s.Lambda > best.Lambda || s.Lambda == best.Lambda && s.P < best.P {
-			best = s
+	peak := 0.0
+	for _, s := range measured {
+		peak = max(peak, s.Lambda)
+	}
+	best := c.points[2]
+	for _, s := range measured {
+		if s.Lambda >= nearPeak*peak && s.P < best {
+			best = s.P
 		}
 	}
-	if best.P != c.points[2] {
-		r.P = best.P
+	if best != c.points[2] {
+		r.P = best
 	}
 	return r
 }

@@ -1,9 +1,6 @@
 package qos
 
-import (
-	"context"
-	"fmt"
-)
+import "fmt"
 
 // Tier is a performance tier. Lower values are more important.
 type Tier uint8
@@ -33,20 +30,4 @@ func ParseTier(s string) (Tier, bool) {
 		}
 	}
 	return Normal, false
-}
-
-type tierKey struct{}
-
-// WithTier returns a context that carries the tier a request runs at, so the
-// storage layer picks that tier's backends without every call naming it.
-func WithTier(ctx context.Context, t Tier) context.Context {
-	return context.WithValue(ctx, tierKey{}, t)
-}
-
-// TierFrom returns the tier carried by ctx, Normal when none is.
-func TierFrom(ctx context.Context) Tier {
-	if t, ok := ctx.Value(tierKey{}).(Tier); ok {
-		return t
-	}
-	return Normal
 }

@@ -11,12 +11,12 @@ import (
 // transaction), so a batch costs one commit rather than one each. ok[i]
 // says whether docs[i] replaced the version olds[i]; an error (a
 // duplicate key) leaves every document of the batch as it was. Inside a
-// multi-document transaction the documents are replaced one by one.
-func (s *Store) ReplaceMany(ctx context.Context, c *Collection, keys, olds [][]byte, docs []Doc) ([]bool, error) {
+// transaction the documents are replaced one by one.
+func (s *Store) ReplaceMany(ctx context.Context, on On, c *Collection, keys, olds [][]byte, docs []Doc) ([]bool, error) {
 	ok := make([]bool, len(docs))
-	if txnFrom(ctx) != nil || len(docs) == 1 {
+	if on.Txn != nil || len(docs) == 1 {
 		for i := range docs {
-			done, err := s.Replace(ctx, c, keys[i], olds[i], docs[i])
+			done, err := s.Replace(ctx, on, c, keys[i], olds[i], docs[i])
 			if err != nil {
 				return nil, err
 			}
@@ -25,7 +25,7 @@ func (s *Store) ReplaceMany(ctx context.Context, c *Collection, keys, olds [][]b
 		return ok, nil
 	}
 	b := &pgx.Batch{}
-	async, _ := ctx.Value(asyncCommitKey{}).(bool)
+	async := on.Async
 	if async {
 		b.Queue(`SELECT set_config('synchronous_commit', 'off', true)`)
 	}
@@ -39,7 +39,7 @@ func (s *Store) ReplaceMany(ctx context.Context, c *Collection, keys, olds [][]b
 		args = append(args, vals[1:]...)
 		b.Queue(c.replaceSQL, args...)
 	}
-	br := s.pool(ctx).SendBatch(ctx, b)
+	br := s.pool(ctx, on).SendBatch(ctx, b)
 	var err error
 	if async {
 		_, err = br.Exec()

@@ -142,14 +142,14 @@ func parseCapped(raw []byte) (*Capped, error) {
 
 // CreateCappedCollection creates an empty capped collection;
 // ErrNamespaceExists if the name is taken.
-func (s *Store) CreateCappedCollection(ctx context.Context, db, name string, c Capped) error {
-	return s.createCollection(ctx, db, name, &c)
+func (s *Store) CreateCappedCollection(ctx context.Context, on On, db, name string, c Capped) error {
+	return s.createCollection(ctx, on, db, name, &c)
 }
 
 // insertFitting is insertBatch, refusing with ErrTooLarge a batch in which
 // a document is larger than its capped collection: MongoDB refuses such a
 // document rather than evicting everything, itself included.
-func (s *Store) insertFitting(ctx context.Context, c *Collection, docs []Doc) error {
+func (s *Store) insertFitting(ctx context.Context, on On, c *Collection, docs []Doc) error {
 	if c.Capped != nil {
 		for _, d := range docs {
 			if int64(len(d.Raw)) > c.Capped.Size {
@@ -157,7 +157,7 @@ func (s *Store) insertFitting(ctx context.Context, c *Collection, docs []Doc) er
 			}
 		}
 	}
-	return s.insertBatch(ctx, c, docs)
+	return s.insertBatch(ctx, on, c, docs)
 }
 
 // TailParams position a tailable read of a capped collection.
@@ -172,14 +172,14 @@ type TailParams struct {
 // p.After, in insertion order, each with its Seq. lost is true when the row
 // at p.After is no longer there (it was evicted or deleted): the cursor's
 // position is gone, as MongoDB's CappedPositionLost says.
-func (s *Store) Tail(ctx context.Context, c *Collection, p TailParams) (rows []Row, lost bool, err error) {
+func (s *Store) Tail(ctx context.Context, on On, c *Collection, p TailParams) (rows []Row, lost bool, err error) {
 	if c.Capped == nil {
 		return nil, false, newErr(ErrIllegal, "not a capped collection")
 	}
 	limit := max(p.Limit, 1) + 1
-	rs, err := s.readQ(ctx).Query(ctx, `SELECT _id, doc, seq FROM `+c.table+` WHERE seq >= $1 ORDER BY seq LIMIT `+fmt.Sprint(limit), p.After)
+	rs, err := s.readQ(ctx, on).Query(ctx, `SELECT _id, doc, seq FROM `+c.table+` WHERE seq >= $1 ORDER BY seq LIMIT `+fmt.Sprint(limit), p.After)
 	if err != nil {
-		return nil, false, s.readError(ctx, c, err)
+		return nil, false, s.readError(ctx, on, c, err)
 	}
 	rows, err = pgx.CollectRows(rs, func(r pgx.CollectableRow) (Row, error) {
 		var row Row
@@ -187,7 +187,7 @@ func (s *Store) Tail(ctx context.Context, c *Collection, p TailParams) (rows []R
 		return row, err
 	})
 	if err != nil {
-		return nil, false, s.readError(ctx, c, err)
+		return nil, false, s.readError(ctx, on, c, err)
 	}
 	if p.After > 0 {
 		if len(rows) == 0 || rows[0].Seq != p.After {
@@ -239,11 +239,11 @@ func (s *Store) noteAppend(c *Collection) {
 	}
 }
 
-// cappedInTxn refuses writes to a capped collection inside a transaction,
+// cappedInTransaction refuses writes to a capped collection inside a transaction,
 // as MongoDB does (its writes are serialised by the collection's state
 // row, which a transaction would hold until it ends).
-func cappedInTxn(ctx context.Context, c *Collection) error {
-	if t := txnFrom(ctx); c.Capped != nil && t != nil && t.snapshot {
+func cappedInTransaction(on On, c *Collection) error {
+	if c.Capped != nil && on.InTransaction() {
 		return newErr(ErrNotInTxn, "Collection '%s' is a capped collection. Writes in transactions are not allowed on capped collections.", c.Namespace())
 	}
 	return nil

@@ -160,7 +160,7 @@ type catalog struct {
 func newCatalog(s *Store) *catalog { return &catalog{s: s, cache: map[string]*Collection{}} }
 
 func (c *catalog) bootstrap(ctx context.Context) error {
-	return c.ddl(ctx, func(tx pgx.Tx) error {
+	return c.ddl(ctx, On{}, func(tx pgx.Tx) error {
 		_, err := tx.Exec(ctx, `
 CREATE SCHEMA IF NOT EXISTS `+catalogSchema+`;
 CREATE SCHEMA IF NOT EXISTS `+dataSchema+`;
@@ -180,9 +180,9 @@ CREATE TABLE IF NOT EXISTS `+catalogSchema+`.collections (
 	})
 }
 
-// ddl runs fn in a transaction holding the DDL lock.
-func (c *catalog) ddl(ctx context.Context, fn func(tx pgx.Tx) error) error {
-	tx, err := c.s.catalogPool(ctx).Begin(ctx)
+// ddl runs fn in a transaction holding the DDL lock, on on's catalogPool.
+func (c *catalog) ddl(ctx context.Context, on On, fn func(tx pgx.Tx) error) error {
+	tx, err := c.s.catalogPool(ctx, on).Begin(ctx)
 	if err != nil {
 		return fromPG(ctx, err)
 	}
@@ -287,7 +287,7 @@ func (ix *Index) keyColumn() query.KeyColumn {
 }
 
 // Collection returns the collection, or ErrNamespaceNotFound.
-func (s *Store) Collection(ctx context.Context, db, name string) (*Collection, error) {
+func (s *Store) Collection(ctx context.Context, on On, db, name string) (*Collection, error) {
 	ns := db + "." + name
 	s.cat.mu.RLock()
 	col := s.cat.cache[ns]
@@ -295,7 +295,7 @@ func (s *Store) Collection(ctx context.Context, db, name string) (*Collection, e
 	if col != nil {
 		return col, nil
 	}
-	col, err := s.cat.load(ctx, s.catalogPool(ctx), db, name)
+	col, err := s.cat.load(ctx, s.catalogPool(ctx, on), db, name)
 	if err != nil {
 		return nil, err
 	}
@@ -310,24 +310,24 @@ func (s *Store) Collection(ctx context.Context, db, name string) (*Collection, e
 
 // CollectionForWrite returns the collection, creating it when missing (as
 // MongoDB does on the first insert or upsert).
-func (s *Store) CollectionForWrite(ctx context.Context, db, name string) (*Collection, error) {
-	col, err := s.Collection(ctx, db, name)
+func (s *Store) CollectionForWrite(ctx context.Context, on On, db, name string) (*Collection, error) {
+	col, err := s.Collection(ctx, on, db, name)
 	if err == nil || !IsCode(err, ErrNamespaceNotFound) {
 		return col, err
 	}
-	if err := s.CreateCollection(ctx, db, name); err != nil && !IsCode(err, ErrNamespaceExists) {
+	if err := s.CreateCollection(ctx, on, db, name); err != nil && !IsCode(err, ErrNamespaceExists) {
 		return nil, err
 	}
-	return s.Collection(ctx, db, name)
+	return s.Collection(ctx, on, db, name)
 }
 
 // CreateCollection creates an empty collection; ErrNamespaceExists if it exists.
-func (s *Store) CreateCollection(ctx context.Context, db, name string) error {
-	return s.createCollection(ctx, db, name, nil)
+func (s *Store) CreateCollection(ctx context.Context, on On, db, name string) error {
+	return s.createCollection(ctx, on, db, name, nil)
 }
 
-func (s *Store) createCollection(ctx context.Context, db, name string, capped *Capped) error {
-	err := s.cat.ddl(ctx, func(tx pgx.Tx) error {
+func (s *Store) createCollection(ctx context.Context, on On, db, name string, capped *Capped) error {
+	err := s.cat.ddl(ctx, on, func(tx pgx.Tx) error {
 		existing, err := s.cat.load(ctx, tx, db, name)
 		if err != nil {
 			return err
@@ -362,8 +362,8 @@ func (s *Store) createCollection(ctx context.Context, db, name string, capped *C
 }
 
 // DropCollection drops a collection; ErrNamespaceNotFound if it does not exist.
-func (s *Store) DropCollection(ctx context.Context, db, name string) error {
-	err := s.cat.ddl(ctx, func(tx pgx.Tx) error {
+func (s *Store) DropCollection(ctx context.Context, on On, db, name string) error {
+	err := s.cat.ddl(ctx, on, func(tx pgx.Tx) error {
 		col, err := s.cat.load(ctx, tx, db, name)
 		if err != nil {
 			return err
@@ -378,8 +378,8 @@ func (s *Store) DropCollection(ctx context.Context, db, name string) error {
 }
 
 // DropDatabase drops every collection of db. Dropping a missing database is not an error.
-func (s *Store) DropDatabase(ctx context.Context, db string) error {
-	err := s.cat.ddl(ctx, func(tx pgx.Tx) error {
+func (s *Store) DropDatabase(ctx context.Context, on On, db string) error {
+	err := s.cat.ddl(ctx, on, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `SELECT name FROM `+catalogSchema+`.collections WHERE db = $1`, db)
 		if err != nil {
 			return err
@@ -415,8 +415,8 @@ type DatabaseInfo struct {
 }
 
 // ListDatabases lists databases that have at least one collection.
-func (s *Store) ListDatabases(ctx context.Context) ([]DatabaseInfo, error) {
-	rows, err := s.catalogPool(ctx).Query(ctx, `
+func (s *Store) ListDatabases(ctx context.Context, on On) ([]DatabaseInfo, error) {
+	rows, err := s.catalogPool(ctx, on).Query(ctx, `
 SELECT db, sum(coalesce(pg_total_relation_size(to_regclass('`+dataSchema+`.' || quote_ident(tbl))), 0))::bigint
 FROM `+catalogSchema+`.collections GROUP BY db ORDER BY db`)
 	if err != nil {
@@ -431,8 +431,8 @@ FROM `+catalogSchema+`.collections GROUP BY db ORDER BY db`)
 }
 
 // ListCollections lists the collections of db in name order.
-func (s *Store) ListCollections(ctx context.Context, db string) ([]*Collection, error) {
-	rows, err := s.catalogPool(ctx).Query(ctx, `SELECT name, tbl, uuid::text, indexes, capped FROM `+catalogSchema+`.collections WHERE db = $1 ORDER BY name`, db)
+func (s *Store) ListCollections(ctx context.Context, on On, db string) ([]*Collection, error) {
+	rows, err := s.catalogPool(ctx, on).Query(ctx, `SELECT name, tbl, uuid::text, indexes, capped FROM `+catalogSchema+`.collections WHERE db = $1 ORDER BY name`, db)
 	if err != nil {
 		return nil, fromPG(ctx, err)
 	}

@@ -54,15 +54,15 @@ type ChangeSlot struct{ s *Store }
 // change stream), and the slot. Collections created later get the same
 // replica identity (see createCollection).
 func (s *Store) EnableChangeStreams(ctx context.Context) (*ChangeSlot, error) {
-	ctx = qos.WithTier(ctx, qos.Low)
+	low := At(qos.Low)
 	var level string
-	if err := s.pool(ctx).QueryRow(ctx, `SHOW wal_level`).Scan(&level); err != nil {
+	if err := s.pool(ctx, low).QueryRow(ctx, `SHOW wal_level`).Scan(&level); err != nil {
 		return nil, fromPG(ctx, err)
 	}
 	if level != "logical" {
 		return nil, ErrNoLogicalDecoding
 	}
-	err := s.cat.ddl(ctx, func(tx pgx.Tx) error {
+	err := s.cat.ddl(ctx, low, func(tx pgx.Tx) error {
 		var exists bool
 		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_publication WHERE pubname = $1)`, changesPublication).Scan(&exists); err != nil {
 			return err
@@ -102,7 +102,7 @@ WHERE c.oid = '`+catalogSchema+`.collections'::regclass AND c.relreplident <> 'f
 	}
 	// A slot cannot be created in a transaction that has written.
 	var exists bool
-	p := s.pool(ctx)
+	p := s.pool(ctx, low)
 	if err := p.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_replication_slots WHERE slot_name = $1 AND wal_status IS DISTINCT FROM 'lost')`, changesSlot).Scan(&exists); err != nil {
 		return nil, fromPG(ctx, err)
 	}
@@ -132,14 +132,14 @@ END $d$`
 
 var _ changes.Slot = (*ChangeSlot)(nil)
 
-func (c *ChangeSlot) low(ctx context.Context) (context.Context, querier) {
-	ctx = qos.WithTier(ctx, qos.Low)
-	return ctx, c.s.pool(ctx)
+// low is where the slot's queries run: the primary's low-tier backends.
+func (c *ChangeSlot) low(ctx context.Context) querier {
+	return c.s.pool(ctx, At(qos.Low))
 }
 
 // Peek implements changes.Slot.
 func (c *ChangeSlot) Peek(ctx context.Context, n int, fn func(data []byte) bool) error {
-	ctx, q := c.low(ctx)
+	q := c.low(ctx)
 	rows, err := q.Query(ctx, `SELECT data FROM pg_logical_slot_peek_binary_changes($1, NULL, $2,
 		'proto_version', '1', 'publication_names', $3, 'binary', 'true', 'messages', 'true')`, changesSlot, n, changesPublication)
 	if err != nil {
@@ -174,7 +174,7 @@ func slotError(ctx context.Context, err error) error {
 
 // Advance implements changes.Slot.
 func (c *ChangeSlot) Advance(ctx context.Context, lsn uint64) error {
-	ctx, q := c.low(ctx)
+	q := c.low(ctx)
 	pos := pglogrepl.LSN(lsn).String()
 	if _, err := q.Exec(ctx, `SELECT pg_replication_slot_advance($1, $2::pg_lsn)`, changesSlot, pos); err != nil {
 		return slotError(ctx, err)
@@ -194,7 +194,7 @@ func (c *ChangeSlot) Current(ctx context.Context) (uint64, error) {
 }
 
 func (c *ChangeSlot) lsn(ctx context.Context, sql string, args ...any) (uint64, error) {
-	ctx, q := c.low(ctx)
+	q := c.low(ctx)
 	var s string
 	if err := q.QueryRow(ctx, sql, args...).Scan(&s); err != nil {
 		return 0, fromPG(ctx, err)
@@ -208,7 +208,7 @@ func (c *ChangeSlot) lsn(ctx context.Context, sql string, args ...any) (uint64, 
 
 // Resolve implements changes.Slot.
 func (c *ChangeSlot) Resolve(ctx context.Context, tbl string) (changes.Namespace, bool, error) {
-	ctx, q := c.low(ctx)
+	q := c.low(ctx)
 	var ns changes.Namespace
 	err := q.QueryRow(ctx, `SELECT db, name FROM `+catalogSchema+`.collections WHERE tbl = $1
 UNION ALL SELECT db, name FROM `+catalogSchema+`.dropped_tables WHERE tbl = $1 LIMIT 1`, tbl).Scan(&ns.DB, &ns.Coll)
@@ -232,9 +232,8 @@ func Replacing(ctx context.Context) context.Context {
 // ChangeStreamsEnabled looks whether change streams have been enabled on
 // the cluster (by any tierdb): their slot exists.
 func (s *Store) ChangeStreamsEnabled(ctx context.Context) (bool, error) {
-	ctx = qos.WithTier(ctx, qos.Low)
 	var on bool
-	err := s.pool(ctx).QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_replication_slots WHERE slot_name = $1)`, changesSlot).Scan(&on)
+	err := s.pool(ctx, At(qos.Low)).QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_replication_slots WHERE slot_name = $1)`, changesSlot).Scan(&on)
 	if err != nil {
 		return false, fromPG(ctx, err)
 	}
@@ -246,17 +245,11 @@ func (s *Store) ChangeStreamsEnabled(ctx context.Context) (bool, error) {
 // on: a transactional logical message naming the document's key goes
 // first, in the same transaction, since WAL rows alone cannot tell a
 // replacement (MongoDB's "replace" event) from an update.
-func (s *Store) writeReplacement(ctx context.Context, key []byte, sql string, args ...any) (pgconn.CommandTag, error) {
+func (s *Store) writeReplacement(ctx context.Context, on On, key []byte, sql string, args ...any) (pgconn.CommandTag, error) {
 	const msg = `SELECT pg_logical_emit_message(true, '` + changes.ReplaceMessagePrefix + `', $1::bytea)`
-	return s.writeAfter(ctx, &statement{sql: msg, args: []any{key}}, sql, args...)
+	return s.writeAfter(ctx, on, &statement{sql: msg, args: []any{key}}, sql, args...)
 }
 
 // dropDatabaseMessageSQL marks a dropDatabase in its transaction, after the
 // drops of its collections, for change streams.
 const dropDatabaseMessageSQL = `SELECT pg_logical_emit_message(true, '` + changes.DropDatabaseMessagePrefix + `', convert_to($1, 'UTF8'))`
-
-// InTransaction reports whether ctx runs in a multi-document transaction.
-func InTransaction(ctx context.Context) bool {
-	t := txnFrom(ctx)
-	return t != nil && t.snapshot
-}

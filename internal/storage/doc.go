@@ -16,10 +16,14 @@
 // NULL (multikey) rows the caller reads apart. ScanChunk lets the caller
 // refuse rows on their bytes before they are copied out of the connection.
 //
-// Requests run on a small, bounded pool of PostgreSQL backends per tier; the
-// tier comes from the request context (qos.TierFrom) and the PIDs of each pool's
-// backends are known, so the OS scheduling of the backend serving a tier can be
-// controlled one by one.
+// Requests run on a small, bounded pool of PostgreSQL backends per tier and
+// node; the PIDs of each pool's backends are known, so the OS scheduling of
+// the backend serving a tier can be controlled one by one. Where work runs
+// is an explicit argument, never a context value: every method that reads
+// or writes documents or the catalog takes an On right after its context,
+// naming the tier, the node reads were routed to, the transaction and
+// whether the commit may skip its WAL flush (on.go). Work tierdb starts on
+// its own (change streams' slot, TTL) names its tier like any other.
 //
 // storage speaks in its own error codes (Error, ErrorCode), translated from
 // SQLSTATEs in one place (errors.go). It must never decide MongoDB semantics

@@ -38,11 +38,11 @@ type DuplicateKey struct {
 // as WriteErrors; with ordered, insertion stops at the first one. err is set
 // only when the whole batch failed (PostgreSQL unavailable, ...); inserted then
 // says how many documents were stored before it happened.
-func (s *Store) Insert(ctx context.Context, c *Collection, docs []Doc, ordered bool) (inserted int, werrs []WriteError, err error) {
+func (s *Store) Insert(ctx context.Context, on On, c *Collection, docs []Doc, ordered bool) (inserted int, werrs []WriteError, err error) {
 	if len(docs) == 0 {
 		return 0, nil, nil
 	}
-	if err := cappedInTxn(ctx, c); err != nil {
+	if err := cappedInTransaction(on, c); err != nil {
 		return 0, nil, err
 	}
 	// Fast path: the whole batch in one statement, atomically. Only when it
@@ -50,7 +50,7 @@ func (s *Store) Insert(ctx context.Context, c *Collection, docs []Doc, ordered b
 	// collection, do we go document by document to find out which ones
 	// fail and honour ordered semantics exactly.
 	defer s.noteAppend(c)
-	err = s.insertFitting(ctx, c, docs)
+	err = s.insertFitting(ctx, on, c, docs)
 	if err == nil {
 		for _, d := range docs {
 			s.versions.put(cacheKey(c, IDKey(d.ID)), d.Raw)
@@ -61,7 +61,7 @@ func (s *Store) Insert(ctx context.Context, c *Collection, docs []Doc, ordered b
 		return 0, nil, err
 	}
 	for i := range docs {
-		err := s.insertFitting(ctx, c, docs[i:i+1])
+		err := s.insertFitting(ctx, on, c, docs[i:i+1])
 		switch {
 		case err == nil:
 			inserted++
@@ -88,7 +88,7 @@ func docError(err error) bool {
 	return IsCode(err, ErrDuplicateKey) || IsCode(err, ErrCannotIndex) || IsCode(err, ErrBadLanguage) || IsCode(err, ErrTooLarge)
 }
 
-func (s *Store) insertBatch(ctx context.Context, c *Collection, docs []Doc) error {
+func (s *Store) insertBatch(ctx context.Context, on On, c *Collection, docs []Doc) error {
 	cols := c.columns()
 	rows := make([][]any, len(docs))
 	for i, d := range docs {
@@ -104,32 +104,21 @@ func (s *Store) insertBatch(ctx context.Context, c *Collection, docs []Doc) erro
 	} else {
 		sql, args = insertSQL(c.table, cols, c.columnWraps(), rows)
 	}
-	_, err := s.write(ctx, sql, args...)
+	_, err := s.write(ctx, on, sql, args...)
 	return s.retryable(ctx, c, fromPGDup(ctx, err))
 }
 
-type asyncCommitKey struct{}
-
-// AsyncCommit makes the document writes under ctx commit without waiting
-// for their WAL to reach disk (PostgreSQL's synchronous_commit off, for
-// that transaction only). A crash of PostgreSQL or of the machine may then
-// lose them, up to three wal_writer_delay rounds' worth: what MongoDB's
-// j:false allows.
-func AsyncCommit(ctx context.Context) context.Context {
-	return context.WithValue(ctx, asyncCommitKey{}, true)
-}
-
-// AsyncCommits is how many write statements have committed under
-// AsyncCommit (a batch insert is one; a retried update counts again).
+// AsyncCommits is how many write statements have committed with On.Async
+// (a batch insert is one; a retried update counts again).
 func (s *Store) AsyncCommits() int64 { return s.asyncCommits.Load() }
 
-// write runs one document-changing statement on the primary, at the
-// request's tier. For AsyncCommit the statement follows a transaction-local
-// set_config in the same pipeline: statements before one Sync share an
-// implicit transaction, so it costs no round trip and cannot leak into the
-// backend's next request.
-func (s *Store) write(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
-	return s.writeAfter(ctx, nil, sql, args...)
+// write runs one document-changing statement on the primary, at on's
+// tier, or in on's transaction. With on.Async the statement follows a
+// transaction-local set_config in the same pipeline: statements before one
+// Sync share an implicit transaction, so it costs no round trip and cannot
+// leak into the backend's next request.
+func (s *Store) write(ctx context.Context, on On, sql string, args ...any) (pgconn.CommandTag, error) {
+	return s.writeAfter(ctx, on, nil, sql, args...)
 }
 
 // statement is one SQL statement and its arguments.
@@ -140,8 +129,8 @@ type statement struct {
 
 // writeAfter is write with, when first is not nil, a statement run just
 // before it in the same transaction.
-func (s *Store) writeAfter(ctx context.Context, first *statement, sql string, args ...any) (pgconn.CommandTag, error) {
-	if t := txnFrom(ctx); t != nil {
+func (s *Store) writeAfter(ctx context.Context, on On, first *statement, sql string, args ...any) (pgconn.CommandTag, error) {
+	if t := on.Txn; t != nil {
 		if first != nil {
 			if _, err := t.exec(ctx, first.sql, first.args...); err != nil {
 				return pgconn.CommandTag{}, err
@@ -149,8 +138,8 @@ func (s *Store) writeAfter(ctx context.Context, first *statement, sql string, ar
 		}
 		return t.exec(ctx, sql, args...) // its commit decides synchronous_commit
 	}
-	p := s.pool(ctx)
-	async, _ := ctx.Value(asyncCommitKey{}).(bool)
+	p := s.pool(ctx, on)
+	async := on.Async
 	if !async && first == nil {
 		return p.Exec(ctx, sql, args...)
 	}
@@ -240,9 +229,9 @@ func (s *Store) retryable(_ context.Context, c *Collection, err error) error {
 // readError is retryable for reads, except that a standby that has not yet
 // replayed the creation of the collection's table shows the collection as
 // it was then: empty, without error.
-func (s *Store) readError(ctx context.Context, c *Collection, err error) error {
+func (s *Store) readError(ctx context.Context, on On, c *Collection, err error) error {
 	err = fromPG(ctx, err)
-	if n := NodeFrom(ctx); n != nil && !n.Primary && IsCode(err, ErrNamespaceNotFound) {
+	if n := on.Node; n != nil && !n.Primary && IsCode(err, ErrNamespaceNotFound) {
 		return nil
 	}
 	return s.retryable(ctx, c, err)
@@ -455,10 +444,10 @@ func (p *ScanParams) sql(c *Collection) (string, []any) {
 
 // Scan returns rows matching the prefilter, in _id order (or in the
 // KeyOrder's): all of them up to p.Limit, however many bytes they hold.
-func (s *Store) Scan(ctx context.Context, c *Collection, p ScanParams) ([]Row, error) {
+func (s *Store) Scan(ctx context.Context, on On, c *Collection, p ScanParams) ([]Row, error) {
 	var out []Row
 	for {
-		ch, err := s.ScanChunk(ctx, c, p, nil)
+		ch, err := s.ScanChunk(ctx, on, c, p, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -504,12 +493,12 @@ const arenaBlock = 64 << 10
 // document bytes before copying it out of the connection's buffer: rows it
 // refuses cost no allocation. keep must not retain the slice. A chunk
 // keeps at most about maxChunkBytes of rows (see Chunk.Cut).
-func (s *Store) ScanChunk(ctx context.Context, c *Collection, p ScanParams, keep func(doc []byte) bool) (Chunk, error) {
+func (s *Store) ScanChunk(ctx context.Context, on On, c *Collection, p ScanParams, keep func(doc []byte) bool) (Chunk, error) {
 	var ch Chunk
 	sql, args := p.sql(c)
-	rows, err := s.readQ(ctx).Query(ctx, sql, args...)
+	rows, err := s.readQ(ctx, on).Query(ctx, sql, args...)
 	if err != nil {
-		return ch, s.readError(ctx, c, err)
+		return ch, s.readError(ctx, on, c, err)
 	}
 	defer rows.Close()
 	ordered := p.Order != nil && !p.Order.Null
@@ -563,7 +552,7 @@ func (s *Store) ScanChunk(ctx context.Context, c *Collection, p ScanParams, keep
 				dest = append(dest, &seq)
 			}
 			if err := rows.Scan(dest...); err != nil {
-				return ch, s.readError(ctx, c, err)
+				return ch, s.readError(ctx, on, c, err)
 			}
 		}
 		// The last row's keys are needed whether it is kept or not; they
@@ -582,7 +571,7 @@ func (s *Store) ScanChunk(ctx context.Context, c *Collection, p ScanParams, keep
 		rows.Close() // the rest of the result is read off and dropped
 	}
 	if err := rows.Err(); err != nil {
-		return ch, s.readError(ctx, c, err)
+		return ch, s.readError(ctx, on, c, err)
 	}
 	if ch.Read > 0 {
 		ch.LastKey = lastKey
@@ -594,9 +583,9 @@ func (s *Store) ScanChunk(ctx context.Context, c *Collection, p ScanParams, keep
 }
 
 // Explain returns PostgreSQL's plan for the scan, for the explain command and tests.
-func (s *Store) Explain(ctx context.Context, c *Collection, p ScanParams) (string, error) {
+func (s *Store) Explain(ctx context.Context, on On, c *Collection, p ScanParams) (string, error) {
 	sql, args := p.sql(c)
-	rows, err := s.readQ(ctx).Query(ctx, "EXPLAIN "+sql, args...)
+	rows, err := s.readQ(ctx, on).Query(ctx, "EXPLAIN "+sql, args...)
 	if err != nil {
 		return "", fromPG(ctx, err)
 	}
@@ -608,8 +597,8 @@ func (s *Store) Explain(ctx context.Context, c *Collection, p ScanParams) (strin
 // still holds old (compare and swap, so concurrent updates never lose one
 // another's changes without holding a transaction open across a round trip).
 // ok is false when the row changed or vanished since it was read.
-func (s *Store) Replace(ctx context.Context, c *Collection, key, old []byte, newDoc Doc) (bool, error) {
-	if err := cappedInTxn(ctx, c); err != nil {
+func (s *Store) Replace(ctx context.Context, on On, c *Collection, key, old []byte, newDoc Doc) (bool, error) {
+	if err := cappedInTransaction(on, c); err != nil {
 		return false, err
 	}
 	vals, err := c.rowValues(newDoc.ID, newDoc.D, newDoc.Raw)
@@ -621,9 +610,9 @@ func (s *Store) Replace(ctx context.Context, c *Collection, key, old []byte, new
 	args = append(args, vals[1:]...) // the _id never changes
 	var tag pgconn.CommandTag
 	if replacing, _ := ctx.Value(replacingKey{}).(bool); replacing && s.changesOn.Load() {
-		tag, err = s.writeReplacement(ctx, key, c.replaceSQL, args...)
+		tag, err = s.writeReplacement(ctx, on, key, c.replaceSQL, args...)
 	} else {
-		tag, err = s.write(ctx, c.replaceSQL, args...)
+		tag, err = s.write(ctx, on, c.replaceSQL, args...)
 	}
 	if err != nil {
 		err = fromPGDup(ctx, err)
@@ -643,8 +632,8 @@ func (s *Store) Replace(ctx context.Context, c *Collection, key, old []byte, new
 
 // Delete removes the given rows if they still hold the bytes they were read
 // with, and returns how many were removed.
-func (s *Store) Delete(ctx context.Context, c *Collection, rows []Row) (int64, error) {
-	if err := cappedInTxn(ctx, c); err != nil {
+func (s *Store) Delete(ctx context.Context, on On, c *Collection, rows []Row) (int64, error) {
+	if err := cappedInTransaction(on, c); err != nil {
 		return 0, err
 	}
 	keys := make([][]byte, len(rows))
@@ -655,7 +644,7 @@ func (s *Store) Delete(ctx context.Context, c *Collection, rows []Row) (int64, e
 	for _, k := range keys {
 		s.versions.forget(cacheKey(c, k))
 	}
-	tag, err := s.write(ctx, `DELETE FROM `+c.table+` t USING unnest($1::bytea[], $2::bytea[]) AS d(k, v) WHERE t._id = d.k AND t.doc = d.v`, keys, docs)
+	tag, err := s.write(ctx, on, `DELETE FROM `+c.table+` t USING unnest($1::bytea[], $2::bytea[]) AS d(k, v) WHERE t._id = d.k AND t.doc = d.v`, keys, docs)
 	if err != nil {
 		return 0, s.retryable(ctx, c, fromPG(ctx, err))
 	}
@@ -663,9 +652,9 @@ func (s *Store) Delete(ctx context.Context, c *Collection, rows []Row) (int64, e
 }
 
 // Get returns the row with the given _id key, or nil.
-func (s *Store) Get(ctx context.Context, c *Collection, key []byte) (*Row, error) {
+func (s *Store) Get(ctx context.Context, on On, c *Collection, key []byte) (*Row, error) {
 	var r Row
-	err := s.q(ctx).QueryRow(ctx, `SELECT _id, doc FROM `+c.table+` WHERE _id = $1`, key).Scan(&r.Key, &r.Doc)
+	err := s.q(ctx, on).QueryRow(ctx, `SELECT _id, doc FROM `+c.table+` WHERE _id = $1`, key).Scan(&r.Key, &r.Doc)
 	if err == pgx.ErrNoRows {
 		return nil, nil
 	}
@@ -676,12 +665,12 @@ func (s *Store) Get(ctx context.Context, c *Collection, key []byte) (*Row, error
 }
 
 // Count returns the number of rows matching a prefilter that is exact.
-func (s *Store) Count(ctx context.Context, c *Collection, where string, args []any) (int64, error) {
+func (s *Store) Count(ctx context.Context, on On, c *Collection, where string, args []any) (int64, error) {
 	sql := `SELECT count(*) FROM ` + c.table
 	if where != "" && where != "TRUE" {
 		sql += " WHERE " + where
 	}
 	var n int64
-	err := s.readQ(ctx).QueryRow(ctx, sql, args...).Scan(&n)
-	return n, s.readError(ctx, c, err)
+	err := s.readQ(ctx, on).QueryRow(ctx, sql, args...).Scan(&n)
+	return n, s.readError(ctx, on, c, err)
 }

@@ -16,9 +16,9 @@ import (
 // that already exists with the same name, keys and options is left alone.
 // It returns how many indexes existed before and after;
 // created says whether the collection had to be created for them.
-func (s *Store) CreateIndexes(ctx context.Context, db, name string, specs []Index) (before, after int, created bool, err error) {
-	if _, err := s.Collection(ctx, db, name); IsCode(err, ErrNamespaceNotFound) {
-		err = s.CreateCollection(ctx, db, name)
+func (s *Store) CreateIndexes(ctx context.Context, on On, db, name string, specs []Index) (before, after int, created bool, err error) {
+	if _, err := s.Collection(ctx, on, db, name); IsCode(err, ErrNamespaceNotFound) {
+		err = s.CreateCollection(ctx, on, db, name)
 		created = err == nil
 		if err != nil && !IsCode(err, ErrNamespaceExists) {
 			return 0, 0, false, err
@@ -26,7 +26,7 @@ func (s *Store) CreateIndexes(ctx context.Context, db, name string, specs []Inde
 	} else if err != nil {
 		return 0, 0, false, err
 	}
-	err = s.cat.ddl(ctx, func(tx pgx.Tx) error {
+	err = s.cat.ddl(ctx, on, func(tx pgx.Tx) error {
 		col, err := s.cat.load(ctx, tx, db, name)
 		if err != nil {
 			return err
@@ -266,8 +266,8 @@ func eachChunk(ctx context.Context, tx pgx.Tx, col *Collection, fn func(ids [][]
 
 // DropIndex drops one index by name ("*" drops all but _id_). The _id index
 // cannot be dropped.
-func (s *Store) DropIndex(ctx context.Context, db, name, index string) (before int, err error) {
-	err = s.cat.ddl(ctx, func(tx pgx.Tx) error {
+func (s *Store) DropIndex(ctx context.Context, on On, db, name, index string) (before int, err error) {
+	err = s.cat.ddl(ctx, on, func(tx pgx.Tx) error {
 		col, err := s.cat.load(ctx, tx, db, name)
 		if err != nil {
 			return err

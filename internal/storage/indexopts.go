@@ -20,8 +20,8 @@ type IndexChange struct {
 // pattern) and returns it before and after. Only catalog metadata changes:
 // hiding an index takes it out of query planning, a TTL change is read by
 // the next expiry pass.
-func (s *Store) ModifyIndex(ctx context.Context, db, name string, match func(*Index) bool, change IndexChange) (before, after Index, err error) {
-	err = s.cat.ddl(ctx, func(tx pgx.Tx) error {
+func (s *Store) ModifyIndex(ctx context.Context, on On, db, name string, match func(*Index) bool, change IndexChange) (before, after Index, err error) {
+	err = s.cat.ddl(ctx, on, func(tx pgx.Tx) error {
 		col, err := s.cat.load(ctx, tx, db, name)
 		if err != nil {
 			return err
@@ -74,8 +74,8 @@ type TTLIndex struct {
 }
 
 // TTLIndexes lists every TTL index of every database.
-func (s *Store) TTLIndexes(ctx context.Context) ([]TTLIndex, error) {
-	rows, err := s.catalogPool(ctx).Query(ctx, `SELECT db, name, tbl, uuid::text, indexes FROM `+catalogSchema+`.collections
+func (s *Store) TTLIndexes(ctx context.Context, on On) ([]TTLIndex, error) {
+	rows, err := s.catalogPool(ctx, on).Query(ctx, `SELECT db, name, tbl, uuid::text, indexes FROM `+catalogSchema+`.collections
 WHERE jsonb_path_exists(indexes, '$[*].expireAfterSeconds') ORDER BY db, name`)
 	if err != nil {
 		return nil, fromPG(ctx, err)

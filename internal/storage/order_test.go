@@ -16,7 +16,7 @@ func TestKeyOrderWalk(t *testing.T) {
 	s := open(t)
 	ctx := context.Background()
 	name := t.Name()
-	c, err := s.CollectionForWrite(ctx, "st", name)
+	c, err := s.CollectionForWrite(ctx, On{}, "st", name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,13 +32,13 @@ func TestKeyOrderWalk(t *testing.T) {
 		}
 		docs = append(docs, doc(t, d))
 	}
-	if _, _, err := s.Insert(ctx, c, docs, true); err != nil {
+	if _, _, err := s.Insert(ctx, On{}, c, docs, true); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, _, err := s.CreateIndexes(ctx, "st", name, []Index{{Name: "a_1", Keys: []IndexKey{{Field: "a"}}}}); err != nil {
+	if _, _, _, err := s.CreateIndexes(ctx, On{}, "st", name, []Index{{Name: "a_1", Keys: []IndexKey{{Field: "a"}}}}); err != nil {
 		t.Fatal(err)
 	}
-	if c, err = s.Collection(ctx, "st", name); err != nil {
+	if c, err = s.Collection(ctx, On{}, "st", name); err != nil {
 		t.Fatal(err)
 	}
 	column := c.Indexes[1].Column
@@ -49,7 +49,7 @@ func TestKeyOrderWalk(t *testing.T) {
 			var after []byte
 			for {
 				p.Order = &KeyOrder{Column: column, Desc: desc, IDDesc: idDesc, After: after}
-				ch, err := s.ScanChunk(ctx, c, p, func(doc []byte) bool { return len(doc) > 0 })
+				ch, err := s.ScanChunk(ctx, On{}, c, p, func(doc []byte) bool { return len(doc) > 0 })
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -79,12 +79,12 @@ func TestKeyOrderWalk(t *testing.T) {
 			}
 		}
 	}
-	nulls, err := s.Scan(ctx, c, ScanParams{Order: &KeyOrder{Column: column, Null: true}})
+	nulls, err := s.Scan(ctx, On{}, c, ScanParams{Order: &KeyOrder{Column: column, Null: true}})
 	if err != nil || len(nulls) != 4 {
 		t.Fatalf("NULL rows: %d, %v; want 4", len(nulls), err)
 	}
 	// keep refusing every row still reports the position reached
-	ch, err := s.ScanChunk(ctx, c, ScanParams{Limit: 5}, func([]byte) bool { return false })
+	ch, err := s.ScanChunk(ctx, On{}, c, ScanParams{Limit: 5}, func([]byte) bool { return false })
 	if err != nil || len(ch.Rows) != 0 || ch.Read != 5 || !bytes.Equal(ch.LastKey, IDKey(int32(4))) {
 		t.Fatalf("keep: %d rows, %d read, last %x, %v", len(ch.Rows), ch.Read, ch.LastKey, err)
 	}
@@ -95,7 +95,7 @@ func TestKeyOrderWalk(t *testing.T) {
 func TestChunkBytesBound(t *testing.T) {
 	s := open(t)
 	ctx := context.Background()
-	c, err := s.CollectionForWrite(ctx, "st", t.Name())
+	c, err := s.CollectionForWrite(ctx, On{}, "st", t.Name())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,18 +103,18 @@ func TestChunkBytesBound(t *testing.T) {
 	for i := range 30 {
 		docs = append(docs, doc(t, bson.D{{Key: "_id", Value: int32(i)}, {Key: "pad", Value: "0123456789012345678901234567890123456789"}}))
 	}
-	if _, _, err := s.Insert(ctx, c, docs, true); err != nil {
+	if _, _, err := s.Insert(ctx, On{}, c, docs, true); err != nil {
 		t.Fatal(err)
 	}
 	old := maxChunkBytes
 	maxChunkBytes = 200 // about three rows
 	defer func() { maxChunkBytes = old }()
-	ch, err := s.ScanChunk(ctx, c, ScanParams{Limit: 20}, nil)
+	ch, err := s.ScanChunk(ctx, On{}, c, ScanParams{Limit: 20}, nil)
 	if err != nil || !ch.Cut || len(ch.Rows) >= 20 || ch.Read != len(ch.Rows) || !bytes.Equal(ch.LastKey, ch.Rows[len(ch.Rows)-1].Key) {
 		t.Fatalf("chunk: cut %v, %d rows, %d read, %v", ch.Cut, len(ch.Rows), ch.Read, err)
 	}
 	for _, limit := range []int{0, 20} {
-		rows, err := s.Scan(ctx, c, ScanParams{Limit: limit})
+		rows, err := s.Scan(ctx, On{}, c, ScanParams{Limit: limit})
 		want := 30
 		if limit > 0 {
 			want = limit

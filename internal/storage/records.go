@@ -57,7 +57,7 @@ RETURNING true`, Args: []any{k.LSID, k.User, txnNumber}, Returning: 1})
 		return txn, nil, nil
 	}
 	txn.Rollback(ctx)
-	prev, err = s.LoadRecord(ctx, k)
+	prev, err = s.LoadRecord(ctx, t, k)
 	if err == nil && prev == nil {
 		err = newErr(ErrInternal, "session record vanished")
 	}
@@ -65,17 +65,19 @@ RETURNING true`, Args: []any{k.LSID, k.User, txnNumber}, Returning: 1})
 }
 
 // CommitRecorded stores reply as the outcome of the statement the
-// transaction claimed and commits both, in one round trip.
-func (t *Txn) CommitRecorded(ctx context.Context, k SessionKey, reply []byte) error {
-	_, err := t.Commit(ctx, Stmt{SQL: `UPDATE ` + catalogSchema + `.txn_records SET reply = $3, last_use = now() WHERE lsid = $1 AND uid = $2`,
+// transaction claimed and commits both, in one round trip (async: see
+// Commit).
+func (t *Txn) CommitRecorded(ctx context.Context, async bool, k SessionKey, reply []byte) error {
+	_, err := t.Commit(ctx, async, Stmt{SQL: `UPDATE ` + catalogSchema + `.txn_records SET reply = $3, last_use = now() WHERE lsid = $1 AND uid = $2`,
 		Args: []any{k.LSID, k.User, reply}})
 	return err
 }
 
-// LoadRecord reads session k's record; nil when it has none.
-func (s *Store) LoadRecord(ctx context.Context, k SessionKey) (*Record, error) {
+// LoadRecord reads session k's record, on a backend of tier t on the
+// primary; nil when it has none.
+func (s *Store) LoadRecord(ctx context.Context, t qos.Tier, k SessionKey) (*Record, error) {
 	var r Record
-	err := s.current(ctx).nodes[0].pools[qos.TierFrom(ctx)].QueryRow(ctx,
+	err := s.current(ctx).nodes[0].pools[t].QueryRow(ctx,
 		`SELECT txn_number, reply FROM `+catalogSchema+`.txn_records WHERE lsid = $1 AND uid = $2`, k.LSID, k.User).Scan(&r.TxnNumber, &r.Reply)
 	if err != nil {
 		if errors.Is(err, pgx.ErrNoRows) {

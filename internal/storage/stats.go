@@ -39,7 +39,7 @@ func (st *CollectionStats) TotalIndexSize() int64 {
 // CollectionStats measures c: an exact count and data size (a scan of the
 // table) and the sizes PostgreSQL reports for its relations, all in one
 // statement so that the parts add up to the total.
-func (s *Store) CollectionStats(ctx context.Context, c *Collection) (*CollectionStats, error) {
+func (s *Store) CollectionStats(ctx context.Context, on On, c *Collection) (*CollectionStats, error) {
 	st := &CollectionStats{IndexSizes: map[string]int64{}}
 	// Each index's relations: its btree (the primary key for _id) and,
 	// for a unique index, its entries table; every fork of each.
@@ -63,12 +63,12 @@ func (s *Store) CollectionStats(ctx context.Context, c *Collection) (*Collection
 		}
 	}
 	var btree, entry []int64
-	err := s.readQ(ctx).QueryRow(ctx, `SELECT count(*), coalesce(sum(octet_length(doc)), 0)::bigint,
+	err := s.readQ(ctx, on).QueryRow(ctx, `SELECT count(*), coalesce(sum(octet_length(doc)), 0)::bigint,
 	pg_table_size('`+c.table+`'), pg_total_relation_size('`+c.table+`'),
 	ARRAY[`+strings.Join(btrees, ", ")+`]::bigint[], ARRAY[`+strings.Join(entries, ", ")+`]::bigint[] FROM `+c.table, args...).
 		Scan(&st.Count, &st.DataSize, &st.TableSize, &st.TotalSize, &btree, &entry)
 	if err != nil {
-		return nil, s.readError(ctx, c, err)
+		return nil, s.readError(ctx, on, c, err)
 	}
 	for i := range c.Indexes {
 		st.IndexSizes[c.Indexes[i].Name] = btree[i] + entry[i]
@@ -85,8 +85,8 @@ func (s *Store) CollectionStats(ctx context.Context, c *Collection) (*Collection
 // dropTarget an existing target is dropped first, in the same transaction;
 // without it an existing target is ErrNamespaceExists. A missing source is
 // ErrNamespaceNotFound.
-func (s *Store) RenameCollection(ctx context.Context, fromDB, from, toDB, to string, dropTarget bool) error {
-	err := s.cat.ddl(ctx, func(tx pgx.Tx) error {
+func (s *Store) RenameCollection(ctx context.Context, on On, fromDB, from, toDB, to string, dropTarget bool) error {
+	err := s.cat.ddl(ctx, on, func(tx pgx.Tx) error {
 		src, err := s.cat.load(ctx, tx, fromDB, from)
 		if err != nil {
 			return err
@@ -130,14 +130,14 @@ type DatabaseStats struct {
 }
 
 // DatabaseStats measures every collection of db (none: all zero).
-func (s *Store) DatabaseStats(ctx context.Context, db string) (*DatabaseStats, error) {
-	cols, err := s.ListCollections(ctx, db)
+func (s *Store) DatabaseStats(ctx context.Context, on On, db string) (*DatabaseStats, error) {
+	cols, err := s.ListCollections(ctx, on, db)
 	if err != nil {
 		return nil, err
 	}
 	out := &DatabaseStats{}
 	for _, c := range cols {
-		st, err := s.CollectionStats(ctx, c)
+		st, err := s.CollectionStats(ctx, on, c)
 		if IsCode(err, ErrNamespaceNotFound) {
 			continue // dropped meanwhile
 		}

@@ -42,7 +42,7 @@ func doc(t *testing.T, d bson.D) Doc {
 func TestTierPoolsKnowTheirBackendPIDs(t *testing.T) {
 	s := open(t)
 	for tier := qos.Tier(0); tier < qos.NumTiers; tier++ {
-		if err := s.Ping(qos.WithTier(context.Background(), tier)); err != nil {
+		if err := s.Ping(context.Background(), tier); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -71,11 +71,11 @@ func TestTierPoolsKnowTheirBackendPIDs(t *testing.T) {
 func TestInsertReportsDuplicatesOrderedAndUnordered(t *testing.T) {
 	s := open(t)
 	ctx := context.Background()
-	c, err := s.CollectionForWrite(ctx, "st", t.Name())
+	c, err := s.CollectionForWrite(ctx, On{}, "st", t.Name())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n, werrs, err := s.Insert(ctx, c, []Doc{doc(t, bson.D{{Key: "_id", Value: int32(1)}})}, true); n != 1 || werrs != nil || err != nil {
+	if n, werrs, err := s.Insert(ctx, On{}, c, []Doc{doc(t, bson.D{{Key: "_id", Value: int32(1)}})}, true); n != 1 || werrs != nil || err != nil {
 		t.Fatalf("first insert: %d %v %v", n, werrs, err)
 	}
 	batch := []Doc{
@@ -83,7 +83,7 @@ func TestInsertReportsDuplicatesOrderedAndUnordered(t *testing.T) {
 		doc(t, bson.D{{Key: "_id", Value: 1.0}}), // equal to int32(1): a duplicate
 		doc(t, bson.D{{Key: "_id", Value: int32(3)}}),
 	}
-	n, werrs, err := s.Insert(ctx, c, batch, true)
+	n, werrs, err := s.Insert(ctx, On{}, c, batch, true)
 	if err != nil || n != 1 || len(werrs) != 1 || werrs[0].Index != 1 {
 		t.Fatalf("ordered: n=%d werrs=%v err=%v", n, werrs, err)
 	}
@@ -91,11 +91,11 @@ func TestInsertReportsDuplicatesOrderedAndUnordered(t *testing.T) {
 		t.Fatalf("ordered: unexpected error %v", werrs[0].Err)
 	}
 	batch[0] = doc(t, bson.D{{Key: "_id", Value: int32(4)}})
-	n, werrs, err = s.Insert(ctx, c, batch, false)
+	n, werrs, err = s.Insert(ctx, On{}, c, batch, false)
 	if err != nil || n != 2 || len(werrs) != 1 || werrs[0].Index != 1 {
 		t.Fatalf("unordered: n=%d werrs=%v err=%v", n, werrs, err)
 	}
-	if got, _ := s.Count(ctx, c, "", nil); got != 4 {
+	if got, _ := s.Count(ctx, On{}, c, "", nil); got != 4 {
 		t.Fatalf("want 4 rows, have %d", got)
 	}
 }
@@ -104,12 +104,12 @@ func TestInsertReportsDuplicatesOrderedAndUnordered(t *testing.T) {
 func oneCounter(t *testing.T) (*Store, *Collection, Doc) {
 	t.Helper()
 	s := open(t)
-	c, err := s.CollectionForWrite(context.Background(), "st", t.Name())
+	c, err := s.CollectionForWrite(context.Background(), On{}, "st", t.Name())
 	if err != nil {
 		t.Fatal(err)
 	}
 	v1 := doc(t, bson.D{{Key: "_id", Value: "a"}, {Key: "n", Value: int32(1)}})
-	if _, _, err := s.Insert(context.Background(), c, []Doc{v1}, true); err != nil {
+	if _, _, err := s.Insert(context.Background(), On{}, c, []Doc{v1}, true); err != nil {
 		t.Fatal(err)
 	}
 	return s, c, v1
@@ -121,13 +121,13 @@ func TestReplaceIsCompareAndSwap(t *testing.T) {
 	v2 := doc(t, bson.D{{Key: "_id", Value: "a"}, {Key: "n", Value: int32(2)}})
 	v3 := doc(t, bson.D{{Key: "_id", Value: "a"}, {Key: "n", Value: int32(3)}})
 	key := IDKey("a")
-	if ok, err := s.Replace(ctx, c, key, v1.Raw, v2); !ok || err != nil {
+	if ok, err := s.Replace(ctx, On{}, c, key, v1.Raw, v2); !ok || err != nil {
 		t.Fatalf("replace from the current version: ok=%v err=%v", ok, err)
 	}
-	if ok, err := s.Replace(ctx, c, key, v1.Raw, v3); ok || err != nil {
+	if ok, err := s.Replace(ctx, On{}, c, key, v1.Raw, v3); ok || err != nil {
 		t.Fatalf("replace from a stale version must not apply: ok=%v err=%v", ok, err)
 	}
-	row, err := s.Get(ctx, c, key)
+	row, err := s.Get(ctx, On{}, c, key)
 	if err != nil || row == nil || string(row.Doc) != string(v2.Raw) {
 		t.Fatalf("stored document is not v2: %v %v", row, err)
 	}
@@ -137,7 +137,7 @@ func TestIndexBackfillMultikeyAndUnique(t *testing.T) {
 	s := open(t)
 	ctx := context.Background()
 	name := t.Name()
-	c, err := s.CollectionForWrite(ctx, "st", name)
+	c, err := s.CollectionForWrite(ctx, On{}, "st", name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,40 +146,40 @@ func TestIndexBackfillMultikeyAndUnique(t *testing.T) {
 		doc(t, bson.D{{Key: "_id", Value: int32(2)}, {Key: "a", Value: bson.A{int32(5), int32(6)}}}),
 		doc(t, bson.D{{Key: "_id", Value: int32(3)}}),
 	}
-	if _, _, err := s.Insert(ctx, c, docs, true); err != nil {
+	if _, _, err := s.Insert(ctx, On{}, c, docs, true); err != nil {
 		t.Fatal(err)
 	}
-	before, after, _, err := s.CreateIndexes(ctx, "st", name, []Index{{Name: "a_1", Keys: []IndexKey{{Field: "a"}}}})
+	before, after, _, err := s.CreateIndexes(ctx, On{}, "st", name, []Index{{Name: "a_1", Keys: []IndexKey{{Field: "a"}}}})
 	if err != nil || before != 1 || after != 2 {
 		t.Fatalf("create: %d %d %v", before, after, err)
 	}
-	c, err = s.Collection(ctx, "st", name)
+	c, err = s.Collection(ctx, On{}, "st", name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var nulls, keyed int
-	err = s.pool(ctx).QueryRow(ctx, `SELECT count(*) FILTER (WHERE k_1 IS NULL), count(*) FILTER (WHERE k_1 IS NOT NULL) FROM `+c.table).Scan(&nulls, &keyed)
+	err = s.pool(ctx, On{}).QueryRow(ctx, `SELECT count(*) FILTER (WHERE k_1 IS NULL), count(*) FILTER (WHERE k_1 IS NOT NULL) FROM `+c.table).Scan(&nulls, &keyed)
 	if err != nil || nulls != 1 || keyed != 2 {
 		t.Fatalf("backfill: %d NULL (multikey) and %d keyed rows, err %v; want 1 and 2", nulls, keyed, err)
 	}
 	// The same keys again: nothing to do. Other name, same keys: a conflict.
-	if b, a, _, err := s.CreateIndexes(ctx, "st", name, []Index{{Name: "a_1", Keys: []IndexKey{{Field: "a"}}}}); err != nil || b != a {
+	if b, a, _, err := s.CreateIndexes(ctx, On{}, "st", name, []Index{{Name: "a_1", Keys: []IndexKey{{Field: "a"}}}}); err != nil || b != a {
 		t.Fatalf("idempotent create: %d %d %v", b, a, err)
 	}
-	if _, _, _, err := s.CreateIndexes(ctx, "st", name, []Index{{Name: "other", Keys: []IndexKey{{Field: "a"}}}}); !IsCode(err, ErrIndexConflict) {
+	if _, _, _, err := s.CreateIndexes(ctx, On{}, "st", name, []Index{{Name: "other", Keys: []IndexKey{{Field: "a"}}}}); !IsCode(err, ErrIndexConflict) {
 		t.Fatalf("want ErrIndexConflict, got %v", err)
 	}
 	// A unique index over duplicate values cannot be built.
-	if _, _, err := s.Insert(ctx, c, []Doc{doc(t, bson.D{{Key: "_id", Value: int32(4)}, {Key: "b", Value: "x"}}), doc(t, bson.D{{Key: "_id", Value: int32(5)}, {Key: "b", Value: "x"}})}, true); err != nil {
+	if _, _, err := s.Insert(ctx, On{}, c, []Doc{doc(t, bson.D{{Key: "_id", Value: int32(4)}, {Key: "b", Value: "x"}}), doc(t, bson.D{{Key: "_id", Value: int32(5)}, {Key: "b", Value: "x"}})}, true); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, _, err := s.CreateIndexes(ctx, "st", name, []Index{{Name: "b_1", Keys: []IndexKey{{Field: "b"}}, Unique: true}}); !IsCode(err, ErrDuplicateKey) {
+	if _, _, _, err := s.CreateIndexes(ctx, On{}, "st", name, []Index{{Name: "b_1", Keys: []IndexKey{{Field: "b"}}, Unique: true}}); !IsCode(err, ErrDuplicateKey) {
 		t.Fatalf("want ErrDuplicateKey, got %v", err)
 	}
-	if _, err := s.DropIndex(ctx, "st", name, "nope"); !IsCode(err, ErrIndexNotFound) {
+	if _, err := s.DropIndex(ctx, On{}, "st", name, "nope"); !IsCode(err, ErrIndexNotFound) {
 		t.Fatalf("want ErrIndexNotFound, got %v", err)
 	}
-	if _, err := s.DropIndex(ctx, "st", name, "a_1"); err != nil {
+	if _, err := s.DropIndex(ctx, On{}, "st", name, "a_1"); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -187,22 +187,22 @@ func TestIndexBackfillMultikeyAndUnique(t *testing.T) {
 func TestDropAndMissingCollections(t *testing.T) {
 	s := open(t)
 	ctx := context.Background()
-	if _, err := s.Collection(ctx, "st", "missing"); !IsCode(err, ErrNamespaceNotFound) {
+	if _, err := s.Collection(ctx, On{}, "st", "missing"); !IsCode(err, ErrNamespaceNotFound) {
 		t.Fatalf("want ErrNamespaceNotFound, got %v", err)
 	}
-	if err := s.CreateCollection(ctx, "st2", "c"); err != nil {
+	if err := s.CreateCollection(ctx, On{}, "st2", "c"); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.CreateCollection(ctx, "st2", "c"); !IsCode(err, ErrNamespaceExists) {
+	if err := s.CreateCollection(ctx, On{}, "st2", "c"); !IsCode(err, ErrNamespaceExists) {
 		t.Fatalf("want ErrNamespaceExists, got %v", err)
 	}
-	if err := s.DropDatabase(ctx, "st2"); err != nil {
+	if err := s.DropDatabase(ctx, On{}, "st2"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Collection(ctx, "st2", "c"); !IsCode(err, ErrNamespaceNotFound) {
+	if _, err := s.Collection(ctx, On{}, "st2", "c"); !IsCode(err, ErrNamespaceNotFound) {
 		t.Fatalf("after dropDatabase: want ErrNamespaceNotFound, got %v", err)
 	}
-	if err := s.DropCollection(ctx, "st2", "c"); !IsCode(err, ErrNamespaceNotFound) {
+	if err := s.DropCollection(ctx, On{}, "st2", "c"); !IsCode(err, ErrNamespaceNotFound) {
 		t.Fatalf("want ErrNamespaceNotFound, got %v", err)
 	}
 }
@@ -216,27 +216,27 @@ func TestAsyncCommitIsForThatWriteAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if _, err := s.pool(ctx).Exec(ctx, `DROP TABLE IF EXISTS st_async; CREATE TABLE st_async (n int PRIMARY KEY, setting text)`); err != nil {
+	if _, err := s.pool(ctx, On{}).Exec(ctx, `DROP TABLE IF EXISTS st_async; CREATE TABLE st_async (n int PRIMARY KEY, setting text)`); err != nil {
 		t.Fatal(err)
 	}
-	defer s.pool(ctx).Exec(ctx, `DROP TABLE st_async`)
+	defer s.pool(ctx, On{}).Exec(ctx, `DROP TABLE st_async`)
 	record := `INSERT INTO st_async VALUES ($1, current_setting('synchronous_commit'))`
-	if _, err := s.write(AsyncCommit(ctx), record, 1); err != nil {
+	if _, err := s.write(ctx, On{Async: true}, record, 1); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.write(ctx, record, 2); err != nil {
+	if _, err := s.write(ctx, On{}, record, 2); err != nil {
 		t.Fatal(err)
 	}
 	// A failing async write leaves the backend usable and out of any
 	// transaction, with its setting as before.
-	if _, err := s.write(AsyncCommit(ctx), record, 1); !IsCode(fromPGDup(ctx, err), ErrDuplicateKey) {
+	if _, err := s.write(ctx, On{Async: true}, record, 1); !IsCode(fromPGDup(ctx, err), ErrDuplicateKey) {
 		t.Fatalf("duplicate async insert: %v, want a duplicate key error", err)
 	}
-	if _, err := s.write(ctx, record, 3); err != nil {
+	if _, err := s.write(ctx, On{}, record, 3); err != nil {
 		t.Fatal(err)
 	}
 	var got string
-	if err := s.pool(ctx).QueryRow(ctx, `SELECT string_agg(setting, ',' ORDER BY n) || ' / ' || current_setting('synchronous_commit') FROM st_async`).Scan(&got); err != nil {
+	if err := s.pool(ctx, On{}).QueryRow(ctx, `SELECT string_agg(setting, ',' ORDER BY n) || ' / ' || current_setting('synchronous_commit') FROM st_async`).Scan(&got); err != nil {
 		t.Fatal(err)
 	}
 	if want := "off,on,on / on"; got != want {
@@ -249,19 +249,19 @@ func TestFlushWALFlushesWhatWasInsertedBefore(t *testing.T) {
 	// below leaves WAL unflushed until the WAL writer's next round.
 	s := open(t)
 	ctx := context.Background()
-	if _, err := s.pool(ctx).Exec(ctx, `CREATE TABLE IF NOT EXISTS st_flush (n int); INSERT INTO st_flush VALUES (1)`); err != nil {
+	if _, err := s.pool(ctx, On{}).Exec(ctx, `CREATE TABLE IF NOT EXISTS st_flush (n int); INSERT INTO st_flush VALUES (1)`); err != nil {
 		t.Fatal(err)
 	}
-	defer s.pool(ctx).Exec(ctx, `DROP TABLE st_flush`)
+	defer s.pool(ctx, On{}).Exec(ctx, `DROP TABLE st_flush`)
 	var inserted string
-	if err := s.pool(ctx).QueryRow(ctx, `SELECT pg_current_wal_insert_lsn()::text`).Scan(&inserted); err != nil {
+	if err := s.pool(ctx, On{}).QueryRow(ctx, `SELECT pg_current_wal_insert_lsn()::text`).Scan(&inserted); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.FlushWAL(ctx, s.Nodes()[0]); err != nil {
 		t.Fatal(err)
 	}
 	var flushed bool
-	if err := s.pool(ctx).QueryRow(ctx, `SELECT pg_current_wal_flush_lsn() >= $1::pg_lsn`, inserted).Scan(&flushed); err != nil {
+	if err := s.pool(ctx, On{}).QueryRow(ctx, `SELECT pg_current_wal_flush_lsn() >= $1::pg_lsn`, inserted).Scan(&flushed); err != nil {
 		t.Fatal(err)
 	}
 	if !flushed {
@@ -276,13 +276,13 @@ func TestWithRowLockedSerializesWriters(t *testing.T) {
 	s, c, _ := oneCounter(t)
 	ctx := context.Background()
 	key := IDKey("a")
-	bump := func(ctx context.Context, row *Row) error {
+	bump := func(on On, row *Row) error {
 		var d bson.D
 		if err := bson.Unmarshal(row.Doc, &d); err != nil {
 			return err
 		}
 		next := doc(t, bson.D{{Key: "_id", Value: "a"}, {Key: "n", Value: d[1].Value.(int32) + 1}})
-		if ok, err := s.Replace(ctx, c, key, row.Doc, next); !ok || err != nil {
+		if ok, err := s.Replace(ctx, on, c, key, row.Doc, next); !ok || err != nil {
 			return fmt.Errorf("replace under the lock: ok=%v err=%v", ok, err)
 		}
 		return nil
@@ -290,15 +290,15 @@ func TestWithRowLockedSerializesWriters(t *testing.T) {
 	locked, release := make(chan struct{}), make(chan struct{})
 	first := make(chan error, 1)
 	go func() {
-		first <- s.WithRowLocked(ctx, c, key, func(ctx context.Context, row *Row) error {
+		first <- s.WithRowLocked(ctx, On{}, c, key, func(on On, row *Row) error {
 			close(locked)
 			<-release // hold the lock while the second writer tries
-			return bump(ctx, row)
+			return bump(on, row)
 		})
 	}()
 	<-locked
 	second := make(chan error, 1)
-	go func() { second <- s.WithRowLocked(ctx, c, key, bump) }()
+	go func() { second <- s.WithRowLocked(ctx, On{}, c, key, bump) }()
 	select {
 	case err := <-second:
 		t.Fatalf("the second writer did not wait for the lock: %v", err)
@@ -311,7 +311,7 @@ func TestWithRowLockedSerializesWriters(t *testing.T) {
 	if err := <-second; err != nil {
 		t.Fatal(err)
 	}
-	row, err := s.Get(ctx, c, key)
+	row, err := s.Get(ctx, On{}, c, key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -320,7 +320,7 @@ func TestWithRowLockedSerializesWriters(t *testing.T) {
 		t.Fatalf("after two locked increments: %v %v", d, err)
 	}
 	// A missing row is nil, and a failing fn commits nothing.
-	if err := s.WithRowLocked(ctx, c, IDKey("none"), func(_ context.Context, row *Row) error {
+	if err := s.WithRowLocked(ctx, On{}, c, IDKey("none"), func(_ On, row *Row) error {
 		if row != nil {
 			return fmt.Errorf("a row for a missing key")
 		}

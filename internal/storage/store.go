@@ -217,39 +217,6 @@ func (s *Store) current(ctx context.Context) *topology {
 	return t
 }
 
-// pool returns the primary's pool of the tier the request runs at.
-func (s *Store) pool(ctx context.Context) *pgxpool.Pool {
-	return s.current(ctx).nodes[0].pools[qos.TierFrom(ctx)]
-}
-
-// readPool returns the pool of the node a read was routed to (OnNode), or
-// the primary's. A node that left the topology meanwhile is replaced by the
-// primary.
-func (s *Store) readPool(ctx context.Context) *pgxpool.Pool {
-	t := s.current(ctx)
-	if want, ok := ctx.Value(nodeKey{}).(*Node); ok {
-		for _, n := range t.nodes {
-			if n == want {
-				return n.pools[qos.TierFrom(ctx)]
-			}
-		}
-	}
-	return t.nodes[0].pools[qos.TierFrom(ctx)]
-}
-
-type nodeKey struct{}
-
-// OnNode makes the reads under ctx run on node n.
-func OnNode(ctx context.Context, n *Node) context.Context {
-	return context.WithValue(ctx, nodeKey{}, n)
-}
-
-// NodeFrom returns the node OnNode put in ctx, or nil.
-func NodeFrom(ctx context.Context) *Node {
-	n, _ := ctx.Value(nodeKey{}).(*Node)
-	return n
-}
-
 // Nodes returns the nodes, primary first.
 func (s *Store) Nodes() []*Node { return s.topo.Load().nodes }
 
@@ -327,7 +294,7 @@ func (s *Store) PoolStats() [qos.NumTiers][2]int32 {
 	return out
 }
 
-// Ping checks that the primary answers.
-func (s *Store) Ping(ctx context.Context) error {
-	return fromPG(ctx, s.pool(ctx).Ping(ctx))
+// Ping checks that the primary answers on a backend of tier t.
+func (s *Store) Ping(ctx context.Context, t qos.Tier) error {
+	return fromPG(ctx, s.pool(ctx, At(t)).Ping(ctx))
 }

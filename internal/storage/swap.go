@@ -12,8 +12,8 @@ import (
 // renamed to it, so a reader sees either the old collection or the new
 // one, never a mix. A view named db.to is not replaced
 // (ErrNamespaceExists).
-func (s *Store) ReplaceCollection(ctx context.Context, db, from, to string) error {
-	err := s.cat.ddl(ctx, func(tx pgx.Tx) error {
+func (s *Store) ReplaceCollection(ctx context.Context, on On, db, from, to string) error {
+	err := s.cat.ddl(ctx, on, func(tx pgx.Tx) error {
 		src, err := s.cat.load(ctx, tx, db, from)
 		if err != nil {
 			return err
@@ -47,8 +47,8 @@ func (s *Store) ReplaceCollection(ctx context.Context, db, from, to string) erro
 // StaleCollections lists the collections of db whose names start with
 // prefix and that were created more than age ago (what a crashed $out
 // left behind).
-func (s *Store) StaleCollections(ctx context.Context, db, prefix string, age time.Duration) ([]string, error) {
-	rows, err := s.catalogPool(ctx).Query(ctx, `SELECT name FROM `+catalogSchema+`.collections
+func (s *Store) StaleCollections(ctx context.Context, on On, db, prefix string, age time.Duration) ([]string, error) {
+	rows, err := s.catalogPool(ctx, on).Query(ctx, `SELECT name FROM `+catalogSchema+`.collections
 WHERE db = $1 AND starts_with(name, $2) AND created < now() - make_interval(secs => $3) ORDER BY name`, db, prefix, age.Seconds())
 	if err != nil {
 		return nil, fromPG(ctx, err)

@@ -286,7 +286,7 @@ func (q *TextSearch) tsquery(args *[]any) (match, rank string) {
 
 // SearchText runs a text search through ix and returns the matching rows
 // with their scores.
-func (s *Store) SearchText(ctx context.Context, c *Collection, ix *Index, q TextSearch) ([]TextRow, error) {
+func (s *Store) SearchText(ctx context.Context, on On, c *Collection, ix *Index, q TextSearch) ([]TextRow, error) {
 	args := append([]any(nil), q.Args...)
 	match, rank := q.tsquery(&args)
 	col := quoteIdent(ix.Column)
@@ -305,9 +305,9 @@ func (s *Store) SearchText(ctx context.Context, c *Collection, ix *Index, q Text
 	if q.Limit > 0 {
 		sql += fmt.Sprintf(" LIMIT %d", q.Limit)
 	}
-	rows, err := s.readQ(ctx).Query(ctx, sql, args...)
+	rows, err := s.readQ(ctx, on).Query(ctx, sql, args...)
 	if err != nil {
-		return nil, s.readError(ctx, c, err)
+		return nil, s.readError(ctx, on, c, err)
 	}
 	defer rows.Close()
 	var out []TextRow
@@ -316,7 +316,7 @@ func (s *Store) SearchText(ctx context.Context, c *Collection, ix *Index, q Text
 		var tr TextRow
 		var score float32
 		if err := rows.Scan(&tr.Key, &tr.Doc, &score); err != nil {
-			return nil, s.readError(ctx, c, err)
+			return nil, s.readError(ctx, on, c, err)
 		}
 		tr.Score = float64(score)
 		size += len(tr.Doc) + len(tr.Key)
@@ -325,7 +325,7 @@ func (s *Store) SearchText(ctx context.Context, c *Collection, ix *Index, q Text
 		}
 		out = append(out, tr)
 	}
-	return out, s.readError(ctx, c, rows.Err())
+	return out, s.readError(ctx, on, c, rows.Err())
 }
 
 // TextIndexOf returns the collection's text index that queries may use.

@@ -37,20 +37,6 @@ type Txn struct {
 	snapshot bool
 }
 
-type txnKey struct{}
-
-// InTxn makes the document reads and writes under ctx run in t. Catalog
-// lookups and implicit collection creation stay outside it (see
-// catalogPool).
-func InTxn(ctx context.Context, t *Txn) context.Context {
-	return context.WithValue(ctx, txnKey{}, t)
-}
-
-func txnFrom(ctx context.Context) *Txn {
-	t, _ := ctx.Value(txnKey{}).(*Txn)
-	return t
-}
-
 // Begin starts a transaction on a backend of tier t's pool on the primary.
 // snapshot gives every statement one snapshot (REPEATABLE READ, a MongoDB
 // transaction's snapshot); otherwise each statement sees what is committed
@@ -124,16 +110,16 @@ func (t *Txn) pipeline(ctx context.Context, stmts []Stmt) ([]pgconn.CommandTag, 
 }
 
 // Commit commits, running stmts (the record of the result, say) in the same
-// round trip first. Under AsyncCommit the commit does not wait for its WAL
-// flush. After Commit the backend is back in its pool, whatever the
-// outcome; an ErrUnavailable outcome is unknown (the commit may have
+// round trip first. With async the commit does not wait for its WAL flush
+// (see On.Async). After Commit the backend is back in its pool, whatever
+// the outcome; an ErrUnavailable outcome is unknown (the commit may have
 // happened).
-func (t *Txn) Commit(ctx context.Context, stmts ...Stmt) ([][]any, error) {
+func (t *Txn) Commit(ctx context.Context, async bool, stmts ...Stmt) ([][]any, error) {
 	defer t.release()
 	if t.failed {
 		return nil, newErr(ErrInternal, "transaction already aborted")
 	}
-	if async, _ := ctx.Value(asyncCommitKey{}).(bool); async {
+	if async {
 		stmts = append([]Stmt{{SQL: `SELECT set_config('synchronous_commit', 'off', true)`, Returning: 1}}, stmts...)
 		defer t.s.asyncCommits.Add(1)
 	}
@@ -200,68 +186,37 @@ func (t *Txn) exec(ctx context.Context, sql string, args ...any) (pgconn.Command
 // failed, or the backend went away); only Rollback is left.
 func (t *Txn) Failed() bool { return t.failed || t.conn.Conn().IsClosed() }
 
-// q is where the document operations under ctx run: the transaction's
-// backend, else the tier's pool on the primary.
-func (s *Store) q(ctx context.Context) querier {
-	if t := txnFrom(ctx); t != nil {
-		return t.conn
-	}
-	return s.pool(ctx)
-}
-
-// readQ is q for reads: inside a transaction its backend (transactions
-// read only on the primary), else the pool of the node the read was
-// routed to.
-func (s *Store) readQ(ctx context.Context) querier {
-	if t := txnFrom(ctx); t != nil {
-		return t.conn
-	}
-	return s.readPool(ctx)
-}
-
-// catalogPool is where catalog lookups and DDL run. Inside a transaction
-// they take the primary's small monitor pool: the transaction may hold
-// the last backend of its tier's pool (the low tier has one), and the
-// catalog must see collections created after the transaction's snapshot.
-// A collection a transaction creates implicitly therefore stays when the
-// transaction aborts (empty).
-func (s *Store) catalogPool(ctx context.Context) *pgxpool.Pool {
-	if txnFrom(ctx) != nil {
-		return s.current(ctx).nodes[0].probe
-	}
-	return s.pool(ctx)
-}
-
 // WithRowLocked runs fn with the row of key (nil if there is none) read and
-// locked until its write commits (SELECT … FOR UPDATE): inside the
-// transaction under ctx, or else in a READ COMMITTED transaction of its own
-// on a backend of the request's tier, committed when fn succeeds. It is
-// for a write that keeps losing its compare-and-swap to concurrent writes
-// of the same document: holding the row, it takes its turn instead of
-// failing. fn writes with the ctx it is given.
-func (s *Store) WithRowLocked(ctx context.Context, c *Collection, key []byte, fn func(ctx context.Context, row *Row) error) error {
-	own := txnFrom(ctx) == nil
+// locked until its write commits (SELECT … FOR UPDATE): inside on's
+// transaction, or else in a READ COMMITTED transaction of its own on a
+// backend of on's tier, committed (as on.Async says) when fn succeeds. It
+// is for a write that keeps losing its compare-and-swap to concurrent
+// writes of the same document: holding the row, it takes its turn instead
+// of failing. fn writes with the On it is given, which names the
+// transaction.
+func (s *Store) WithRowLocked(ctx context.Context, on On, c *Collection, key []byte, fn func(on On, row *Row) error) error {
+	own := on.Txn == nil
 	if own {
-		txn, _, _, err := s.Begin(ctx, qos.TierFrom(ctx), false)
+		txn, _, _, err := s.Begin(ctx, on.Tier(), false)
 		if err != nil {
 			return err
 		}
 		defer txn.Rollback(context.WithoutCancel(ctx))
-		ctx = InTxn(ctx, txn)
+		on.Txn = txn
 	}
 	var r Row
-	err := txnFrom(ctx).conn.QueryRow(ctx, `SELECT _id, doc FROM `+c.table+` WHERE _id = $1 FOR UPDATE`, key).Scan(&r.Key, &r.Doc)
+	err := on.Txn.conn.QueryRow(ctx, `SELECT _id, doc FROM `+c.table+` WHERE _id = $1 FOR UPDATE`, key).Scan(&r.Key, &r.Doc)
 	switch {
 	case err == pgx.ErrNoRows:
-		err = fn(ctx, nil)
+		err = fn(on, nil)
 	case err != nil:
 		return s.retryable(ctx, c, fromPG(ctx, err))
 	default:
-		err = fn(ctx, &r)
+		err = fn(on, &r)
 	}
 	if err != nil || !own {
 		return err
 	}
-	_, err = txnFrom(ctx).Commit(ctx)
+	_, err = on.Txn.Commit(ctx, on.Async)
 	return err
 }

@@ -27,7 +27,10 @@ CREATE TABLE IF NOT EXISTS ` + catalogSchema + `.roles (
 	PRIMARY KEY (db, name)
 )`
 
-// LoadAuth returns every user and role document, in key order.
+// LoadAuth returns every user and role document, in key order. User and
+// role documents are read and written on the primary's Normal-tier
+// backends, whoever asks: user administration is rare, and the auth layer
+// that calls it knows nothing of tiers.
 func (s *Store) LoadAuth(ctx context.Context) (users, roles [][]byte, err error) {
 	if users, err = s.loadDocs(ctx, "users"); err != nil {
 		return nil, nil, err
@@ -39,7 +42,7 @@ func (s *Store) LoadAuth(ctx context.Context) (users, roles [][]byte, err error)
 }
 
 func (s *Store) loadDocs(ctx context.Context, table string) ([][]byte, error) {
-	rows, err := s.pool(ctx).Query(ctx, `SELECT doc FROM `+catalogSchema+`.`+table+` ORDER BY db, name`)
+	rows, err := s.pool(ctx, On{}).Query(ctx, `SELECT doc FROM `+catalogSchema+`.`+table+` ORDER BY db, name`)
 	if err != nil {
 		return nil, fromPG(ctx, err)
 	}
@@ -73,12 +76,12 @@ func (s *Store) putDoc(ctx context.Context, table, db, name string, doc []byte, 
 	if !create {
 		q += ` ON CONFLICT (db, name) DO UPDATE SET doc = EXCLUDED.doc`
 	}
-	_, err := s.pool(ctx).Exec(ctx, q, db, name, doc)
+	_, err := s.pool(ctx, On{}).Exec(ctx, q, db, name, doc)
 	return fromPG(ctx, err)
 }
 
 func (s *Store) deleteDoc(ctx context.Context, table, db, name string) (bool, error) {
-	tag, err := s.pool(ctx).Exec(ctx, `DELETE FROM `+catalogSchema+`.`+table+` WHERE db = $1 AND name = $2`, db, name)
+	tag, err := s.pool(ctx, On{}).Exec(ctx, `DELETE FROM `+catalogSchema+`.`+table+` WHERE db = $1 AND name = $2`, db, name)
 	if err != nil {
 		return false, fromPG(ctx, err)
 	}

@@ -57,13 +57,13 @@ func (v *Validation) errorf(format string, args ...any) {
 // store it; a text index's tsvector is computed by PostgreSQL and not
 // rechecked); each unique index's entries table holds exactly the entries
 // its rows list.
-func (s *Store) Validate(ctx context.Context, c *Collection) (*Validation, error) {
+func (s *Store) Validate(ctx context.Context, on On, c *Collection) (*Validation, error) {
 	v := &Validation{KeysPerIndex: map[string]int64{}}
 	for i := range c.Indexes {
 		v.KeysPerIndex[c.Indexes[i].Name] = 0
 	}
 	cols := c.columns()
-	q := s.readQ(ctx)
+	q := s.readQ(ctx, on)
 	var after []byte
 	for {
 		sql := `SELECT ` + strings.Join(cols, ", ") + ` FROM ` + c.table
@@ -75,14 +75,14 @@ func (s *Store) Validate(ctx context.Context, c *Collection) (*Validation, error
 		sql += fmt.Sprintf(` ORDER BY _id LIMIT %d`, validateBatch)
 		rows, err := q.Query(ctx, sql, args...)
 		if err != nil {
-			return nil, s.readError(ctx, c, err)
+			return nil, s.readError(ctx, on, c, err)
 		}
 		n := 0
 		for rows.Next() {
 			vals, err := rows.Values()
 			if err != nil {
 				rows.Close()
-				return nil, s.readError(ctx, c, err)
+				return nil, s.readError(ctx, on, c, err)
 			}
 			n++
 			after, _ = vals[0].([]byte)
@@ -90,7 +90,7 @@ func (s *Store) Validate(ctx context.Context, c *Collection) (*Validation, error
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
-			return nil, s.readError(ctx, c, err)
+			return nil, s.readError(ctx, on, c, err)
 		}
 		if n < validateBatch {
 			break
@@ -103,7 +103,7 @@ func (s *Store) Validate(ctx context.Context, c *Collection) (*Validation, error
 			// counts a text index's keys.
 			var terms int64
 			if err := q.QueryRow(ctx, `SELECT coalesce(sum(length(`+quoteIdent(ix.Column)+`)), 0)::bigint FROM `+c.table).Scan(&terms); err != nil {
-				return nil, s.readError(ctx, c, err)
+				return nil, s.readError(ctx, on, c, err)
 			}
 			v.KeysPerIndex[ix.Name] = terms
 			continue
@@ -115,7 +115,7 @@ func (s *Store) Validate(ctx context.Context, c *Collection) (*Validation, error
 		err := q.QueryRow(ctx, `SELECT (SELECT count(*) FROM `+dataSchema+`.`+quoteIdent(entriesTable(c, ix))+`),
 	(SELECT coalesce(sum(cardinality(`+quoteIdent(ix.entriesColumn())+`)), 0) FROM `+c.table+`)::bigint`).Scan(&entries, &listed)
 		if err != nil {
-			return nil, s.readError(ctx, c, err)
+			return nil, s.readError(ctx, on, c, err)
 		}
 		if entries != listed {
 			v.errorf("index %s holds %d entries, its documents list %d", ix.Name, entries, listed)

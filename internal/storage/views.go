@@ -26,8 +26,8 @@ type View struct {
 }
 
 // View returns the view db.name, or nil when there is none.
-func (s *Store) View(ctx context.Context, db, name string) (*View, error) {
-	return loadView(ctx, s.catalogPool(ctx), db, name)
+func (s *Store) View(ctx context.Context, on On, db, name string) (*View, error) {
+	return loadView(ctx, s.catalogPool(ctx, on), db, name)
 }
 
 func loadView(ctx context.Context, q rowQuerier, db, name string) (*View, error) {
@@ -44,8 +44,8 @@ func loadView(ctx context.Context, q rowQuerier, db, name string) (*View, error)
 
 // CreateView records a view; ErrNamespaceExists when a collection or a
 // view has the name.
-func (s *Store) CreateView(ctx context.Context, v View) error {
-	return s.cat.ddl(ctx, func(tx pgx.Tx) error {
+func (s *Store) CreateView(ctx context.Context, on On, v View) error {
+	return s.cat.ddl(ctx, on, func(tx pgx.Tx) error {
 		col, err := s.cat.load(ctx, tx, v.DB, v.Name)
 		if err != nil {
 			return err
@@ -65,8 +65,8 @@ func (s *Store) CreateView(ctx context.Context, v View) error {
 // ModifyView changes a view's definition; ErrNamespaceNotFound when there
 // is no such view. check sees the definitions as they are inside the
 // change (to refuse a cycle) and may refuse it.
-func (s *Store) ModifyView(ctx context.Context, v View, check func(lookup func(db, name string) (*View, error)) error) error {
-	return s.cat.ddl(ctx, func(tx pgx.Tx) error {
+func (s *Store) ModifyView(ctx context.Context, on On, v View, check func(lookup func(db, name string) (*View, error)) error) error {
+	return s.cat.ddl(ctx, on, func(tx pgx.Tx) error {
 		old, err := loadView(ctx, tx, v.DB, v.Name)
 		if err != nil {
 			return err
@@ -82,9 +82,9 @@ func (s *Store) ModifyView(ctx context.Context, v View, check func(lookup func(d
 }
 
 // DropView removes a view; false when there was none.
-func (s *Store) DropView(ctx context.Context, db, name string) (bool, error) {
+func (s *Store) DropView(ctx context.Context, on On, db, name string) (bool, error) {
 	var dropped bool
-	err := s.cat.ddl(ctx, func(tx pgx.Tx) error {
+	err := s.cat.ddl(ctx, on, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `DELETE FROM `+catalogSchema+`.views WHERE db = $1 AND name = $2`, db, name)
 		dropped = tag.RowsAffected() > 0
 		return err
@@ -93,16 +93,16 @@ func (s *Store) DropView(ctx context.Context, db, name string) (bool, error) {
 }
 
 // DropViews removes every view of db.
-func (s *Store) DropViews(ctx context.Context, db string) error {
-	return s.cat.ddl(ctx, func(tx pgx.Tx) error {
+func (s *Store) DropViews(ctx context.Context, on On, db string) error {
+	return s.cat.ddl(ctx, on, func(tx pgx.Tx) error {
 		_, err := tx.Exec(ctx, `DELETE FROM `+catalogSchema+`.views WHERE db = $1`, db)
 		return err
 	})
 }
 
 // ListViews lists the views of db in name order.
-func (s *Store) ListViews(ctx context.Context, db string) ([]View, error) {
-	rows, err := s.catalogPool(ctx).Query(ctx, `SELECT name, view_on, pipeline FROM `+catalogSchema+`.views WHERE db = $1 ORDER BY name`, db)
+func (s *Store) ListViews(ctx context.Context, on On, db string) ([]View, error) {
+	rows, err := s.catalogPool(ctx, on).Query(ctx, `SELECT name, view_on, pipeline FROM `+catalogSchema+`.views WHERE db = $1 ORDER BY name`, db)
 	if err != nil {
 		return nil, fromPG(ctx, err)
 	}
