@@ -299,6 +299,10 @@ func (h *Handlers) explain(ctx context.Context, req *Request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
+	verbosity, err := explainVerbosity(req.Cmd)
+	if err != nil {
+		return nil, err
+	}
 	if len(inner) > 0 && inner[0].Key == "aggregate" {
 		return h.explainAggregate(ctx, &Request{DB: req.DB, Cmd: inner, Session: req.Session, tier: req.tier, on: req.on})
 	}
@@ -349,11 +353,19 @@ func (h *Handlers) explain(ctx context.Context, req *Request) (bson.D, error) {
 	if sortInfo != nil {
 		winning = append(winning, bson.E{Key: "inputStage", Value: sortInfo})
 	}
-	return bson.D{
+	reply := bson.D{
 		{Key: "queryPlanner", Value: bson.D{
 			{Key: "namespace", Value: col.Namespace()},
 			{Key: "parsedQuery", Value: filter},
 			{Key: "winningPlan", Value: winning},
 		}},
-	}, nil
+	}
+	if verbosity != "queryPlanner" {
+		stats, err := h.explainExecution(ctx, req.on, col, rs, inner[0].Key == "count")
+		if err != nil {
+			return nil, err
+		}
+		reply = append(reply, bson.E{Key: "executionStats", Value: stats})
+	}
+	return reply, nil
 }
