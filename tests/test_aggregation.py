@@ -608,6 +608,12 @@ def test_explain_pipeline(db, sales):
         assert planner["parsedQuery"] == {"_id": {"$gt": 1}}
         assert planner["winningPlan"]["stage"] == "POSTGRESQL"
         assert stages[1:] == [pipeline[1]]
+    # executionStats: what the leading $match read.
+    reply = db.command("explain", {"aggregate": "s", "pipeline": pipeline, "cursor": {}}, verbosity="executionStats")
+    st = reply["stages"][0]["$cursor"]["executionStats"]
+    assert st["executionSuccess"] is True and st["nReturned"] == 3
+    assert "executionStats" not in db.command("explain", {"aggregate": "s", "pipeline": pipeline, "cursor": {}},
+                                              verbosity="queryPlanner")["stages"][0]["$cursor"]
     # Explaining reads nothing and still checks the stages.
     with pytest.raises(OperationFailure) as e:
         db.command("aggregate", "s", pipeline=[{"$frob": 1}], explain=True)

@@ -55,3 +55,52 @@ func (h *Handlers) explainExecution(ctx context.Context, on storage.On, col *sto
 		{Key: "executionStages", Value: stage},
 	}, nil
 }
+
+// addCursorStats puts, into an aggregate's explain (reply), the
+// executionStats of its $cursor stage: the documents its leading $match
+// read. The stages after it run in tierdb and report nothing more.
+func (h *Handlers) addCursorStats(ctx context.Context, req *Request, reply bson.D) (bson.D, error) {
+	name, err := aggregateCollection(req)
+	if err != nil {
+		return nil, err
+	}
+	pipeline, err := getArray(req.Cmd, "pipeline")
+	if err != nil {
+		return nil, err
+	}
+	p, err := h.parseAggregate(ctx, req.on, req, name, pipeline)
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	var n int64
+	col, err := h.store.Collection(ctx, req.on, req.DB, p.coll)
+	switch {
+	case storage.IsCode(err, storage.ErrNamespaceNotFound):
+	case err != nil:
+		return nil, err
+	case p.rs != nil:
+		if n, err = h.countMatches(ctx, req.on, col, p.rs); err != nil {
+			return nil, err
+		}
+	}
+	stats := bson.D{
+		{Key: "executionSuccess", Value: true},
+		{Key: "nReturned", Value: n},
+		{Key: "executionTimeMillis", Value: time.Since(start).Milliseconds()},
+	}
+	for i, e := range reply {
+		stages, ok := e.Value.(bson.A)
+		if e.Key != "stages" || !ok || len(stages) == 0 {
+			continue
+		}
+		first, _ := stages[0].(bson.D)
+		if len(first) != 1 || first[0].Key != "$cursor" {
+			break
+		}
+		cursor, _ := first[0].Value.(bson.D)
+		stages[0] = bson.D{{Key: "$cursor", Value: append(cursor, bson.E{Key: "executionStats", Value: stats})}}
+		reply[i].Value = stages
+	}
+	return reply, nil
+}

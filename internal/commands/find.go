@@ -304,7 +304,12 @@ func (h *Handlers) explain(ctx context.Context, req *Request) (bson.D, error) {
 		return nil, err
 	}
 	if len(inner) > 0 && inner[0].Key == "aggregate" {
-		return h.explainAggregate(ctx, &Request{DB: req.DB, Cmd: inner, Session: req.Session, tier: req.tier, on: req.on})
+		sub := &Request{DB: req.DB, Cmd: inner, Session: req.Session, tier: req.tier, on: req.on}
+		reply, err := h.explainAggregate(ctx, sub)
+		if err != nil || verbosity == "queryPlanner" {
+			return reply, err
+		}
+		return h.addCursorStats(ctx, sub, reply)
 	}
 	if len(inner) == 0 || (inner[0].Key != "find" && inner[0].Key != "count") {
 		return nil, mongoerr.New(mongoerr.NotImplemented, "explain supports find, count and aggregate")
