@@ -239,6 +239,14 @@ def test_refusals(db, stage, code):
     assert e.value.code == code
 
 
+def test_a_view_cannot_be_watched(db):
+    db.c.insert_one({"_id": 1})
+    db.command("create", "v", viewOn="c", pipeline=[])
+    with pytest.raises(OperationFailure) as e:
+        db.v.watch()  # a stream that could never see a change
+    assert e.value.code == 166
+
+
 def test_group_is_not_permitted(db):
     with pytest.raises(OperationFailure) as e:
         db.command("aggregate", "c", pipeline=[{"$changeStream": {}}, {"$group": {"_id": None}}], cursor={})
