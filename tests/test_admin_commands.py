@@ -123,6 +123,9 @@ def test_coll_stats_stage_refusals(db):
     db.a.insert_one({"_id": 1})
     assert code_of(lambda: list(db.missing.aggregate([{"$collStats": {"storageStats": {}}}]))) == 26
     assert code_of(lambda: list(db.missing.aggregate([{"$collStats": {"count": {}}}]))) == 26
+    db.command("create", "view", viewOn="a", pipeline=[])
+    assert code_of(lambda: list(db.view.aggregate([{"$collStats": {"count": {}}}]))) == 166  # not NamespaceNotFound
+    assert code_of(lambda: db.command("collStats", "view")) == 166
     assert code_of(lambda: list(db.a.aggregate([{"$collStats": {"latencyStats": {}}}]))) == 238
     assert code_of(lambda: list(db.a.aggregate([{"$match": {}}, {"$collStats": {"count": {}}}]))) == 40602
     assert code_of(lambda: list(db.a.aggregate([{"$collStats": {"bogus": {}}}]))) == 40415

@@ -154,6 +154,9 @@ func (h *Handlers) collStatsStage(ctx context.Context, req *Request, arg any) (b
 		}
 		c, err := h.store.Collection(ctx, req.on, req.DB, name)
 		if storage.IsCode(err, storage.ErrNamespaceNotFound) {
+			if v, verr := h.viewOf(ctx, req.on, req.DB, name); verr == nil && v != nil {
+				return mongoerr.Newf(mongoerr.CommandNotSupportedOnView, "Unable to retrieve %s in $collStats stage :: caused by :: Namespace %s is a view, not a collection", what, ns)
+			}
 			return mongoerr.Newf(mongoerr.NamespaceNotFound, "Unable to retrieve %s in $collStats stage :: caused by :: Collection [%s] not found.", what, ns)
 		}
 		col = c
