@@ -143,7 +143,7 @@ func parseDateAdd(name string, arg any, s *Scope) (Expr, error) {
 	}}, nil
 }
 
-// maxDateAmount keeps results within what a BSON date holds.
+// maxDateMillis keeps results within what a BSON date holds.
 const maxDateMillis = int64(1) << 62
 
 func addUnits(t time.Time, unit string, n int64) (time.Time, bool) {
@@ -162,16 +162,22 @@ func addUnits(t time.Time, unit string, n int64) (time.Time, bool) {
 		if n > maxDateMillis/ms || n < -maxDateMillis/ms {
 			return t, false
 		}
-		return t.Add(time.Duration(n*ms) * time.Millisecond), true
+		end := t.UnixMilli() + n*ms
+		if end > maxDateMillis || end < -maxDateMillis {
+			return t, false
+		}
+		// Milliseconds, not a time.Duration of nanoseconds, which holds
+		// only 292 years.
+		return time.UnixMilli(end).In(t.Location()), true
 	}
 	const maxYears = 1_000_000
+	if n > maxYears*366 || n < -maxYears*366 {
+		return t, false
+	}
 	switch unit {
 	case "day", "week":
 		if unit == "week" {
 			n *= 7
-		}
-		if n > maxYears*366 || n < -maxYears*366 {
-			return t, false
 		}
 		return t.AddDate(0, 0, int(n)), true
 	}

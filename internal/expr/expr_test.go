@@ -77,6 +77,7 @@ func TestExpressions(t *testing.T) {
 		{"dateFromString onError", bson.D{{Key: "$dateFromString", Value: bson.D{{Key: "dateString", Value: "x"}, {Key: "onError", Value: int32(0)}}}}, int32(0)},
 		{"dateFromParts carries", bson.D{{Key: "$dateFromParts", Value: bson.D{{Key: "year", Value: int32(2020)}, {Key: "month", Value: int32(14)}, {Key: "day", Value: int32(0)}}}}, bson.DateTime(1612051200000)}, // 2021-01-31
 		{"dateToParts", bson.D{{Key: "$dateToParts", Value: bson.D{{Key: "date", Value: "$t"}}}}, bson.D{{Key: "year", Value: int32(2024)}, {Key: "month", Value: int32(2)}, {Key: "day", Value: int32(29)}, {Key: "hour", Value: int32(13)}, {Key: "minute", Value: int32(45)}, {Key: "second", Value: int32(30)}, {Key: "millisecond", Value: int32(123)}}},
+		{"dateAdd hours past a Duration's range", bson.D{{Key: "$dateAdd", Value: bson.D{{Key: "startDate", Value: bson.DateTime(0)}, {Key: "unit", Value: "hour"}, {Key: "amount", Value: int64(10_000_000)}}}}, bson.DateTime(36_000_000_000_000)},
 		{"isoWeek", bson.D{{Key: "$isoWeek", Value: bson.DateTime(1704067200000)}}, int32(1)},            // Monday 2024-01-01
 		{"isoWeekYear", bson.D{{Key: "$isoWeekYear", Value: bson.DateTime(1704067199000)}}, int32(2023)}, // Sunday 2023-12-31
 		{"isoDayOfWeek Sunday", bson.D{{Key: "$isoDayOfWeek", Value: bson.DateTime(1704067199000)}}, int32(7)},
@@ -230,6 +231,9 @@ func TestExpressionErrors(t *testing.T) {
 		{"unknown operator", bson.D{{Key: "$nope", Value: int32(1)}}, mongoerr.InvalidPipelineOperator},
 		{"unimplemented operator", bson.D{{Key: "$sortArray", Value: bson.D{}}}, mongoerr.NotImplemented},
 		{"meta", bson.D{{Key: "$meta", Value: "textScore"}}, mongoerr.NotImplemented},
+		{"dateAdd years overflow", bson.D{{Key: "$dateAdd", Value: bson.D{{Key: "startDate", Value: "$t"}, {Key: "unit", Value: "year"}, {Key: "amount", Value: int64(math.MaxInt64)}}}}, mongoerr.Location5166406},
+		{"dateAdd weeks overflow", bson.D{{Key: "$dateAdd", Value: bson.D{{Key: "startDate", Value: "$t"}, {Key: "unit", Value: "week"}, {Key: "amount", Value: int64(math.MinInt64 / 2)}}}}, mongoerr.Location5166406},
+		{"dateAdd ms overflow", bson.D{{Key: "$dateAdd", Value: bson.D{{Key: "startDate", Value: "$t"}, {Key: "unit", Value: "millisecond"}, {Key: "amount", Value: int64(math.MaxInt64)}}}}, mongoerr.Location5166406},
 		{"setUnion of a number", bson.D{{Key: "$setUnion", Value: bson.A{"$a", int32(1)}}}, mongoerr.Location17043},
 		{"setIntersection of a string", bson.D{{Key: "$setIntersection", Value: bson.A{"$s"}}}, mongoerr.Location17047},
 		{"setDifference first", bson.D{{Key: "$setDifference", Value: bson.A{"$s", "$a"}}}, mongoerr.Location17048},
