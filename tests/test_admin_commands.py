@@ -138,6 +138,9 @@ def test_coll_stats_stage_refusals(db):
     db.a.insert_one({"_id": 1})
     assert code_of(lambda: list(db.missing.aggregate([{"$collStats": {"storageStats": {}}}]))) == 26
     assert code_of(lambda: list(db.missing.aggregate([{"$collStats": {"count": {}}}]))) == 26
+    db.command("create", "view", viewOn="a", pipeline=[])
+    assert code_of(lambda: list(db.view.aggregate([{"$collStats": {"count": {}}}]))) == 166  # not NamespaceNotFound
+    assert code_of(lambda: db.command("collStats", "view")) == 166
     assert code_of(lambda: list(db.a.aggregate([{"$collStats": {"latencyStats": {}}}]))) == 238
     assert code_of(lambda: list(db.a.aggregate([{"$match": {}}, {"$collStats": {"count": {}}}]))) == 40602
     assert code_of(lambda: list(db.a.aggregate([{"$collStats": {"bogus": {}}}]))) == 40415
@@ -621,6 +624,8 @@ def test_get_parameter(client):
     assert e.value.code == 72 and "no option found to get" in str(e.value)
     assert code_of(lambda: admin.command("getParameter", 1)) == 72
     assert code_of(lambda: admin.command("getParameter", {"allParameters": True, "bogus": 1})) == 40415
+    # an admin-only command, as in MongoDB
+    assert code_of(lambda: client.test.command("getParameter", 1, cursorTimeoutMillis=1)) == 13
 
 
 # --- usersInfo -----------------------------------------------------------------

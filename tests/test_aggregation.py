@@ -128,6 +128,17 @@ def test_string_operators(db):
     assert one(c, {"$indexOfBytes": ["cafeteria", "e"]}) == 3
     assert one(c, {"$indexOfCP": ["café au lait", "au"]}) == 5
     assert one(c, {"$regexMatch": {"input": "Tierdb", "regex": "^tier", "options": "i"}}) is True
+    assert one(c, {"$regexFind": {"input": "né 42 ab7", "regex": "([a-z])(\\d)?(x)?$"}}) == {"match": "b7", "idx": 7, "captures": ["b", "7", None]}
+    assert one(c, {"$regexFind": {"input": "abc", "regex": "z"}}) is None
+    assert one(c, {"$regexFind": {"input": None, "regex": "z"}}) is None
+    assert one(c, {"$regexFindAll": {"input": "a1b22", "regex": "\\d+"}}) == [
+        {"match": "1", "idx": 1, "captures": []}, {"match": "22", "idx": 3, "captures": []}]
+    assert one(c, {"$regexFindAll": {"input": "$missing", "regex": "a"}}) == []
+    assert one(c, {"$replaceOne": {"input": "a.b.c", "find": ".", "replacement": "-"}}) == "a-b.c"
+    assert one(c, {"$replaceAll": {"input": "a.b.c", "find": ".", "replacement": "-"}}) == "a-b-c"
+    assert one(c, {"$replaceAll": {"input": "abc", "find": None, "replacement": "-"}}) is None
+    fails(c, {"$replaceAll": {"input": "abc", "find": 1, "replacement": "-"}}, 51745)
+    fails(c, {"$replaceOne": {"input": "abc", "find": "a"}}, 51747)
     assert one(c, {"$strcasecmp": ["ABC", "abc"]}) == 0
     fails(c, {"$strLenCP": 1}, 34471)
 
@@ -156,6 +167,42 @@ def test_array_operators(db):
     assert one(c, "$o.x", doc) == [1, 2]
 
 
+def test_set_operators(db):
+    c = db.e
+    doc = {"_id": 1, "a": [1, 2, 3, 2], "b": [3, 4.0, 1]}
+    # Sets of distinct values, equal as $eq compares (1 and 1.0 are one);
+    # $setUnion and $setIntersection in BSON order, as MongoDB returns them.
+    assert one(c, {"$setUnion": ["$a", "$b"]}, doc) == [1, 2, 3, 4.0]
+    assert one(c, {"$setIntersection": ["$a", "$b"]}, doc) == [1, 3]
+    assert one(c, {"$setIntersection": []}, doc) == []
+    assert one(c, {"$setDifference": ["$a", "$b"]}, doc) == [2]
+    assert one(c, {"$setEquals": ["$a", [3, 2, 1.0]]}, doc) is True
+    assert one(c, {"$setEquals": ["$a", "$b"]}, doc) is False
+    assert one(c, {"$setIsSubset": [[2, 2], "$a"]}, doc) is True
+    assert one(c, {"$anyElementTrue": [[0, None, "x"]]}, doc) is True
+    assert one(c, {"$allElementsTrue": [[1, 0]]}, doc) is False
+    assert one(c, {"$allElementsTrue": [[]]}, doc) is True
+    # A null or missing operand gives null where MongoDB allows it, else an error.
+    assert one(c, {"$setUnion": ["$a", "$missing"]}, doc) is None
+    assert one(c, {"$setDifference": [None, "$a"]}, doc) is None
+    fails(c, {"$setUnion": ["$a", 1]}, 17043, doc)
+    fails(c, {"$setIntersection": ["x"]}, 17047, doc)
+    fails(c, {"$setDifference": ["$a", 1]}, 17049, doc)
+    fails(c, {"$setEquals": ["$a"]}, 17045, doc)
+    fails(c, {"$setEquals": ["$a", None]}, 17044, doc)
+    fails(c, {"$setIsSubset": ["$missing", "$a"]}, 17046, doc)
+    fails(c, {"$anyElementTrue": ["$missing"]}, 17041, doc)
+    fails(c, {"$allElementsTrue": [5]}, 17040, doc)
+
+
+def test_known_operators_tierdb_lacks_are_not_implemented(db):
+    c = db.e
+    for op in ({"$zip": {"inputs": [[1], [2]]}}, {"$bitAnd": [1, 3]},
+               {"$sortArray": {"input": [], "sortBy": 1}}, {"$getField": "a"}, {"$meta": "textScore"}):
+        fails(c, op, 238)
+    fails(c, {"$frobnicate": 1}, 168)  # not MongoDB's either
+
+
 def test_variables(db):
     c = db.e
     doc = {"_id": 1, "a": 2, "b": {"c": 3}}
@@ -164,6 +211,12 @@ def test_variables(db):
     assert one(c, "$$CURRENT.a", doc) == 2
     assert isinstance(one(c, "$$NOW", doc), datetime.datetime)
     fails(c, "$$nope", 17276, doc)
+    # CURRENT is the one system variable $let may rebind: field paths follow it.
+    rebound = {"$let": {"vars": {"CURRENT": "$b"}, "in": {"$add": ["$c", "$$ROOT.a"]}}}
+    assert one(c, rebound, doc) == 5
+    assert one(c, {"$add": [rebound, "$a"]}, doc) == 7  # the outer CURRENT again
+    assert one(c, {"$let": {"vars": {"CURRENT": "$b"}, "in": "$$CURRENT"}}, doc) == {"c": 3}
+    fails(c, {"$let": {"vars": {"ROOT": 1}, "in": 1}}, 9, doc)
     rows = agg(c, [{"$project": {"_id": 0, "v": {"$multiply": ["$a", "$$k"]}}}], let={"k": 21})
     assert rows == [{"v": 42}]
 
@@ -193,6 +246,10 @@ def test_date_operators(db):
     assert one(c, {"$dayOfWeek": "$d"}, doc) == 5  # Thursday (Sunday is 1)
     assert one(c, {"$dayOfYear": "$d"}, doc) == 60
     assert one(c, {"$week": "$d"}, doc) == 8
+    assert one(c, {"$isoWeek": "$d"}, doc) == 9 and one(c, {"$isoDayOfWeek": "$d"}, doc) == 4
+    sunday = {"_id": 1, "d": datetime.datetime(2023, 12, 31)}  # ISO week 52 of 2023; %U week 53
+    assert (one(c, {"$isoWeekYear": "$d"}, sunday), one(c, {"$isoWeek": "$d"}, sunday)) == (2023, 52)
+    assert one(c, {"$isoDayOfWeek": "$d"}, sunday) == 7
     assert one(c, {"$dateToString": {"date": "$d", "format": "%Y-%m-%d %H:%M:%S.%L"}}, doc) == "2024-02-29 13:45:30.123"
     assert one(c, {"$dateToString": {"date": "$d"}}, doc) == "2024-02-29T13:45:30.123Z"
     assert one(c, {"$hour": {"date": "$d", "timezone": "Europe/Oslo"}}, doc) == 14
@@ -201,6 +258,101 @@ def test_date_operators(db):
     fails(c, {"$year": "$d"}, 16006, {"_id": 1, "d": "2024"})
     fails(c, {"$hour": {"date": "$d", "timezone": "Mars/Olympus"}}, 40485, doc)
     fails(c, {"$dateToString": {"date": "$d", "format": "%Q"}}, 18536, doc)
+
+
+def test_date_arithmetic_truncation_parsing_and_parts(db):
+    c = db.e
+    D = datetime.datetime
+    add = lambda start, unit, n, **kw: one(c, {"$dateAdd": {"startDate": start, "unit": unit, "amount": n, **kw}})
+    assert add(D(2021, 1, 31), "month", 1) == D(2021, 2, 28)  # the month's last day
+    assert add(D(2020, 2, 29), "year", 1) == D(2021, 2, 28)
+    assert add(D(2021, 1, 31), "quarter", -1) == D(2020, 10, 31)
+    assert add(D(2021, 1, 1, 10), "hour", 25) == D(2021, 1, 2, 11)
+    assert add(D(2021, 1, 1), "millisecond", Int64(1500)) == D(2021, 1, 1, 0, 0, 1, 500000)
+    assert add(D(2021, 1, 1), "week", 2.0) == D(2021, 1, 15)
+    # A day is a calendar day in the time zone: across New York's daylight
+    # saving change it keeps noon local time; 24 hours do not.
+    assert add(D(2021, 3, 13, 17), "day", 1, timezone="America/New_York") == D(2021, 3, 14, 16)
+    assert add(D(2021, 3, 13, 17), "hour", 24, timezone="America/New_York") == D(2021, 3, 14, 17)
+    assert one(c, {"$dateSubtract": {"startDate": D(2021, 3, 1), "unit": "day", "amount": 1}}) == D(2021, 2, 28)
+    assert add("$missing", "day", 1) is None and add(D(2021, 1, 1), "day", None) is None
+    fails(c, {"$dateAdd": {"startDate": D(2021, 1, 1), "unit": "day"}}, 5166402)
+    fails(c, {"$dateAdd": {"startDate": "2021", "unit": "day", "amount": 1}}, 5166403)
+    fails(c, {"$dateAdd": {"startDate": D(2021, 1, 1), "unit": "day", "amount": 1.5}}, 5166405)
+    fails(c, {"$dateAdd": {"startDate": D(2021, 1, 1), "unit": "fortnight", "amount": 1}}, 9)
+    fails(c, {"$dateAdd": {"startDate": D(2021, 1, 1), "unit": "day", "amount": 1, "bogus": 1}}, 5166401)
+
+    diff = lambda a, b, unit, **kw: one(c, {"$dateDiff": {"startDate": a, "endDate": b, "unit": unit, **kw}})
+    # Boundaries crossed, not elapsed whole units.
+    assert diff(D(2020, 12, 31, 23), D(2021, 1, 1, 1), "year") == 1
+    assert isinstance(diff(D(2020, 12, 31), D(2021, 1, 1), "year"), Int64)
+    assert diff(D(2020, 12, 31, 23), D(2021, 1, 1, 1), "day") == 1
+    assert diff(D(2021, 1, 1), D(2021, 12, 31), "month") == 11
+    assert diff(D(2021, 3, 31), D(2021, 4, 1), "quarter") == 1
+    assert diff(D(2021, 1, 1, 10, 59), D(2021, 1, 1, 11, 0), "hour") == 1
+    assert diff(D(2021, 1, 1, 11, 0), D(2021, 1, 1, 10, 59), "minute") == -1
+    assert diff(D(2021, 1, 1), D(2021, 1, 1, 0, 0, 1, 250000), "millisecond") == 1250
+    # Weeks start on Sunday unless startOfWeek says otherwise.
+    assert diff(D(2021, 1, 2), D(2021, 1, 3), "week") == 1  # Saturday to Sunday
+    assert diff(D(2021, 1, 2), D(2021, 1, 3), "week", startOfWeek="mon") == 0
+    # In a time zone the local date counts: 2021-01-01T23:00Z is Jan 2 in Tokyo.
+    assert diff(D(2021, 1, 1, 12), D(2021, 1, 1, 23), "day") == 0
+    assert diff(D(2021, 1, 1, 12), D(2021, 1, 1, 23), "day", timezone="Asia/Tokyo") == 1
+    assert diff(None, D(2021, 1, 1), "day") is None
+    fails(c, {"$dateDiff": {"startDate": D(2021, 1, 1), "unit": "day"}}, 5166304)
+    fails(c, {"$dateDiff": {"startDate": 1, "endDate": D(2021, 1, 1), "unit": "day"}}, 5166307)
+    fails(c, {"$dateDiff": {"startDate": D(2021, 1, 1), "endDate": D(2021, 1, 1), "unit": "week", "startOfWeek": "x"}}, 5439016)
+
+    trunc = lambda unit, **kw: one(c, {"$dateTrunc": {"date": D(2021, 3, 17, 13, 47, 5), "unit": unit, **kw}})
+    assert trunc("hour") == D(2021, 3, 17, 13) and trunc("hour", binSize=6) == D(2021, 3, 17, 12)
+    assert trunc("minute", binSize=15) == D(2021, 3, 17, 13, 45)
+    assert trunc("day") == D(2021, 3, 17)
+    assert trunc("day", binSize=7) == D(2021, 3, 13)  # 7-day periods from Saturday 2000-01-01
+    assert trunc("week") == D(2021, 3, 14) and trunc("week", startOfWeek="Monday") == D(2021, 3, 15)
+    assert trunc("month") == D(2021, 3, 1) and trunc("month", binSize=5) == D(2020, 11, 1)
+    assert trunc("quarter") == D(2021, 1, 1) and trunc("year", binSize=10) == D(2020, 1, 1)
+    # In New York 02:00Z on the 17th is still the 16th.
+    assert one(c, {"$dateTrunc": {"date": D(2021, 3, 17, 2), "unit": "day", "timezone": "America/New_York"}}) == D(2021, 3, 16, 4)
+    assert one(c, {"$dateTrunc": {"date": "$missing", "unit": "day"}}) is None
+    fails(c, {"$dateTrunc": {"date": D(2021, 1, 1), "unit": "day", "binSize": 0}}, 5439018)
+    fails(c, {"$dateTrunc": {"date": D(2021, 1, 1), "unit": "day", "binSize": 1.5}}, 5439017)
+    fails(c, {"$dateTrunc": {"date": "x", "unit": "day"}}, 5439012)
+    fails(c, {"$dateTrunc": {"unit": "day"}}, 5439009)
+
+    parse = lambda s, **kw: one(c, {"$dateFromString": {"dateString": s, **kw}})
+    assert parse("2021-03-17T10:20:30.456Z") == D(2021, 3, 17, 10, 20, 30, 456000)
+    assert parse("2021-03-17T10:20:30+02:00") == D(2021, 3, 17, 8, 20, 30)
+    assert parse("2021-03-17") == D(2021, 3, 17)
+    assert parse("2021-03-17 12:00", timezone="Asia/Tokyo") == D(2021, 3, 17, 3)  # local time there
+    assert parse("17/03/2021 07h05", format="%d/%m/%Y %Hh%M") == D(2021, 3, 17, 7, 5)
+    assert parse("2021-076 +0130", format="%Y-%j %z") == D(2021, 3, 16, 22, 30)
+    assert parse(None, onNull="none") == "none" and parse("$missing") is None
+    assert parse("yesterday", onError="bad") == "bad" and parse(5, onError="bad") == "bad"
+    assert parse("2021-03-17Z", timezone=None) is None
+    fails(c, {"$dateFromString": {"dateString": "yesterday"}}, 241)
+    fails(c, {"$dateFromString": {"dateString": "2021-02-30", "format": "%Y-%m-%d"}}, 241)
+    fails(c, {"$dateFromString": {"dateString": "2021-03-17T10:00:00Z", "timezone": "Europe/Paris"}}, 241)
+    fails(c, {"$dateFromString": {"dateString": "2021", "format": "%Q"}}, 18536)
+    fails(c, {"$dateFromString": {"format": "%Y"}}, 40542)
+
+    d = D(2021, 3, 17, 13, 47, 5, 123000)
+    assert one(c, {"$dateToParts": {"date": d}}) == {"year": 2021, "month": 3, "day": 17, "hour": 13, "minute": 47, "second": 5, "millisecond": 123}
+    assert one(c, {"$dateToParts": {"date": d, "timezone": "Asia/Tokyo", "iso8601": True}}) == {
+        "isoWeekYear": 2021, "isoWeek": 11, "isoDayOfWeek": 3, "hour": 22, "minute": 47, "second": 5, "millisecond": 123}
+    assert one(c, {"$dateToParts": {"date": "$missing"}}) is None
+    parts = lambda **kw: one(c, {"$dateFromParts": kw})
+    assert parts(year=2021, month=3, day=17, hour=13, minute=47, second=5, millisecond=123) == d
+    assert parts(year=2021) == D(2021, 1, 1)
+    assert parts(year=2020, month=14, day=0, hour=25) == D(2021, 2, 1, 1)  # parts past their range carry over
+    assert parts(year=2021, month=3, day=17, timezone="-05:00") == D(2021, 3, 17, 5)
+    assert parts(isoWeekYear=2021, isoWeek=11, isoDayOfWeek=3) == D(2021, 3, 17)
+    assert parts(isoWeekYear=2021) == D(2021, 1, 4)  # Monday of ISO week 1
+    assert parts(year=2021, month="$missing") is None
+    fails(c, {"$dateFromParts": {"month": 1}}, 40516)
+    fails(c, {"$dateFromParts": {"year": 2021, "isoWeek": 1}}, 40489)
+    fails(c, {"$dateFromParts": {"year": 2021, "month": 1.5}}, 40515)
+    fails(c, {"$dateFromParts": {"year": 0}}, 40523)
+    fails(c, {"$dateToParts": {"date": d, "iso8601": 1}}, 40521)
 
 
 def test_type_operators(db):
@@ -349,6 +501,25 @@ def test_sort_by_count_and_bucket(sales):
     assert codes(e) == 40194
 
 
+def test_skip_limit_count_and_their_argument_codes(sales):
+    ids = lambda rows: [r["_id"] for r in rows]
+    assert ids(agg(sales, [{"$sort": {"_id": -1}}, {"$skip": 1}, {"$limit": 2}])) == [3, 2]
+    assert ids(agg(sales, [{"$sort": {"_id": 1}}, {"$skip": 1.0}, {"$limit": Int64(1)}])) == [2]
+    assert agg(sales, [{"$skip": 10}]) == []
+    assert agg(sales, [{"$match": {"item": "a"}}, {"$count": "n"}]) == [{"n": 2}]
+    assert agg(sales, [{"$match": {"item": "zz"}}, {"$count": "n"}]) == []  # no document, not {n: 0}
+    # MongoDB's codes (document_source_skip/limit/count/sort.cpp, sort_pattern.cpp).
+    for stage, code in [({"$skip": "1"}, 15972), ({"$skip": -1}, 5107200), ({"$skip": 1.5}, 5107200),
+                        ({"$limit": "1"}, 15957), ({"$limit": -1}, 5107201), ({"$limit": 0}, 15958),
+                        ({"$count": 1}, 40156), ({"$count": ""}, 40157), ({"$count": "$n"}, 40158),
+                        ({"$count": "a.b"}, 40160),
+                        ({"$sort": 1}, 15973), ({"$sort": {}}, 15976), ({"$sort": {"a": "x"}}, 15974),
+                        ({"$sort": {"a": 2}}, 15975)]:
+        with pytest.raises(OperationFailure) as e:
+            agg(sales, [stage])
+        assert codes(e) == code, stage
+
+
 def test_facet(sales):
     rows = agg(sales, [{"$facet": {
         "byItem": [{"$sortByCount": "$item"}, {"$limit": 1}],
@@ -437,6 +608,12 @@ def test_explain_pipeline(db, sales):
         assert planner["parsedQuery"] == {"_id": {"$gt": 1}}
         assert planner["winningPlan"]["stage"] == "POSTGRESQL"
         assert stages[1:] == [pipeline[1]]
+    # executionStats: what the leading $match read.
+    reply = db.command("explain", {"aggregate": "s", "pipeline": pipeline, "cursor": {}}, verbosity="executionStats")
+    st = reply["stages"][0]["$cursor"]["executionStats"]
+    assert st["executionSuccess"] is True and st["nReturned"] == 3
+    assert "executionStats" not in db.command("explain", {"aggregate": "s", "pipeline": pipeline, "cursor": {}},
+                                              verbosity="queryPlanner")["stages"][0]["$cursor"]
     # Explaining reads nothing and still checks the stages.
     with pytest.raises(OperationFailure) as e:
         db.command("aggregate", "s", pipeline=[{"$frob": 1}], explain=True)

@@ -20,6 +20,23 @@ def test_create_options_and_list_collections(db):
     assert db.small.options()["size"] == 4096
 
 
+def test_coll_stats_show_the_limits(db):
+    """collStats and $collStats (what mongosh's coll.stats() reads) say
+    capped with max and maxSize (scaled), as MongoDB's do."""
+    db.create_collection("log", capped=True, size=10000, max=5)
+    db.create_collection("bysize", capped=True, size=8192)
+    db.create_collection("plain")
+    st = db.command("collStats", "log")
+    assert (st["capped"], st["max"], st["maxSize"]) == (True, 5, 10240)
+    assert db.command("collStats", "log", scale=1024)["maxSize"] == 10
+    st = db.command("collStats", "bysize")
+    assert (st["capped"], st["max"], st["maxSize"]) == (True, 0, 8192)
+    st = db.command("collStats", "plain")
+    assert st["capped"] is False and "max" not in st and "maxSize" not in st
+    (doc,) = db.log.aggregate([{"$collStats": {"storageStats": {}}}])
+    assert (doc["storageStats"]["capped"], doc["storageStats"]["maxSize"]) == (True, 10240)
+
+
 @pytest.mark.parametrize("opts,code", [
     ({"capped": True}, 72),             # size is required
     ({"capped": True, "size": -1}, 2),

@@ -159,12 +159,7 @@ def test_changes_before_a_drop_keep_their_collection(new_server):
 def test_rename_event(db, client):
     db.d.insert_one({"_id": 0})
     with db.d.watch(max_await_time_ms=200) as s:
-        try:
-            client.admin.command("renameCollection", f"{db.name}.d", to=f"{db.name}.e")
-        except OperationFailure as e:
-            if e.code in (59, 238):
-                pytest.skip("renameCollection is not implemented in this build")
-            raise
+        client.admin.command("renameCollection", f"{db.name}.d", to=f"{db.name}.e")
         ren, inv = next_events(s, 2)
     assert ren["operationType"] == "rename"
     assert ren["to"] == {"db": db.name, "coll": "e"}
@@ -246,6 +241,14 @@ def test_refusals(db, stage, code):
     assert e.value.code == code
 
 
+def test_a_view_cannot_be_watched(db):
+    db.c.insert_one({"_id": 1})
+    db.command("create", "v", viewOn="c", pipeline=[])
+    with pytest.raises(OperationFailure) as e:
+        db.v.watch()  # a stream that could never see a change
+    assert e.value.code == 166
+
+
 def test_group_is_not_permitted(db):
     with pytest.raises(OperationFailure) as e:
         db.command("aggregate", "c", pipeline=[{"$changeStream": {}}, {"$group": {"_id": None}}], cursor={})
@@ -285,6 +288,11 @@ def test_resume_after_restart(new_server):
         c.d.c.insert_one({"_id": 3})
         with c.d.c.watch(resume_after=token, max_await_time_ms=200) as s:
             assert [e["documentKey"]["_id"] for e in next_events(s, 2)] == [2, 3]
+        # The token resumes database and deployment streams too.
+        with c.d.watch(resume_after=token, max_await_time_ms=200) as s:
+            assert [e["documentKey"]["_id"] for e in next_events(s, 2)] == [2, 3]
+        with c.watch(start_after=token, max_await_time_ms=200) as s:
+            assert [e["documentKey"]["_id"] for e in next_events(s, 2) if e["ns"] == {"db": "d", "coll": "c"}] == [2, 3]
         c.close()
     finally:
         t.stop()
@@ -387,3 +395,43 @@ def test_start_at_operation_time(db):
     more = db.command("getMore", reply["cursor"]["id"], collection="c", maxTimeMS=100)
     assert "postBatchResumeToken" not in more["cursor"]
     db.command("killCursors", "c", cursors=[reply["cursor"]["id"]])
+
+
+def test_database_and_cluster_stream_cursors_can_be_killed(db, client):
+    """Their cursors live on '<db>.$cmd.aggregate'; drivers close them with
+    killCursors on "$cmd.aggregate" (which once answered InvalidNamespace,
+    leaving the cursor open until it timed out)."""
+    for target in (db, client.admin):
+        pipeline = [{"$changeStream": {"allChangesForCluster": True}}] if target.name == "admin" else [{"$changeStream": {}}]
+        reply = target.command("aggregate", 1, pipeline=pipeline, cursor={"batchSize": 0})
+        cur = reply["cursor"]
+        assert cur["ns"] == f"{target.name}.$cmd.aggregate" and cur["id"] != 0
+        killed = target.command("killCursors", "$cmd.aggregate", cursors=[cur["id"]])
+        assert killed["cursorsKilled"] == [cur["id"]], killed
+        with pytest.raises(OperationFailure) as e:
+            target.command("getMore", cur["id"], collection="$cmd.aggregate")
+        assert e.value.code == 43  # CursorNotFound
+    with pytest.raises(OperationFailure) as e:
+        db.command("killCursors", "$cmd.other", cursors=[1])
+    assert e.value.code == 73
+
+
+def test_the_stream_reads_at_the_low_tier(new_server):
+    """Reading the replication slot is low-tier work: admitted by the low
+    tier's gate while the client itself runs at the normal tier."""
+    t = new_server(extra_args=["--ttl-monitor-interval", "0"]).start()
+    try:
+        c = t.client()
+        st = c.admin.command("qosStatus")
+        low_before = st["tiers"]["low"]["admitted"]
+        with c.d.c.watch(max_await_time_ms=200) as s:
+            c.d.c.insert_one({"_id": 1})
+            (ev,) = next_events(s, 1)
+        assert ev["documentKey"] == {"_id": 1}
+        st = c.admin.command("qosStatus")
+        assert st["tiers"]["low"]["admitted"] > low_before, st["tiers"]["low"]
+        assert c.admin.command("connectionStatus")["priority"] == "normal"
+        assert all(u["ops"]["low"] == 0 for u in st["users"]), st["users"]  # no client request ran at low
+        c.close()
+    finally:
+        t.stop()

@@ -1,5 +1,6 @@
-"""Transactions and retryable writes through the official Node.js and Java
-drivers (their withTransaction helpers), against a real tierdb. The drivers
+"""Transactions and retryable writes (their withTransaction helpers), an
+aggregation with $lookup and change streams through the official Node.js
+and Java drivers, against a real tierdb. The drivers
 come from npm and Maven Central; the first run fetches them."""
 import os
 import shutil
@@ -32,7 +33,7 @@ def java_driver():
         run(["mvn", "-q", "-B", "dependency:copy-dependencies", f"-DoutputDirectory={lib}"], d)
     classes = os.path.join(d, "target", "classes")
     os.makedirs(classes, exist_ok=True)
-    run(["javac", "-d", classes, "-cp", os.path.join(lib, "*"), "Txn.java"], d)
+    run(["javac", "-d", classes, "-cp", os.path.join(lib, "*"), "Txn.java", "AggWatch.java"], d)
     return f"{classes}:{os.path.join(lib, '*')}"
 
 
@@ -44,4 +45,15 @@ def test_node_driver_with_transaction_and_retryable_writes(server, node_driver):
 def test_java_driver_with_transaction_and_retryable_writes(server, java_driver):
     assert shutil.which("java"), "Java is needed (Debian: default-jdk-headless)"
     out = run(["java", "-cp", java_driver, "Txn", f"mongodb://127.0.0.1:{server.port}/"], HERE, timeout=120)
+    assert out.strip().endswith("ok")
+
+
+def test_node_driver_lookup_and_watch(server, node_driver):
+    out = run(["node", "aggwatch.js", f"mongodb://127.0.0.1:{server.port}/?directConnection=true"], node_driver, timeout=120)
+    assert out.strip().endswith("ok")
+
+
+def test_java_driver_lookup_and_watch(server, java_driver):
+    assert shutil.which("java"), "Java is needed (Debian: default-jdk-headless)"
+    out = run(["java", "-cp", java_driver, "AggWatch", f"mongodb://127.0.0.1:{server.port}/?directConnection=true"], HERE, timeout=120)
     assert out.strip().endswith("ok")

@@ -45,6 +45,12 @@ def test_key_is_required(db):
     with pytest.raises(OperationFailure) as ei:
         create(db, "c", {"name": "a_1"})
     assert code_of(ei) == (9, "FailedToParse")
+    with pytest.raises(OperationFailure) as ei:
+        db.command("createIndexes", "c")  # no indexes at all
+    assert ei.value.code == 40414
+    with pytest.raises(OperationFailure) as ei:
+        db.command("createIndexes", "c", indexes=[])
+    assert ei.value.code == 2
 
 
 @pytest.mark.parametrize("value", [0, True, {"x": 1}, None, [1]])
@@ -586,7 +592,10 @@ def test_text_errors(db, articles):
         list(articles.find({}, {"s": {"$meta": "textScore"}}).sort([("s", {"$meta": "textScore"})]))
     with pytest.raises(OperationFailure) as ei:
         articles.aggregate([{"$match": {"$text": {"$search": "coffee"}}}, {"$project": {"s": {"$meta": "textScore"}}}])
-    assert ei.value.code == 168
+    assert ei.value.code == 238  # textScore is not available to aggregation stages
+    with pytest.raises(OperationFailure) as ei:
+        articles.aggregate([{"$match": {"$text": {"$search": "coffee"}}}, {"$sort": {"s": {"$meta": "textScore"}}}])
+    assert ei.value.code == 238
     with pytest.raises(OperationFailure) as ei:
         articles.aggregate([{"$match": {"cat": "food"}}, {"$match": {"$text": {"$search": "coffee"}}}])
     assert ei.value.code == 238

@@ -7,6 +7,7 @@ from bson import Decimal128, ObjectId
 from bson.int64 import Int64
 from bson.max_key import MaxKey
 from bson.min_key import MinKey
+from pymongo.errors import OperationFailure
 
 N = 5000
 
@@ -46,6 +47,29 @@ def test_explain_range_on_indexed_field(big):
 
 def test_explain_unindexed_field_scans(big):
     assert "Seq Scan" in plan(big, {"pad": "y"})
+
+
+def test_explain_execution_stats(big):
+    """executionStats (and allPlansExecution: there is one plan) runs the
+    find or count and says how many documents it returned; queryPlanner,
+    and no verbosity, show the plan only."""
+    for verbosity in ("executionStats", "allPlansExecution"):
+        r = big.command("explain", {"find": "c", "filter": {"a": {"$lt": 3}}, "limit": 12}, verbosity=verbosity)
+        st = r["executionStats"]
+        assert st["executionSuccess"] is True and st["nReturned"] == 12 and st["executionTimeMillis"] >= 0
+        assert "queryPlanner" in r
+    r = big.command("explain", {"find": "c", "filter": {"a": {"$lt": 3}}}, verbosity="executionStats")
+    assert r["executionStats"]["nReturned"] == 15
+    r = big.command("explain", {"count": "c", "query": {"a": 7}}, verbosity="executionStats")
+    assert r["executionStats"]["executionStages"]["nCounted"] == 5 and r["executionStats"]["nReturned"] == 0
+    assert "executionStats" not in big.command("explain", {"find": "c", "filter": {"a": 1}}, verbosity="queryPlanner")
+    assert "executionStats" not in big.command("explain", {"find": "c", "filter": {"a": 1}})
+    with pytest.raises(OperationFailure) as e:
+        big.command("explain", {"find": "c"}, verbosity="everything")
+    assert e.value.code == 2
+    with pytest.raises(OperationFailure) as e:
+        big.command("explain", {"find": "c"}, verbosity=1)
+    assert e.value.code == 14
 
 
 def test_indexed_query_results(big):

@@ -111,3 +111,16 @@ def test_validate_and_rename(mongosh, server, client, dbname):
     print(EJSON.stringify({valid: v.valid, nrecords: v.nrecords, names: db.getCollectionNames(), n: db.b.countDocuments({})}));
     """
     assert out_json(sh(mongosh, server, dbname, script)) == {"valid": True, "nrecords": 5, "names": ["b"], "n": 5}
+
+
+def test_explain(mongosh, server, client, dbname):
+    client[dbname].items.insert_many([{"_id": i, "k": i % 4} for i in range(20)])
+    script = """
+    const f = db.items.find({k: 1}).explain("executionStats");
+    const a = db.items.explain("executionStats").aggregate([{$match: {k: {$lt: 2}}}, {$group: {_id: "$k", n: {$sum: 1}}}]);
+    const q = db.items.find({k: 1}).explain();
+    print(EJSON.stringify({f: f.executionStats.nReturned, plan: f.queryPlanner.winningPlan.stage,
+                           a: a.stages[0].$cursor.executionStats.nReturned, group: Object.keys(a.stages[1])[0],
+                           q: q.executionStats === undefined}, {relaxed: true}));
+    """
+    assert out_json(sh(mongosh, server, dbname, script)) == {"f": 5, "plan": "POSTGRESQL", "a": 10, "group": "$group", "q": True}

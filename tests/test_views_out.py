@@ -361,13 +361,20 @@ def test_sort_and_group_spill_past_the_memory_limit_unless_disk_use_is_refused(d
     # 300,000 documents of 400 bytes and more: past 100 MB as $sort counts
     # them.
     pipeline = [{"$project": {"pad": {"$literal": "x" * 400}, "r": {"$range": [0, 300_000]}}}, {"$unwind": "$r"},
-                {"$sort": {"r": -1}}, {"$limit": 3}, {"$project": {"_id": 0, "r": 1}}]
-    top = [{"r": 299_999}, {"r": 299_998}, {"r": 299_997}]
-    assert list(db.one.aggregate(pipeline, allowDiskUse=True)) == top
-    assert list(db.one.aggregate(pipeline)) == top  # MongoDB 6.0's default allows disk use
+                {"$sort": {"r": -1}}, {"$skip": 299_997}, {"$project": {"_id": 0, "r": 1}}]
+    bottom = [{"r": 2}, {"r": 1}, {"r": 0}]
+    assert list(db.one.aggregate(pipeline, allowDiskUse=True)) == bottom
+    assert list(db.one.aggregate(pipeline)) == bottom  # MongoDB 6.0's default allows disk use
     with pytest.raises(OperationFailure) as e:
         list(db.one.aggregate(pipeline, allowDiskUse=False))
     assert e.value.code == 292
+    # A $limit right after the $sort (or after its $skip) makes it keep only
+    # that many documents, as MongoDB's coalesced $sort+$limit: no disk.
+    top = [{"r": 299_999}, {"r": 299_998}, {"r": 299_997}]
+    limited = pipeline[:3] + [{"$limit": 3}, pipeline[4]]
+    assert list(db.one.aggregate(limited, allowDiskUse=False)) == top
+    limited = pipeline[:3] + [{"$skip": 1}, {"$limit": 2}, pipeline[4]]
+    assert list(db.one.aggregate(limited, allowDiskUse=False)) == top[1:]
     # $group spills the documents of groups it cannot hold and groups them
     # in a later pass.
     group = pipeline[:2] + [{"$group": {"_id": "$r", "pads": {"$push": "$pad"}}}, {"$count": "n"}]

@@ -204,6 +204,14 @@ func (h *Handlers) changeStream(ctx context.Context, req *Request) (bson.D, erro
 	if !h.mayWatch(req.Session, sp.scope) {
 		return nil, mongoerr.Newf(mongoerr.Unauthorized, "not authorized on %s to execute command { aggregate: ... $changeStream }", req.DB)
 	}
+	if sp.scope.Coll != "" {
+		// A view has no changes of its own: MongoDB refuses to watch one.
+		if v, err := h.viewOf(ctx, req.on, req.DB, sp.scope.Coll); err != nil {
+			return nil, err
+		} else if v != nil {
+			return nil, mongoerr.Newf(mongoerr.CommandNotSupportedOnView, "$changeStream is not supported on views: %s.%s", req.DB, sp.scope.Coll)
+		}
+	}
 	hub, err := h.changeHub(ctx)
 	if err != nil {
 		return nil, err

@@ -147,6 +147,9 @@ func (h *Handlers) createIndexes(ctx context.Context, req *Request) (bson.D, err
 	if err != nil {
 		return nil, err
 	}
+	if _, ok := lookup(req.Cmd, "indexes"); !ok {
+		return nil, mongoerr.New(mongoerr.MissingField, "BSON field 'createIndexes.indexes' is missing but a required field")
+	}
 	specs, err := getArray(req.Cmd, "indexes")
 	if err != nil {
 		return nil, err

@@ -186,9 +186,14 @@ func (h *Handlers) getMore(ctx context.Context, req *Request) (bson.D, error) {
 // killCursors kills the caller's cursors on the named collection; others'
 // ids are reported as not found, so they are neither killed nor revealed.
 func (h *Handlers) killCursors(_ context.Context, req *Request) (bson.D, error) {
-	coll, err := collectionName(req)
-	if err != nil {
-		return nil, err
+	// "$cmd.aggregate": the cursors of aggregates on a database
+	// ({aggregate: 1}: $currentOp, database and deployment change streams).
+	coll, _ := req.Cmd[0].Value.(string)
+	if coll != "$cmd.aggregate" {
+		var err error
+		if coll, err = collectionName(req); err != nil {
+			return nil, err
+		}
 	}
 	ids, err := getArray(req.Cmd, "cursors")
 	if err != nil {
@@ -277,8 +282,17 @@ func (h *Handlers) explain(ctx context.Context, req *Request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
+	verbosity, err := explainVerbosity(req.Cmd)
+	if err != nil {
+		return nil, err
+	}
 	if len(inner) > 0 && inner[0].Key == "aggregate" {
-		return h.explainAggregate(ctx, &Request{DB: req.DB, Cmd: inner, Session: req.Session, tier: req.tier, on: req.on})
+		sub := &Request{DB: req.DB, Cmd: inner, Session: req.Session, tier: req.tier, on: req.on}
+		reply, err := h.explainAggregate(ctx, sub)
+		if err != nil || verbosity == "queryPlanner" {
+			return reply, err
+		}
+		return h.addCursorStats(ctx, sub, reply)
 	}
 	if len(inner) == 0 || (inner[0].Key != "find" && inner[0].Key != "count") {
 		return nil, mongoerr.New(mongoerr.NotImplemented, "explain supports find, count and aggregate")
@@ -322,11 +336,19 @@ func (h *Handlers) explain(ctx context.Context, req *Request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	return bson.D{
+	reply := bson.D{
 		{Key: "queryPlanner", Value: bson.D{
 			{Key: "namespace", Value: col.Namespace()},
 			{Key: "parsedQuery", Value: filter},
 			{Key: "winningPlan", Value: winning},
 		}},
-	}, nil
+	}
+	if verbosity != "queryPlanner" {
+		stats, err := h.explainExecution(ctx, req.on, col, rs, inner[0].Key == "count")
+		if err != nil {
+			return nil, err
+		}
+		reply = append(reply, bson.E{Key: "executionStats", Value: stats})
+	}
+	return reply, nil
 }

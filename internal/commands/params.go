@@ -38,6 +38,9 @@ func (h *Handlers) parameters() []serverParameter {
 // does not have are skipped, and when none of the names exists the
 // answer is InvalidOptions ("no option found to get"), as MongoDB's.
 func (h *Handlers) getParameter(_ context.Context, req *Request) (bson.D, error) {
+	if req.DB != "admin" {
+		return nil, mongoerr.New(mongoerr.Unauthorized, "getParameter may only be run against the admin database.")
+	}
 	all, details := req.Cmd[0].Value == "*", false
 	if d, ok := req.Cmd[0].Value.(bson.D); ok {
 		for _, e := range d {

@@ -94,21 +94,28 @@ func (h *Handlers) storageStats(ctx context.Context, on storage.On, col *storage
 			sizes = append(sizes, bson.E{Key: ix.Name, Value: st.IndexSizes[ix.Name] / scale})
 		}
 	}
-	return bson.D{
+	capped := bson.D{{Key: "capped", Value: false}}
+	if col != nil && col.Capped != nil {
+		// A capped collection's limits: max 0 when only its size bounds it.
+		capped = bson.D{{Key: "capped", Value: true}, {Key: "max", Value: col.Capped.Max}, {Key: "maxSize", Value: col.Capped.Size / scale}}
+	}
+	out := bson.D{
 		{Key: "size", Value: st.DataSize / scale},
 		{Key: "count", Value: st.Count},
 		{Key: "avgObjSize", Value: avg},
 		{Key: "numOrphanDocs", Value: int64(0)},
 		{Key: "storageSize", Value: st.TableSize / scale},
 		{Key: "freeStorageSize", Value: int64(0)},
-		{Key: "capped", Value: false},
+	}
+	out = append(out, capped...)
+	return append(out, bson.D{
 		{Key: "nindexes", Value: int64(nindexes)},
 		{Key: "indexBuilds", Value: bson.A{}},
 		{Key: "totalIndexSize", Value: st.TotalIndexSize() / scale},
 		{Key: "indexSizes", Value: sizes},
 		{Key: "totalSize", Value: st.TotalSize / scale},
 		{Key: "scaleFactor", Value: scale},
-	}, nil
+	}...), nil
 }
 
 func (h *Handlers) collStats(ctx context.Context, req *Request) (bson.D, error) {
@@ -155,6 +162,9 @@ func (h *Handlers) collStatsStage(ctx context.Context, req *Request, arg any) (b
 		}
 		c, err := h.store.Collection(ctx, req.on, req.DB, name)
 		if storage.IsCode(err, storage.ErrNamespaceNotFound) {
+			if v, verr := h.viewOf(ctx, req.on, req.DB, name); verr == nil && v != nil {
+				return mongoerr.Newf(mongoerr.CommandNotSupportedOnView, "Unable to retrieve %s in $collStats stage :: caused by :: Namespace %s is a view, not a collection", what, ns)
+			}
 			return mongoerr.Newf(mongoerr.NamespaceNotFound, "Unable to retrieve %s in $collStats stage :: caused by :: Collection [%s] not found.", what, ns)
 		}
 		col = c

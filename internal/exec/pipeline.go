@@ -3,7 +3,6 @@ package exec
 import (
 	"context"
 	"errors"
-	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
@@ -119,6 +118,9 @@ func Build(stages []bson.D, sink Stage, env *Env) (Stage, error) {
 		if err != nil {
 			return nil, err
 		}
+		if sorter, ok := st.(*sortStage); ok {
+			sorter.keep = sortKeep(stages[i+1:])
+		}
 		next = st
 	}
 	return next, nil
@@ -179,21 +181,24 @@ func newStage(st bson.D, next Stage, env *Env) (Stage, error) {
 	case "$replaceRoot", "$replaceWith":
 		return newReplaceRoot(name, arg, next, env)
 	case "$skip", "$limit":
-		n, ok := query.AsInt(arg)
-		if !ok || n < 0 || (name == "$limit" && n == 0) {
-			return nil, mongoerr.Newf(mongoerr.FailedToParse, "invalid argument to %s stage: must be a positive number", name)
+		n, err := stageCount(name, arg)
+		if err != nil {
+			return nil, err
 		}
 		if name == "$skip" {
 			return &skipStage{next: next, skip: n}, nil
 		}
 		return &limitStage{next: next, left: n}, nil
 	case "$count":
-		field, ok := arg.(string)
-		if !ok || field == "" || strings.HasPrefix(field, "$") || strings.Contains(field, ".") {
-			return nil, mongoerr.New(mongoerr.FailedToParse, "the $count field must be a non-empty string without '$' or '.'")
+		field, err := countField(arg)
+		if err != nil {
+			return nil, err
 		}
 		return &countStage{next: next, field: field}, nil
 	case "$sort":
+		if err := checkSortStage(arg); err != nil {
+			return nil, err
+		}
 		d, err := stageDoc(st)
 		if err != nil {
 			return nil, err
@@ -332,6 +337,9 @@ type sortStage struct {
 	spill   bool
 	tempDir string
 	runs    []*sortRun
+	// keep: only the first keep documents in order matter (a $limit
+	// follows, topk.go); 0: all.
+	keep int64
 }
 
 // sortMemoryBytes is what $sort holds before it spills or fails (a
@@ -341,6 +349,7 @@ var sortMemoryBytes = MaxMemoryBytes
 func (s *sortStage) Push(doc bson.D) error {
 	s.mem += DocMemory(doc)
 	s.docs = append(s.docs, doc)
+	s.trimToKeep()
 	if s.mem <= sortMemoryBytes {
 		return nil
 	}

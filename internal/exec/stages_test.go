@@ -154,6 +154,22 @@ func TestStageErrors(t *testing.T) {
 		{`{"$sortByCount":"k"}`, mongoerr.Location40148},
 		{`{"$replaceRoot":{}}`, mongoerr.Location40231},
 		{`{"$lookup":{"from":"x","localField":"a","as":"o"}}`, mongoerr.FailedToParse},
+		{`{"$skip":"a"}`, mongoerr.Location15972},
+		{`{"$skip":-1}`, mongoerr.Location5107200},
+		{`{"$skip":1.5}`, mongoerr.Location5107200},
+		{`{"$limit":"a"}`, mongoerr.Location15957},
+		{`{"$limit":-1}`, mongoerr.Location5107201},
+		{`{"$limit":0}`, mongoerr.Location15958},
+		{`{"$count":1}`, mongoerr.Location40156},
+		{`{"$count":""}`, mongoerr.Location40157},
+		{`{"$count":"$n"}`, mongoerr.Location40158},
+		{`{"$count":"a.b"}`, mongoerr.Location40160},
+		{`{"$sort":1}`, mongoerr.Location15973},
+		{`{"$sort":{}}`, mongoerr.Location15976},
+		{`{"$sort":{"a":"x"}}`, mongoerr.Location15974},
+		{`{"$sort":{"a":2}}`, mongoerr.Location15975},
+		{`{"$sort":{"a":{"$meta":"textScore"}}}`, mongoerr.NotImplemented},
+		{`{"$sort":{"a":{"x":1}}}`, mongoerr.Location15974},
 	}
 	for _, c := range cases {
 		_, err := Build([]bson.D{parse(t, c.stage)}, &docsSink{}, &Env{Read: func(context.Context, string, *query.Filter, func(bson.D) error) error { return nil }})

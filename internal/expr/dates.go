@@ -24,6 +24,9 @@ func dateOps() map[string]parser {
 		"$dayOfWeek":    dateExtractor(func(t time.Time) int { return int(t.Weekday()) + 1 }),
 		"$dayOfYear":    dateExtractor(func(t time.Time) int { return t.YearDay() }),
 		"$week":         dateExtractor(sundayWeek),
+		"$isoWeek":      dateExtractor(func(t time.Time) int { _, w := t.ISOWeek(); return w }),
+		"$isoWeekYear":  dateExtractor(func(t time.Time) int { y, _ := t.ISOWeek(); return y }),
+		"$isoDayOfWeek": dateExtractor(func(t time.Time) int { return (int(t.Weekday())+6)%7 + 1 }),
 		"$dateToString": parseDateToString,
 	}
 }

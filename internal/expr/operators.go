@@ -63,7 +63,7 @@ func init() {
 		"$objectToArray": nary(1, 1, objectToArray),
 		"$arrayToObject": nary(1, 1, arrayToObject),
 	}
-	for _, group := range []map[string]parser{arithmeticOps(), stringOps(), arrayOps(), dateOps(), typeOps()} {
+	for _, group := range []map[string]parser{arithmeticOps(), stringOps(), arrayOps(), dateOps(), typeOps(), setOps(), dateArithOps()} {
 		for k, v := range group {
 			operators[k] = v
 		}
@@ -73,6 +73,12 @@ func init() {
 func parseOperator(name string, arg any, s *Scope) (Expr, error) {
 	p, ok := operators[name]
 	if !ok {
+		if unsupportedOperators[name] {
+			return nil, mongoerr.Newf(mongoerr.NotImplemented, "the expression operator %s is not supported by tierdb", name)
+		}
+		if name == "$meta" {
+			return nil, mongoerr.New(mongoerr.NotImplemented, "$meta is not supported by tierdb in aggregation expressions ({$meta: \"textScore\"} works in find's projection and sort)")
+		}
 		return nil, mongoerr.Newf(mongoerr.InvalidPipelineOperator, "Unrecognized expression '%s'", name)
 	}
 	return p(name, arg, s)
@@ -192,6 +198,16 @@ func parseLet(_ string, arg any, s *Scope) (Expr, error) {
 	l := &letExpr{}
 	inner := s
 	for _, v := range vars {
+		if v.Key == "CURRENT" {
+			// The one system variable a $let may rebind: field paths in
+			// 'in' then read the new value.
+			e, err := Parse(v.Value, s)
+			if err != nil {
+				return nil, err
+			}
+			l.current = e
+			continue
+		}
 		if err := checkVarName(v.Key); err != nil {
 			return nil, err
 		}
@@ -216,6 +232,8 @@ type letExpr struct {
 	slots  []int
 	values []Expr
 	in     Expr
+	// current, when the $let rebinds CURRENT, is its new value.
+	current Expr
 }
 
 func (l *letExpr) Eval(c *Ctx) (any, error) {
@@ -227,9 +245,23 @@ func (l *letExpr) Eval(c *Ctx) (any, error) {
 		}
 		vals[i] = v
 	}
+	var current any
+	if l.current != nil {
+		v, err := l.current.Eval(c)
+		if err != nil {
+			return nil, err
+		}
+		current = v
+	}
 	for i, slot := range l.slots {
 		c.setLocal(slot, vals[i])
 	}
+	if l.current == nil {
+		return l.in.Eval(c)
+	}
+	saved := c.current
+	c.current = current
+	defer func() { c.current = saved }()
 	return l.in.Eval(c)
 }
 

@@ -28,6 +28,10 @@ func stringOps() map[string]parser {
 		"$indexOfBytes": naryNamed(2, 4, indexOfBytes),
 		"$indexOfCP":    naryNamed(2, 4, indexOfCP),
 		"$regexMatch":   parseRegexMatch,
+		"$regexFind":    parseRegexMatch,
+		"$regexFindAll": parseRegexMatch,
+		"$replaceOne":   parseReplace,
+		"$replaceAll":   parseReplace,
 		"$strcasecmp":   nary(2, 2, strcasecmp),
 	}
 }
@@ -384,7 +388,7 @@ func parseRegexMatch(name string, arg any, s *Scope) (Expr, error) {
 			options = o
 		}
 		if nullish(in) || nullish(pat) {
-			return false, nil
+			return regexNoInput(name), nil
 		}
 		if cache.re == nil || cache.pattern != pattern || cache.options != options {
 			r, err := query.CompileRegex(pattern, options)
@@ -393,7 +397,7 @@ func parseRegexMatch(name string, arg any, s *Scope) (Expr, error) {
 			}
 			cache.pattern, cache.options, cache.re = pattern, options, r
 		}
-		return cache.re.MatchString(in.(string)), nil
+		return regexResult(name, cache.re, in.(string)), nil
 	}}, nil
 }
 
