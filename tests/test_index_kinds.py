@@ -297,6 +297,18 @@ def test_collmod_errors(db):
     assert ei.value.code == 2
 
 
+def test_a_descending_id_index_is_refused_not_folded_into_the_id_index(db):
+    # MongoDB builds {_id: -1} as an index of its own; tierdb says it does
+    # not rather than answering ok with nothing listed.
+    db.c.insert_one({"_id": 1})
+    with pytest.raises(OperationFailure) as ei:
+        db.c.create_index([("_id", -1)])
+    assert ei.value.code == 238
+    assert list(infos(db.c)) == ["_id_"]
+    db.c.create_index([("_id", 1)])  # the _id index itself: ok, nothing new
+    assert list(infos(db.c)) == ["_id_"]
+
+
 # --- hashed indexes ----------------------------------------------------------------
 
 def test_hashed_equality(db):

@@ -144,8 +144,12 @@ func parseIndexSpec(doc bson.D) (storage.Index, error) {
 		case ix.Hidden:
 			return ix, mongoerr.New(mongoerr.BadValue, "can't hide _id index")
 		}
+		if ix.Keys[0].Desc {
+			// MongoDB builds {_id: -1} as an index of its own, which the
+			// _id index (both directions) makes redundant here.
+			return ix, mongoerr.New(mongoerr.NotImplemented, "an index on {_id: -1} is not supported by tierdb: the _id index serves both directions")
+		}
 		ix.Unique = true // the _id index exists already and is unique
-		ix.Keys[0].Desc = false
 		ix.Name = "_id_"
 	}
 	return ix, nil
