@@ -198,8 +198,12 @@ def test_set_operators(db):
 def test_known_operators_tierdb_lacks_are_not_implemented(db):
     c = db.e
     for op in ({"$zip": {"inputs": [[1], [2]]}}, {"$bitAnd": [1, 3]},
-               {"$sortArray": {"input": [], "sortBy": 1}}, {"$getField": "a"}, {"$meta": "textScore"}):
+               {"$sortArray": {"input": [], "sortBy": 1}}, {"$getField": "a"}, {"$meta": "searchScore"},
+               {"$meta": "indexKey"}):
         fails(c, op, 238)
+    # textScore without a $text query is MongoDB's 40218; an unknown keyword 17308.
+    fails(c, {"$meta": "textScore"}, 40218)
+    fails(c, {"$meta": "bogus"}, 17308)
     fails(c, {"$frobnicate": 1}, 168)  # not MongoDB's either
 
 

@@ -603,17 +603,107 @@ def test_text_errors(db, articles):
     with pytest.raises(OperationFailure):
         list(articles.find({}, {"s": {"$meta": "textScore"}}).sort([("s", {"$meta": "textScore"})]))
     with pytest.raises(OperationFailure) as ei:
-        articles.aggregate([{"$match": {"$text": {"$search": "coffee"}}}, {"$project": {"s": {"$meta": "textScore"}}}])
-    assert ei.value.code == 238  # textScore is not available to aggregation stages
-    with pytest.raises(OperationFailure) as ei:
-        articles.aggregate([{"$match": {"$text": {"$search": "coffee"}}}, {"$sort": {"s": {"$meta": "textScore"}}}])
-    assert ei.value.code == 238
-    with pytest.raises(OperationFailure) as ei:
         articles.aggregate([{"$match": {"cat": "food"}}, {"$match": {"$text": {"$search": "coffee"}}}])
     assert ei.value.code == 238
     with pytest.raises(WriteError) as ei:
         articles.insert_one({"title": "x", "language": "klingon"})
     assert ei.value.code == 17262
+
+
+def find_scores(coll, search):
+    """{_id: score} of find's textScore for a search."""
+    return {d["_id"]: d["s"] for d in coll.find({"$text": {"$search": search}}, {"s": {"$meta": "textScore"}})}
+
+
+def test_text_score_in_aggregation_project_addfields_sort(articles):
+    want = find_scores(articles, "coffee tea")
+    assert len(want) == 2 and want[2] > want[1] > 0
+    rows = list(articles.aggregate([
+        {"$match": {"$text": {"$search": "coffee tea"}}},
+        {"$sort": {"score": {"$meta": "textScore"}}},
+        {"$project": {"title": 1, "score": {"$meta": "textScore"}}},
+    ]))
+    assert [r["_id"] for r in rows] == [2, 1]
+    assert {r["_id"]: r["score"] for r in rows} == want
+    assert all(set(r) == {"_id", "title", "score"} for r in rows)
+    # $addFields / $set, an expression over the score, and the score
+    # carried through $unwind, $skip and $limit; no hidden field shows.
+    rows = list(articles.aggregate([
+        {"$match": {"$text": {"$search": "coffee tea"}}},
+        {"$addFields": {"tags": ["x", "y"]}},
+        {"$unwind": "$tags"},
+        {"$set": {"s": {"$meta": "textScore"}, "twice": {"$multiply": [{"$meta": "textScore"}, 2]}}},
+        {"$sort": {"_id": 1, "tags": 1}},
+        {"$skip": 1},
+        {"$limit": 2},
+    ]))
+    assert [(r["_id"], r["tags"]) for r in rows] == [(1, "y"), (2, "x")]
+    for r in rows:
+        assert r["s"] == want[r["_id"]] and r["twice"] == 2 * want[r["_id"]]
+        assert set(r) == {"_id", "title", "body", "cat", "tags", "s", "twice"}
+    # A score projection alone keeps the whole document, as in find.
+    rows = list(articles.aggregate([{"$match": {"$text": {"$search": "running"}}},
+                                    {"$project": {"sc": {"$meta": "textScore"}}}]))
+    assert len(rows) == 1 and rows[0]["title"] == "Running shoes" and rows[0]["sc"] == find_scores(articles, "running")[3]
+
+
+def test_text_score_in_aggregation_sort_and_group(articles):
+    articles.insert_many([{"_id": 10, "title": "tea", "cat": "drink"}, {"_id": 11, "body": "tea tea tea", "cat": "drink"}])
+    want = find_scores(articles, "tea coffee")
+    # Sort by score and then a field: the order find gives.
+    by_find = [d["_id"] for d in articles.find({"$text": {"$search": "tea coffee"}}, {"s": {"$meta": "textScore"}})
+               .sort([("s", {"$meta": "textScore"}), ("_id", -1)])]
+    rows = list(articles.aggregate([
+        {"$match": {"$text": {"$search": "tea coffee"}}},
+        {"$sort": {"s": {"$meta": "textScore"}, "_id": -1}},
+        {"$project": {"_id": 1}},
+    ]))
+    assert [r["_id"] for r in rows] == by_find == sorted(want, key=lambda i: (-want[i], -i))
+    # With a later $match and a limit after the sort.
+    rows = list(articles.aggregate([
+        {"$match": {"$text": {"$search": "tea coffee"}, "cat": {"$ne": "sport"}}},
+        {"$sort": {"s": {"$meta": "textScore"}, "_id": 1}},
+        {"$limit": 1},
+        {"$addFields": {"s": {"$meta": "textScore"}}},
+    ]))
+    top = max(want.values())
+    assert len(rows) == 1 and rows[0]["s"] == top and want[rows[0]["_id"]] == top
+    # $group reads each document's score.
+    rows = list(articles.aggregate([
+        {"$match": {"$text": {"$search": "tea coffee"}}},
+        {"$group": {"_id": "$cat", "total": {"$sum": {"$meta": "textScore"}}, "top": {"$max": {"$meta": "textScore"}},
+                    "n": {"$sum": 1}}},
+        {"$sort": {"_id": 1}},
+    ]))
+    cats = {1: "food", 2: "food", 10: "drink", 11: "drink"}
+    assert {r["_id"] for r in rows} == {"drink", "food"}
+    for r in rows:
+        mine = [want[i] for i in want if cats[i] == r["_id"]]
+        assert r["n"] == len(mine) and r["top"] == max(mine)
+        assert abs(r["total"] - sum(mine)) < 1e-9
+
+
+def test_text_score_in_aggregation_errors(articles):
+    def code(pipeline):
+        with pytest.raises(OperationFailure) as ei:
+            list(articles.aggregate(pipeline))
+        return ei.value.code
+    text = {"$match": {"$text": {"$search": "coffee"}}}
+    # Without $text: MongoDB's 40218.
+    assert code([{"$project": {"s": {"$meta": "textScore"}}}]) == 40218
+    assert code([{"$match": {"cat": "food"}}, {"$sort": {"s": {"$meta": "textScore"}}}]) == 40218
+    assert code([{"$addFields": {"s": {"$meta": "textScore"}}}]) == 40218
+    # Other keywords tierdb does not produce; unknown ones.
+    assert code([text, {"$project": {"s": {"$meta": "searchScore"}}}]) == 238
+    assert code([text, {"$sort": {"s": {"$meta": "indexKey"}}}]) == 238
+    assert code([text, {"$addFields": {"s": {"$meta": "bogus"}}}]) == 17308
+    # After a stage that does not carry the score (or in one tierdb does not give it to): refused.
+    assert code([text, {"$group": {"_id": "$cat"}}, {"$project": {"s": {"$meta": "textScore"}}}]) == 238
+    assert code([text, {"$group": {"_id": "$cat"}}, {"$sort": {"s": {"$meta": "textScore"}}}]) == 238
+    assert code([text, {"$facet": {"f": [{"$project": {"s": {"$meta": "textScore"}}}]}}]) == 238
+    assert code([text, {"$match": {"$expr": {"$gt": [{"$meta": "textScore"}, 0]}}}]) == 238
+    # $text only in the first stage.
+    assert code([{"$match": {"cat": "food"}}, {"$match": {"$text": {"$search": "coffee"}}}]) == 238
 
 
 def test_text_languages(db):

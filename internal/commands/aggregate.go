@@ -190,6 +190,9 @@ func (h *Handlers) parseAggregate(ctx context.Context, on storage.On, req *Reque
 		rs:  &exec.ReadSpec{Filter: filter, Empty: len(rest) == 0 && text == nil, Exact: text == nil && exec.IsIDEquality(first)},
 		env: &exec.Env{Ctx: ctx, Vars: vars, Now: now, Read: h.reader(req, on), DB: req.DB, Output: noOutput{}, AllowDiskUse: allowDisk},
 	}
+	if text != nil {
+		p.env.TextScore = &expr.Meta{} // readText sets each document's score
+	}
 	p.rs.Sort, p.limitHint = exec.LeadingSort(stages)
 	// Build the stages once before reading anything, so that a bad stage
 	// fails at once.
@@ -264,7 +267,7 @@ func (h *Handlers) aggregateInput(ctx context.Context, on storage.On, db string,
 	if p.text != nil {
 		// $text reads through its own search, neither walked nor counted.
 		return p.stages, func(push func(bson.D) error) error {
-			return h.readText(ctx, on, db, p.coll, p.text, p.rs, push)
+			return h.readText(ctx, on, db, p.coll, p.text, p.rs, p.env.TextScore, push)
 		}
 	}
 	col, err := h.store.Collection(ctx, on, db, p.coll)

@@ -6,6 +6,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"tierdb/internal/exec"
+	"tierdb/internal/expr"
 	"tierdb/internal/mongoerr"
 	"tierdb/internal/storage"
 )
@@ -34,7 +35,7 @@ func (h *Handlers) distinct(ctx context.Context, req *Request) (bson.D, error) {
 		// The rest of the filter alone: never empty or exact.
 		rs.Empty, rs.Exact = false, false
 		read = func(ctx context.Context, on storage.On, db, coll string, rs *exec.ReadSpec, fn func(bson.D) error) error {
-			return h.readText(ctx, on, db, coll, text, rs, fn)
+			return h.readText(ctx, on, db, coll, text, rs, &expr.Meta{}, fn)
 		}
 	}
 	on, done, err := h.routeRead(req)

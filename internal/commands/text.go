@@ -8,6 +8,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"tierdb/internal/exec"
+	"tierdb/internal/expr"
 	"tierdb/internal/mongoerr"
 	"tierdb/internal/query"
 	"tierdb/internal/storage"
@@ -297,10 +298,10 @@ func (h *Handlers) countText(ctx context.Context, req *Request, name string, tex
 }
 
 // readText streams the documents a pipeline's leading {$match: {$text}}
-// selects to fn, in the text index's order (by _id). Their scores are not
-// available to later stages ({$meta: "textScore"} there is refused by the
-// expression parser).
-func (h *Handlers) readText(ctx context.Context, on storage.On, db, coll string, text *textQuery, rs *exec.ReadSpec, fn func(bson.D) error) error {
+// selects to fn, in the text index's order (by _id), setting meta to each
+// one's score before it is pushed (what {$meta: "textScore"} reads in the
+// later stages, exec's meta.go).
+func (h *Handlers) readText(ctx context.Context, on storage.On, db, coll string, text *textQuery, rs *exec.ReadSpec, meta *expr.Meta, fn func(bson.D) error) error {
 	ts := text.spec()
 	ts.Filter, ts.Empty = rs.Filter, rs.Empty
 	read, err := h.textRead(ctx, on, db, coll, ts)
@@ -312,6 +313,7 @@ func (h *Handlers) readText(ctx context.Context, on storage.On, db, coll string,
 		return err
 	}
 	for _, r := range results {
+		meta.TextScore = r.Score
 		if err := fn(r.Doc); err != nil {
 			return err
 		}

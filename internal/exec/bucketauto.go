@@ -38,7 +38,7 @@ func newBucketAuto(arg any, next Stage, env *Env) (Stage, error) {
 	if !ok {
 		return nil, mongoerr.Newf(mongoerr.Location40240, "The argument to $bucketAuto must be an object, but found type: %s", query.TypeName(arg))
 	}
-	scope := expr.NewScope(env.Vars)
+	scope := env.scope()
 	b := &bucketAutoStage{next: next, ev: newEvaluator(env), acc: &groupStage{}}
 	var output bson.D
 	hasGroupBy, hasBuckets := false, false

@@ -18,7 +18,9 @@
 //
 // Pipelines are stages as push operators ($match, $project, $group,
 // $sort, $unwind, $lookup, ...) that take documents one at a time and pass
-// what they produce to the next, ending in a sink.
+// what they produce to the next, ending in a sink. A pipeline that reads
+// a $text search carries each document's text score beside it, never in
+// it, for {$meta: "textScore"} in the later stages (meta.go).
 //
 // exec never builds SQL and never talks to PostgreSQL itself: reads go
 // through the Store interface, whose methods take where the work runs as

@@ -27,7 +27,7 @@ func LeadingDocuments(stages []bson.D) (arg any, rest []bson.D, ok bool) {
 // $$NOW: an array of documents (40228 for an element that is not one,
 // 5858203 when it is no array), held within the memory limit.
 func EvalDocuments(arg any, env *Env) ([]bson.D, error) {
-	x, err := expr.Parse(arg, expr.NewScope(env.Vars))
+	x, err := expr.Parse(arg, env.scope())
 	if err != nil {
 		return nil, err
 	}

@@ -97,7 +97,7 @@ func newGraphLookup(arg any, next Stage, env *Env) (Stage, error) {
 	if g.from == "" || as == "" || !hasStart || connectFrom == "" || g.connectTo == "" {
 		return nil, mongoerr.New(mongoerr.Location40105, "$graphLookup requires 'from', 'as', 'startWith', 'connectFromField' and 'connectToField' to be specified")
 	}
-	x, err := expr.Parse(startWith, expr.NewScope(env.Vars))
+	x, err := expr.Parse(startWith, env.scope())
 	if err != nil {
 		return nil, err
 	}

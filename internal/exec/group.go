@@ -53,12 +53,15 @@ func newGroupStage(spec bson.D, next Stage, env *Env) (*groupStage, error) {
 	if !ok {
 		return nil, mongoerr.New(mongoerr.Location15955, "a group specification must include an _id")
 	}
-	scope := expr.NewScope(env.Vars)
+	scope := env.scope()
 	idExpr, err := expr.Parse(idArg, scope)
 	if err != nil {
 		return nil, err
 	}
-	g := &groupStage{next: next, groups: map[string]*groupState{}, ev: newEvaluator(env), spill: env.AllowDiskUse, tempDir: env.TempDir}
+	// A spilled document would lose its text score: a $group that reads
+	// it does not spill (meta.go).
+	spill := env.AllowDiskUse && (env.TextScore == nil || !hasMetaKey(spec))
+	g := &groupStage{next: next, groups: map[string]*groupState{}, ev: newEvaluator(env), spill: spill, tempDir: env.TempDir}
 	g.id = func(doc bson.D) (any, error) { return g.ev.eval(idExpr, doc) }
 	if err := g.parseAccumulators(spec, scope); err != nil {
 		return nil, err

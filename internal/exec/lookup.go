@@ -106,7 +106,7 @@ func newLookup(arg any, next Stage, env *Env) (Stage, error) {
 		return nil, mongoerr.Newf(mongoerr.Location16410, "FieldPath field names may not start with '$': %s", as)
 	}
 	l.as = strings.Split(as, ".")
-	scope := expr.NewScope(env.Vars)
+	scope := env.scope()
 	if l.localField != "" {
 		x, err := expr.Parse("$"+l.localField, scope)
 		if err != nil {
@@ -427,7 +427,7 @@ func newUnionWith(arg any, next Stage, env *Env) (Stage, error) {
 		return nil, mongoerr.New(mongoerr.FailedToParse, "$unionWith needs a 'coll', or a 'pipeline' that starts with $documents")
 	}
 	if u.hasDocuments {
-		if _, err := expr.Parse(u.documents, expr.NewScope(env.Vars)); err != nil {
+		if _, err := expr.Parse(u.documents, env.scope()); err != nil {
 			return nil, err
 		}
 	}

@@ -121,7 +121,7 @@ func newMerge(arg any, env *Env) (Stage, error) {
 	if hasLet && m.whenMatched != "pipeline" {
 		return nil, mongoerr.Newf(mongoerr.Location51199, "Cannot use 'let' variables with 'whenMatched: %s' mode", m.whenMatched)
 	}
-	scope := expr.NewScope(env.Vars)
+	scope := env.scope()
 	for _, v := range let {
 		if v.Key == "new" {
 			return nil, mongoerr.New(mongoerr.BadValue, "$merge's 'let' cannot redefine $$new")

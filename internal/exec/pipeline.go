@@ -70,6 +70,11 @@ type Env struct {
 	// within names the stage whose sub-pipeline this is ($lookup,
 	// $unionWith, $merge), "" for the outermost pipeline.
 	within string
+	// TextScore is set when the pipeline's input comes from a $text
+	// search: the input sets the score of each document before pushing
+	// it (meta.go). nil: no text score, noMeta says why (nil: no $text).
+	TextScore *expr.Meta
+	noMeta    error
 }
 
 // ParsePipeline checks that each stage is a document of one field.
@@ -108,13 +113,14 @@ func Build(stages []bson.D, sink Stage, env *Env) (Stage, error) {
 		env.Now = expr.Now()
 	}
 	next := sink
+	envs := stageEnvs(stages, env)
 	for i := len(stages) - 1; i >= 0; i-- {
 		if name := stages[i][0].Key; (name == "$out" || name == "$merge") && !env.inFacet {
 			if err := checkWritingStage(name, i == len(stages)-1, env); err != nil {
 				return nil, err
 			}
 		}
-		st, err := newStage(stages[i], next, env)
+		st, err := newStage(stages[i], next, envs[i])
 		if err != nil {
 			return nil, err
 		}
@@ -150,6 +156,9 @@ func newStage(st bson.D, next Stage, env *Env) (Stage, error) {
 	case "$match":
 		d, err := stageDoc(st)
 		if err != nil {
+			return nil, err
+		}
+		if err := checkMatchMeta(d, env); err != nil {
 			return nil, err
 		}
 		f, err := query.ParseFilterVars(d, expr.WithNow(env.Vars, env.Now))
@@ -203,11 +212,7 @@ func newStage(st bson.D, next Stage, env *Env) (Stage, error) {
 		if err != nil {
 			return nil, err
 		}
-		s, err := query.ParseSort(d)
-		if err != nil {
-			return nil, err
-		}
-		return &sortStage{next: next, sort: s, spill: env.AllowDiskUse, tempDir: env.TempDir}, nil
+		return newSortStage(d, next, env)
 	case "$group":
 		d, err := stageDoc(st)
 		if err != nil {
@@ -340,6 +345,8 @@ type sortStage struct {
 	// keep: only the first keep documents in order matter (a $limit
 	// follows, topk.go); 0: all.
 	keep int64
+	// wrap: hold each document with its text score (meta.go).
+	wrap *expr.Meta
 }
 
 // sortMemoryBytes is what $sort holds before it spills or fails (a
@@ -347,6 +354,9 @@ type sortStage struct {
 var sortMemoryBytes = MaxMemoryBytes
 
 func (s *sortStage) Push(doc bson.D) error {
+	if s.wrap != nil {
+		doc = wrapScored(doc, s.wrap)
+	}
 	s.mem += DocMemory(doc)
 	s.docs = append(s.docs, doc)
 	s.trimToKeep()

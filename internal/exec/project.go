@@ -61,6 +61,18 @@ type projection struct {
 	exclude bool
 	root    *projNode
 	ev      *evaluator
+	// metas are the top-level {field: {$meta: "textScore"}}, which do
+	// not make a projection an inclusion (MongoDB's rule): in an
+	// exclusion they are set after the exclusion.
+	metas []metaField
+}
+
+// metaField is a top-level {name: {$meta: ...}}; at is its place among
+// the root's fields.
+type metaField struct {
+	name string
+	e    expr.Expr
+	at   int
 }
 
 func parseProjectStage(name string, arg any, env *Env) (*projection, error) {
@@ -101,9 +113,9 @@ func parseProjection(spec bson.D, env *Env) (*projection, error) {
 		return nil, mongoerr.New(mongoerr.Location51272, "Invalid $project :: caused by :: projection specification must have at least one field")
 	}
 	p := &projection{root: newProjNode(), ev: newEvaluator(env)}
-	scope := expr.NewScope(env.Vars)
+	scope := env.scope()
 	mode := 0 // 1 inclusion, -1 exclusion
-	idExcluded := false
+	idExcluded, idIncluded := false, false
 	var walk func(n *projNode, prefix string, spec bson.D) error
 	walk = func(n *projNode, prefix string, spec bson.D) error {
 		for _, e := range spec {
@@ -135,7 +147,7 @@ func parseProjection(spec bson.D, env *Env) (*projection, error) {
 			case bool, int32, int64, float64, bson.Decimal128:
 				on := expr.Truthy(v)
 				if isID {
-					idExcluded = !on
+					idExcluded, idIncluded = !on, on
 					continue
 				}
 				want := 1
@@ -157,6 +169,17 @@ func parseProjection(spec bson.D, env *Env) (*projection, error) {
 			case bson.D:
 				if len(v) == 0 {
 					return mongoerr.Newf(mongoerr.Location51270, "Invalid $project :: caused by :: An empty sub-projection is not a valid value. Found empty object at path %s", path)
+				}
+				if prefix == "" && len(parts) == 1 && len(v) == 1 && v[0].Key == "$meta" {
+					x, err := expr.Parse(v, scope)
+					if err != nil {
+						return err
+					}
+					if n.byName[last] != nil || p.hasMeta(last) {
+						return mongoerr.Newf(mongoerr.Location31250, "Invalid projection :: caused by :: Path collision at %s", path)
+					}
+					p.metas = append(p.metas, metaField{name: last, e: x, at: len(n.fields)})
+					continue
 				}
 				if !strings.HasPrefix(v[0].Key, "$") {
 					f, err := node.child(last, path, false)
@@ -185,7 +208,10 @@ func parseProjection(spec bson.D, env *Env) (*projection, error) {
 	if err := walk(p.root, "", spec); err != nil {
 		return nil, err
 	}
-	p.exclude = mode == -1 || (mode == 0 && idExcluded)
+	p.exclude = mode == -1 || (mode == 0 && (idExcluded || len(p.metas) > 0 && !idIncluded))
+	if !p.exclude {
+		p.metasComputed()
+	}
 	if p.exclude && idExcluded {
 		f, _ := p.root.child("_id", "_id", true)
 		if f != nil {
@@ -216,9 +242,39 @@ func (p *projection) computed(n *projNode, name, path string, v any, scope *expr
 	return nil
 }
 
+// hasMeta reports whether name is already a top-level $meta field.
+func (p *projection) hasMeta(name string) bool {
+	for _, m := range p.metas {
+		if m.name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// metasComputed makes the $meta fields of an inclusion computed fields,
+// in their places.
+func (p *projection) metasComputed() {
+	for k, m := range p.metas {
+		f := &projField{name: m.name, expr: m.e}
+		p.root.byName[m.name] = f
+		at := m.at + k
+		p.root.fields = append(p.root.fields[:at], append([]*projField{f}, p.root.fields[at:]...)...)
+	}
+	p.metas = nil
+}
+
 func (p *projection) apply(doc bson.D) (bson.D, error) {
 	if p.exclude {
-		return excludeDoc(p.root, doc), nil
+		out := excludeDoc(p.root, doc)
+		for _, m := range p.metas {
+			v, err := p.ev.eval(m.e, doc)
+			if err != nil {
+				return nil, err
+			}
+			out = setField(out, m.name, v)
+		}
+		return out, nil
 	}
 	out, err := p.include(p.root, doc, doc)
 	return out, err
@@ -354,7 +410,7 @@ func parseAddFields(name string, arg any, env *Env) (*addFields, error) {
 		return nil, mongoerr.Newf(mongoerr.Location40177, "Invalid %s :: caused by :: specification must have at least one field", name)
 	}
 	a := &addFields{ev: newEvaluator(env)}
-	scope := expr.NewScope(env.Vars)
+	scope := env.scope()
 	var seen []string
 	for _, e := range d {
 		parts := strings.Split(e.Key, ".")
@@ -458,7 +514,7 @@ func newReplaceRoot(name string, arg any, next Stage, env *Env) (Stage, error) {
 			return nil, mongoerr.New(mongoerr.Location40231, "no newRoot specified for the $replaceRoot stage")
 		}
 	}
-	e, err := expr.Parse(root, expr.NewScope(env.Vars))
+	e, err := expr.Parse(root, env.scope())
 	if err != nil {
 		return nil, err
 	}

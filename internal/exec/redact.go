@@ -32,7 +32,7 @@ func newRedact(arg any, next Stage, env *Env) (Stage, error) {
 		vars[k] = v
 	}
 	vars["DESCEND"], vars["PRUNE"], vars["KEEP"] = redactDescend, redactPrune, redactKeep
-	e, err := expr.Parse(arg, expr.NewScopeWith(vars, "DESCEND", "PRUNE", "KEEP"))
+	e, err := expr.Parse(arg, env.withMeta(expr.NewScopeWith(vars, "DESCEND", "PRUNE", "KEEP")))
 	if err != nil {
 		return nil, err
 	}

@@ -78,7 +78,7 @@ func checkSortStage(arg any) error {
 	for _, e := range d {
 		if d, isDoc := e.Value.(bson.D); isDoc {
 			if len(d) == 1 && d[0].Key == "$meta" {
-				return mongoerr.New(mongoerr.NotImplemented, "$sort by {$meta: ...} is not supported by tierdb in aggregation ({$meta: \"textScore\"} works in find's sort)")
+				continue // newSortStage checks the keyword
 			}
 			return mongoerr.Newf(mongoerr.Location15974, "Illegal key in $sort specification: %s", e.Key)
 		}

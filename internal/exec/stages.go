@@ -221,7 +221,7 @@ func newBucket(arg any, next Stage, env *Env) (Stage, error) {
 	if !hasOutput {
 		output = bson.D{{Key: "count", Value: bson.D{{Key: "$sum", Value: int32(1)}}}}
 	}
-	scope := expr.NewScope(env.Vars)
+	scope := env.scope()
 	key, err := expr.Parse(groupBy, scope)
 	if err != nil {
 		return nil, err

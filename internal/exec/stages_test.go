@@ -168,7 +168,8 @@ func TestStageErrors(t *testing.T) {
 		{`{"$sort":{}}`, mongoerr.Location15976},
 		{`{"$sort":{"a":"x"}}`, mongoerr.Location15974},
 		{`{"$sort":{"a":2}}`, mongoerr.Location15975},
-		{`{"$sort":{"a":{"$meta":"textScore"}}}`, mongoerr.NotImplemented},
+		{`{"$sort":{"a":{"$meta":"textScore"}}}`, mongoerr.Location40218},
+		{`{"$sort":{"a":{"$meta":"searchScore"}}}`, mongoerr.NotImplemented},
 		{`{"$sort":{"a":{"x":1}}}`, mongoerr.Location15974},
 	}
 	for _, c := range cases {

@@ -63,7 +63,7 @@ func newSetWindowFields(arg any, next Stage, env *Env) (Stage, error) {
 		return nil, mongoerr.Newf(mongoerr.FailedToParse, "the $setWindowFields stage specification must be an object, found %s", query.TypeName(arg))
 	}
 	w := &windowStage{next: next, ev: newEvaluator(env)}
-	scope := expr.NewScope(env.Vars)
+	scope := env.scope()
 	var output bson.D
 	hasOutput := false
 	for _, e := range d {

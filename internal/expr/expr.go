@@ -51,6 +51,10 @@ type Scope struct {
 	slots   *int
 	// system are upper-case variables a stage defines ($redact's).
 	system map[string]bool
+	// meta is where {$meta: "textScore"} reads the score; nil: not
+	// available, noMeta says why (nil: no $text query, meta.go).
+	meta   *Meta
+	noMeta error
 }
 
 type binding struct {
@@ -68,7 +72,9 @@ func NewScope(vars map[string]any) *Scope {
 func (s *Scope) bind(name string) (*Scope, int) {
 	slot := *s.slots
 	*s.slots++
-	return &Scope{globals: s.globals, local: &binding{name: name, slot: slot, parent: s.local}, slots: s.slots, system: s.system}, slot
+	c := *s
+	c.local = &binding{name: name, slot: slot, parent: s.local}
+	return &c, slot
 }
 
 // Parse parses an expression in scope s.

@@ -43,6 +43,7 @@ var operators map[string]parser
 
 func init() {
 	operators = map[string]parser{
+		"$meta":    parseMeta,
 		"$literal": func(_ string, arg any, _ *Scope) (Expr, error) { return constant{arg}, nil },
 		"$let":     parseLet,
 		"$and":     lazy(0, -1, evalAnd),
@@ -75,9 +76,6 @@ func parseOperator(name string, arg any, s *Scope) (Expr, error) {
 	if !ok {
 		if unsupportedOperators[name] {
 			return nil, mongoerr.Newf(mongoerr.NotImplemented, "the expression operator %s is not supported by tierdb", name)
-		}
-		if name == "$meta" {
-			return nil, mongoerr.New(mongoerr.NotImplemented, "$meta is not supported by tierdb in aggregation expressions ({$meta: \"textScore\"} works in find's projection and sort)")
 		}
 		return nil, mongoerr.Newf(mongoerr.InvalidPipelineOperator, "Unrecognized expression '%s'", name)
 	}
