@@ -645,6 +645,19 @@ def test_text_score_in_aggregation_project_addfields_sort(articles):
     rows = list(articles.aggregate([{"$match": {"$text": {"$search": "running"}}},
                                     {"$project": {"sc": {"$meta": "textScore"}}}]))
     assert len(rows) == 1 and rows[0]["title"] == "Running shoes" and rows[0]["sc"] == find_scores(articles, "running")[3]
+    # In an exclusion projection, and carried through $replaceRoot.
+    rows = list(articles.aggregate([
+        {"$match": {"$text": {"$search": "coffee tea"}}},
+        {"$project": {"_id": 0, "body": 0, "score": {"$meta": "textScore"}, "cat": 0}},
+        {"$replaceRoot": {"newRoot": {"t": "$title"}}},
+        {"$addFields": {"s": {"$meta": "textScore"}}},
+        {"$sort": {"t": 1}},
+    ]))
+    assert rows == [{"t": "Coffee shop", "s": want[1]}, {"t": "Tea house", "s": want[2]}]
+    rows = list(articles.aggregate([{"$match": {"$text": {"$search": "coffee"}}}, {"$sort": {"_id": 1}},
+                                    {"$project": {"_id": 0, "body": 0, "cat": 0, "score": {"$meta": "textScore"}}}]))
+    coffee = find_scores(articles, "coffee")
+    assert rows == [{"title": "Coffee shop", "score": coffee[1]}, {"title": "Tea house", "score": coffee[2]}]
 
 
 def test_text_score_in_aggregation_sort_and_group(articles):
