@@ -681,6 +681,14 @@ def test_text_score_in_aggregation_sort_and_group(articles):
     ]))
     top = max(want.values())
     assert len(rows) == 1 and rows[0]["s"] == top and want[rows[0]["_id"]] == top
+    # $facet's sub-pipelines read it and sort by it.
+    rows = list(articles.aggregate([
+        {"$match": {"$text": {"$search": "tea coffee"}}},
+        {"$facet": {"top": [{"$sort": {"s": {"$meta": "textScore"}, "_id": -1}}, {"$limit": 2},
+                            {"$project": {"_id": 1, "s": {"$meta": "textScore"}}}],
+                    "n": [{"$count": "n"}]}},
+    ]))
+    assert rows == [{"top": [{"_id": i, "s": want[i]} for i in by_find[:2]], "n": [{"n": len(want)}]}]
     # $group reads each document's score.
     rows = list(articles.aggregate([
         {"$match": {"$text": {"$search": "tea coffee"}}},
@@ -713,7 +721,9 @@ def test_text_score_in_aggregation_errors(articles):
     # After a stage that does not carry the score (or in one tierdb does not give it to): refused.
     assert code([text, {"$group": {"_id": "$cat"}}, {"$project": {"s": {"$meta": "textScore"}}}]) == 238
     assert code([text, {"$group": {"_id": "$cat"}}, {"$sort": {"s": {"$meta": "textScore"}}}]) == 238
-    assert code([text, {"$facet": {"f": [{"$project": {"s": {"$meta": "textScore"}}}]}}]) == 238
+    assert code([text, {"$facet": {"f": [{"$project": {"s": {"$meta": "textScore"}}}]}},
+                 {"$project": {"s": {"$meta": "textScore"}}}]) == 238
+    assert code([text, {"$lookup": {"from": "b", "as": "x", "pipeline": [{"$project": {"s": {"$meta": "textScore"}}}]}}]) == 238
     assert code([text, {"$match": {"$expr": {"$gt": [{"$meta": "textScore"}, 0]}}}]) == 238
     # $text only in the first stage.
     assert code([{"$match": {"cat": "food"}}, {"$match": {"$text": {"$search": "coffee"}}}]) == 238

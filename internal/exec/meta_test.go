@@ -117,6 +117,33 @@ func equalDocs(a, b bson.D) bool {
 	return string(ra) == string(rb)
 }
 
+// $facet's sub-pipelines read and sort by the score.
+func TestTextScoreInFacet(t *testing.T) {
+	out, err := runScored(t, &Env{},
+		bson.D{{Key: "$facet", Value: bson.D{
+			{Key: "top", Value: bson.A{
+				bson.D{{Key: "$sort", Value: bson.D{{Key: "s", Value: textScore}, {Key: "_id", Value: int32(1)}}}},
+				bson.D{{Key: "$limit", Value: int32(2)}},
+				bson.D{{Key: "$project", Value: bson.D{{Key: "_id", Value: int32(1)}, {Key: "s", Value: textScore}}}},
+			}},
+			{Key: "sum", Value: bson.A{bson.D{{Key: "$group", Value: bson.D{{Key: "_id", Value: nil}, {Key: "t", Value: bson.D{{Key: "$sum", Value: textScore}}}}}}}},
+		}}},
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := bson.D{
+		{Key: "top", Value: bson.A{
+			bson.D{{Key: "_id", Value: int32(2)}, {Key: "s", Value: 3.0}},
+			bson.D{{Key: "_id", Value: int32(4)}, {Key: "s", Value: 3.0}},
+		}},
+		{Key: "sum", Value: bson.A{bson.D{{Key: "_id", Value: nil}, {Key: "t", Value: 8.25}}}},
+	}
+	if len(out) != 1 || !equalDocs(out[0], want) {
+		t.Fatalf("got %v, want %v", out, want)
+	}
+}
+
 // $group reads the score of the documents it takes.
 func TestTextScoreInGroup(t *testing.T) {
 	out, err := runScored(t, &Env{},
@@ -157,7 +184,7 @@ func TestTextScoreRefusals(t *testing.T) {
 		{group, sortByScore},
 		{bson.D{{Key: "$count", Value: "n"}}, proj},
 		{bson.D{{Key: "$bucketAuto", Value: bson.D{{Key: "groupBy", Value: textScore}, {Key: "buckets", Value: int32(2)}}}}},
-		{bson.D{{Key: "$facet", Value: bson.D{{Key: "f", Value: bson.A{proj}}}}}},
+		{bson.D{{Key: "$facet", Value: bson.D{{Key: "f", Value: bson.A{proj}}}}}, proj},
 		{bson.D{{Key: "$match", Value: bson.D{{Key: "$expr", Value: bson.D{{Key: "$gt", Value: bson.A{textScore, int32(1)}}}}}}}},
 		{bson.D{{Key: "$project", Value: bson.D{{Key: "s", Value: bson.D{{Key: "$meta", Value: "searchScore"}}}}}}},
 		{bson.D{{Key: "$sort", Value: bson.D{{Key: "s", Value: bson.D{{Key: "$meta", Value: "indexKey"}}}}}}},
