@@ -702,6 +702,14 @@ def test_text_score_in_aggregation_sort_and_group(articles):
         mine = [want[i] for i in want if cats[i] == r["_id"]]
         assert r["n"] == len(mine) and r["top"] == max(mine)
         assert abs(r["total"] - sum(mine)) < 1e-9
+    # $bucket and $sortByCount group by it.
+    edge = sorted(want.values())[len(want) // 2]
+    rows = list(articles.aggregate([{"$match": {"$text": {"$search": "tea coffee"}}},
+                                    {"$bucket": {"groupBy": {"$meta": "textScore"}, "boundaries": [0, edge, 1e9]}}]))
+    assert rows == [{"_id": 0, "count": sum(v < edge for v in want.values())},
+                    {"_id": edge, "count": sum(v >= edge for v in want.values())}]
+    rows = list(articles.aggregate([{"$match": {"$text": {"$search": "tea coffee"}}}, {"$sortByCount": {"$meta": "textScore"}}]))
+    assert sorted(r["_id"] for r in rows) == sorted(set(want.values()))
 
 
 def test_text_score_in_aggregation_errors(articles):

@@ -28,9 +28,10 @@ var carriesMeta = map[string]bool{
 }
 
 // readsMeta are the stages that may read the score of the documents they
-// take, though what they produce has none: $group's expressions, and
+// take, though what they produce has none: the expressions of $group,
+// $bucket and $sortByCount (evaluated as each document comes), and
 // $facet's sub-pipelines (which take each document as it comes).
-var readsMeta = map[string]bool{"$group": true, "$facet": true}
+var readsMeta = map[string]bool{"$group": true, "$bucket": true, "$sortByCount": true, "$facet": true}
 
 // stageEnvs is the environment of each stage: where the text score is
 // available, and the refusal of {$meta: "textScore"} where it is not.
@@ -53,7 +54,7 @@ func stageEnvs(stages []bson.D, env *Env) []*Env {
 		}
 		out[i] = &e
 		if meta != nil && !carriesMeta[name] {
-			meta, noMeta = nil, mongoerr.Newf(mongoerr.NotImplemented, "{$meta: \"textScore\"} after a %s stage is not supported by tierdb (the score is carried through $match, $project, $unset, $addFields, $set, $skip, $limit, $sort, $unwind, $redact and $replaceRoot, and read in $group and $facet)", name)
+			meta, noMeta = nil, mongoerr.Newf(mongoerr.NotImplemented, "{$meta: \"textScore\"} after a %s stage is not supported by tierdb (the score is carried through $match, $project, $unset, $addFields, $set, $skip, $limit, $sort, $unwind, $redact and $replaceRoot, and read in $group, $bucket, $sortByCount and $facet)", name)
 		}
 	}
 	return out

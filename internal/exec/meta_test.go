@@ -160,6 +160,27 @@ func TestTextScoreInGroup(t *testing.T) {
 	}
 }
 
+// $bucket and $sortByCount group by the score.
+func TestTextScoreInBucketAndSortByCount(t *testing.T) {
+	out, err := runScored(t, &Env{AllowDiskUse: true},
+		bson.D{{Key: "$bucket", Value: bson.D{{Key: "groupBy", Value: textScore}, {Key: "boundaries", Value: bson.A{int32(0), int32(2), int32(4)}}}}},
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out) != 2 || fieldOf(t, out[0], "count") != int32(2) || fieldOf(t, out[1], "count") != int32(2) {
+		t.Fatalf("got %v", out)
+	}
+	out, err = runScored(t, &Env{}, bson.D{{Key: "$sortByCount", Value: textScore}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []bson.D{{{Key: "_id", Value: 3.0}, {Key: "count", Value: int32(2)}}}
+	if len(out) != 3 || !equalDocs(out[0], want[0]) {
+		t.Fatalf("got %v", out)
+	}
+}
+
 func wantCode(t *testing.T, err error, code mongoerr.Code) {
 	t.Helper()
 	var me *mongoerr.Error

@@ -230,8 +230,10 @@ func newBucket(arg any, next Stage, env *Env) (Stage, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A spilled document would lose its text score (meta.go).
+	spill := env.AllowDiskUse && (env.TextScore == nil || !hasMetaKey(d))
 	g := &groupStage{next: &sortStage{next: next, sort: s, spill: env.AllowDiskUse, tempDir: env.TempDir}, groups: map[string]*groupState{},
-		ev: newEvaluator(env), spill: env.AllowDiskUse, tempDir: env.TempDir}
+		ev: newEvaluator(env), spill: spill, tempDir: env.TempDir}
 	if err := g.parseAccumulators(output, scope); err != nil {
 		return nil, err
 	}
