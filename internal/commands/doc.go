@@ -3,22 +3,28 @@
 // hooks and the mapping of every error to a MongoDB code (errors.go).
 //
 // Handlers parse their arguments, call exec (which runs reads, sorts,
-// cursors' operators and pipelines over its Store interface), storage for
-// catalog work and writes, query and update, and build the reply document.
+// cursors' operators, pipelines and the write statements of insert,
+// update, delete and findAndModify over its Store interface), storage for
+// catalog work, query and update, and build the reply document
+// (writeErrors, upserted, lastErrorObject). Retryable writes, transactions
+// and write concern wrap the handlers; a statement interrupted by
+// maxTimeMS or killOp fails the whole write command (writeReply).
 // The cursor registry (cursor.go) holds exec.Sources with their session
 // state: owner, namespace, idle time, what remains of maxTimeMS.
-// Background work (the TTL monitor, ttl.go) goes through the same
-// admission as clients, at the low tier.
+// Background work (the TTL monitor, ttl.go, whose scan-and-delete is
+// exec.Expiry) goes through the same admission as clients, at the low
+// tier.
 //
 // Where a request's storage work runs is an explicit storage.On, never a
 // context value: run builds it from the tier admission decided, the
 // transaction wrappers add the session's transaction, the write concern
 // its commit mode (j:false), and a read handler the node the router chose
 // (routeRead). Handlers pass it down to every storage call and into the
-// Reader, Output and exec.Read they give exec; a cursor's source keeps
+// Reader, Output, exec.Read and exec.Write they give exec; a cursor's source keeps
 // only its node, and reads each getMore with that request's On.
 //
 // Handlers must never write to the network, never build SQL (that is
 // storage's and query's job), never run a query's scan, sort or pipeline
-// themselves (exec's) and never put internal error text in a reply.
+// themselves, nor a write's compare-and-swap loop (exec's), and never put
+// internal error text in a reply.
 package commands

@@ -3,10 +3,9 @@ package commands
 import (
 	"context"
 
-	"tierdb/internal/bsonx"
-
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"tierdb/internal/exec"
 	"tierdb/internal/mongoerr"
 	"tierdb/internal/storage"
 	"tierdb/internal/update"
@@ -87,99 +86,27 @@ func (h *Handlers) findAndModify(ctx context.Context, req *Request) (bson.D, err
 		}
 		return d, nil
 	}
-	reply := func(n int, updatedExisting bool, upsertedID any, value bson.D) (bson.D, error) {
-		leo := bson.D{{Key: "n", Value: int32(n)}}
-		if !remove {
-			leo = append(leo, bson.E{Key: "updatedExisting", Value: updatedExisting})
-		}
-		if upsertedID != nil {
-			leo = append(leo, bson.E{Key: "upserted", Value: upsertedID})
-		}
-		v, err := project(value)
-		if err != nil {
-			return nil, err
-		}
-		return bson.D{{Key: "lastErrorObject", Value: leo}, {Key: "value", Value: v}}, nil
-	}
-
 	on := req.on
 	col, err := h.store.Collection(ctx, on, req.DB, name)
 	if err != nil && !storage.IsCode(err, storage.ErrNamespaceNotFound) {
 		return nil, err
 	}
-	upsertRounds := 0
-	for range casRetries {
-		var doc bson.D
-		var raw bson.Raw
-		if col != nil {
-			src, err := h.read(ctx, on, col, rs).Open(ctx)
-			if err != nil {
-				return nil, err
-			}
-			batch, _, err := src.Next(ctx, on, 1)
-			if err != nil {
-				return nil, err
-			}
-			if len(batch) == 1 {
-				raw = batch[0]
-				if doc, err = bsonx.Decode(raw); err != nil {
-					return nil, err
-				}
-			}
-		}
-		switch {
-		case doc == nil && upsert:
-			newDoc, err := update.UpsertDocument(rs.Filter.Equalities(), upd)
-			if err != nil {
-				return nil, err
-			}
-			prepared, err := prepareDoc(newDoc)
-			if err != nil {
-				return nil, err
-			}
-			id, err := h.insertOne(ctx, on, req.DB, name, prepared.D)
-			upsertRounds++
-			if storage.IsCode(err, storage.ErrDuplicateKey) && upsertRounds == 1 {
-				// Maybe a concurrent upsert inserted the match: look once more.
-				if col, err = h.store.Collection(ctx, on, req.DB, name); err != nil {
-					return nil, err
-				}
-				continue
-			}
-			if err != nil {
-				return nil, err
-			}
-			var value bson.D
-			if returnNew {
-				value = prepared.D
-			}
-			return reply(1, false, id, value)
-		case doc == nil:
-			return reply(0, false, nil, nil)
-		case remove:
-			id, _ := lookup(doc, "_id")
-			n, err := h.store.Delete(ctx, on, col, []storage.Row{{Key: storage.IDKey(id), Doc: raw}})
-			if err != nil {
-				return nil, err
-			}
-			if n == 1 {
-				return reply(1, false, nil, doc)
-			}
-		default:
-			matched, _, newDoc, err := h.modify(ctx, on, col, rs.Filter, doc, raw, func(d bson.D) (bson.D, bool, error) {
-				doc = d
-				return applyMatched(upd, rs.Filter, d)
-			})
-			if err != nil {
-				return nil, err
-			}
-			if matched {
-				if returnNew {
-					return reply(1, true, nil, newDoc)
-				}
-				return reply(1, true, nil, doc)
-			}
-		}
+	res, err := h.writer(ctx, req, name, col).FindAndModify(ctx, exec.FindAndModify{
+		Spec: rs, Update: upd, Remove: remove, Upsert: upsert, ReturnNew: returnNew,
+	})
+	if err != nil {
+		return nil, err
 	}
-	return nil, mongoerr.New(mongoerr.OperationFailed, "too many concurrent changes; retry")
+	leo := bson.D{{Key: "n", Value: int32(res.N)}}
+	if !remove {
+		leo = append(leo, bson.E{Key: "updatedExisting", Value: res.UpdatedExisting})
+	}
+	if res.UpsertedID != nil {
+		leo = append(leo, bson.E{Key: "upserted", Value: res.UpsertedID})
+	}
+	v, err := project(res.Value)
+	if err != nil {
+		return nil, err
+	}
+	return bson.D{{Key: "lastErrorObject", Value: leo}, {Key: "value", Value: v}}, nil
 }

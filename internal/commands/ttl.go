@@ -5,11 +5,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"go.mongodb.org/mongo-driver/v2/bson"
-
-	"tierdb/internal/bsonx"
+	"tierdb/internal/exec"
 	"tierdb/internal/qos"
-	"tierdb/internal/query"
 	"tierdb/internal/storage"
 )
 
@@ -22,18 +19,13 @@ import (
 // It is low-tier background work: each batch is admitted like a low-tier
 // client request (priority channel, then the fair gate, as the user
 // "__ttl"), and runs on the low tier's PostgreSQL backends, so it never
-// competes with high-tier requests. A batch reads at most ttlBatch
-// candidates through the TTL index and deletes those still holding the
-// bytes they were read with (compare and delete), so a document updated
-// meanwhile is judged again at the next pass, and each expired document is
-// deleted once, whichever tierdb sharing the database deletes it.
-const (
-	ttlBatch = 500
-	// ttlMaxBatches bounds the work of one index in one pass; the rest
-	// waits for the next pass, as MongoDB's monitor bounds its passes.
-	ttlMaxBatches = 200
-	ttlPrincipal  = "__ttl"
-)
+// competes with high-tier requests. The scan-and-delete of each index is
+// exec.Expiry: a batch reads at most exec.ExpiryBatch candidates through
+// the TTL index and deletes those still holding the bytes they were read
+// with (compare and delete), so a document updated meanwhile is judged
+// again at the next pass, and each expired document is deleted once,
+// whichever tierdb sharing the database deletes it.
+const ttlPrincipal = "__ttl"
 
 // ttlStats count the monitor's work (MongoDB's metrics.ttl).
 type ttlStats struct {
@@ -89,61 +81,11 @@ func (h *Handlers) expirePass(ctx context.Context) {
 }
 
 // expireIndex deletes, batch by batch, the documents of one TTL index
-// expired at now; it returns how many it deleted.
+// expired at now (exec.Expiry), each batch admitted as background work;
+// it returns how many it deleted.
 func (h *Handlers) expireIndex(ctx context.Context, t storage.TTLIndex, now time.Time) (int64, error) {
-	ix := t.Index
-	cutoff := bson.NewDateTimeFromTime(now.Add(-time.Duration(*ix.ExpireAfterSeconds) * time.Second))
-	// {field: {$lt: cutoff}} is exactly MongoDB's rule: it matches a date
-	// before the cutoff, or an array holding one (the earliest decides),
-	// and nothing of another type.
-	cond := bson.D{{Key: ix.Keys[0].Field, Value: bson.D{{Key: "$lt", Value: cutoff}}}}
-	if len(ix.Partial) > 0 {
-		partial, err := bsonx.Decode(ix.Partial)
-		if err != nil {
-			return 0, err
-		}
-		cond = bson.D{{Key: "$and", Value: bson.A{partial, cond}}}
-	}
-	f, err := query.ParseFilter(cond)
-	if err != nil {
-		return 0, err
-	}
-	where, args := f.SQL([]query.KeyColumn{t.Col.KeyColumn(ix)}, 1)
-	p := storage.ScanParams{Where: where, Args: args, Limit: ttlBatch}
-	var deleted int64
-	for i := 0; i < ttlMaxBatches; i++ {
-		done, err := h.admitBackground(ctx)
-		if err != nil {
-			return deleted, err
-		}
-		rows, err := h.store.Scan(ctx, ttlOn, t.Col, p)
-		if err != nil {
-			done()
-			return deleted, err
-		}
-		var expired []storage.Row
-		for _, r := range rows {
-			d, err := bsonx.Decode(r.Doc)
-			if err == nil && f.Match(d) {
-				expired = append(expired, r)
-			}
-		}
-		if len(expired) > 0 {
-			n, err := h.store.Delete(ctx, ttlOn, t.Col, expired)
-			deleted += n
-			h.ttl.deleted.Add(n)
-			if err != nil {
-				done()
-				return deleted, err
-			}
-		}
-		done()
-		if len(rows) < ttlBatch {
-			break
-		}
-		p.After = rows[len(rows)-1].Key
-	}
-	return deleted, nil
+	e := &exec.Expiry{Store: h.store, On: ttlOn, TTL: t, Admit: h.admitBackground, Deleted: func(n int64) { h.ttl.deleted.Add(n) }}
+	return e.Run(ctx, now)
 }
 
 // admitBackground admits one batch of background work as a low-tier

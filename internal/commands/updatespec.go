@@ -103,13 +103,3 @@ func (env *updateEnv) readSpec(q, sortDoc bson.D, limit int64) (*exec.ReadSpec, 
 	rs.Empty, rs.Exact = len(q) == 0, exec.IsIDEquality(q)
 	return rs, nil
 }
-
-// applyMatched applies upd to a document the query matched, with the array
-// position the match recorded when the update has a "$" path.
-func applyMatched(upd *update.Update, filter *query.Filter, d bson.D) (bson.D, bool, error) {
-	var p update.ApplyParams
-	if upd.NeedsMatchPosition() {
-		p.Matched, _ = filter.MatchedPosition(d)
-	}
-	return upd.ApplyWith(d, p)
-}

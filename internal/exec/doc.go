@@ -1,6 +1,7 @@
-// Package exec runs queries: the reads of find, count, distinct, the read
-// halves of update, delete and findAndModify, and aggregation pipelines.
-// Command handlers parse a command's arguments, call exec and reply.
+// Package exec runs queries and writes: the reads of find, count,
+// distinct, the statements of insert, update, delete and findAndModify,
+// the TTL monitor's expiry, and aggregation pipelines. Command handlers
+// parse a command's arguments, call exec and reply.
 //
 // Reads (read.go) are operators over a small storage interface, Store
 // (store.go): a Read is a collection, a ReadSpec (filter, sort, skip,
@@ -16,14 +17,32 @@
 // (text.go), TailSource a tailable cursor (tail.go), Distinct gathers
 // distinct's values.
 //
+// Writes (write.go) run on a Write: the Store, where the work runs, the
+// namespace and its collection (nil until an upsert or insert creates
+// it). Update, Delete and FindAndModify read their matches through a Read
+// and write each back with a compare-and-swap on the bytes it was read
+// with (Store.Replace, Store.Delete): a swap lost to a concurrent writer
+// re-reads the document and rechecks the filter (an $expr error there
+// fails the statement); after optimisticTries losses the write takes the
+// row lock (Store.WithRowLocked) and finishes under it, so it is applied
+// once, never refused. An update by _id first tries the version this
+// process last wrote (Store.LastWritten) without reading. An upsert with
+// no match inserts the document the filter's equalities and the update
+// make; a duplicate key on that insert means a concurrent upsert won, and
+// the statement runs once more to update its document. Expiry
+// (expire.go) is one TTL index's scan-and-delete, batch by batch, each
+// admitted by the caller. exec decides nothing about sessions, retryable
+// writes, transactions or write concern: those wrap the handler, and
+// reach storage through the On they are given.
+//
 // Pipelines are stages as push operators ($match, $project, $group,
 // $sort, $unwind, $lookup, ...) that take documents one at a time and pass
 // what they produce to the next, ending in a sink. A pipeline that reads
 // a $text search carries each document's text score beside it, never in
 // it, for {$meta: "textScore"} in the later stages (meta.go).
 //
-// exec never builds SQL and never talks to PostgreSQL itself: reads go
-// through the Store interface, whose methods take where the work runs as
+// exec never builds SQL and never talks to PostgreSQL itself: reads and
+// writes go through the Store interface, whose methods take where the work runs as
 // a parameter (exec puts nothing in a context for storage); the SQL of a
 // prefilter comes from internal/query and the statements from
 // internal/storage. Where a stage needs another collection ($lookup,
@@ -37,7 +56,8 @@
 // (MaxBatchBytes), and never ignores a stage, option or operator it does
 // not implement: those are refused with MongoDB's codes.
 //
-// Its operators are tested without PostgreSQL, over a fake Store
-// (fakestore_test.go); the real storage is tested in internal/storage and
+// Its operators, reads and writes alike, are tested without PostgreSQL,
+// over a fake Store (fakestore_test.go, fakewrite_test.go, whose rival
+// writers make compare-and-swaps lose); the real storage is tested in internal/storage and
 // through pytest.
 package exec

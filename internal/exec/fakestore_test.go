@@ -14,9 +14,10 @@ import (
 	"tierdb/internal/storage"
 )
 
-// fakeStore is a Store over documents in memory, for the read path's
-// tests: it runs the scan a storage.ScanParams describes (keyset position,
-// _id or insertion order, an index key column walked in byte order with
+// fakeStore is a Store over documents in memory, for the tests of reads
+// and writes (its write methods are in fakewrite_test.go). A read runs
+// the scan a storage.ScanParams describes (keyset position, _id or
+// insertion order, an index key column walked in byte order with
 // its multikey rows apart, a row limit) as PostgreSQL would, except that
 // it ignores the SQL prefilter (Where), which is only ever a superset of
 // the matches: every row comes back, and the read's recheck must drop
@@ -39,6 +40,10 @@ type fakeStore struct {
 	searches []storage.TextSearch
 	// appended is Appended's channel, closed by append.
 	appended chan struct{}
+
+	// The write side (fakewrite_test.go): w's fields model the
+	// collection's existence, concurrent writers and what was called.
+	w fakeWrites
 }
 
 type fakeRow struct {

@@ -8,7 +8,10 @@ import (
 
 // Store is what a read (read.go, text.go, tail.go) needs from storage:
 // chunks of a keyset scan or of an index walk, a count, PostgreSQL's plan
-// of a scan, a full-text search, the tail of a capped collection. Where
+// of a scan, a full-text search, the tail of a capped collection; and what
+// a write (write.go) needs: the collection (created on first write), a
+// document by _id, an insert, a compare-and-swap replace and delete, a
+// row lock, the version of a document last written. Where
 // the work runs (tier, node, transaction) is the on argument of each
 // method, never something exec puts in a context. *storage.Store
 // satisfies it; tests use a fake over documents in memory.
@@ -29,6 +32,29 @@ type Store interface {
 	// Appended is closed at the next insert into the capped collection
 	// col through this Store.
 	Appended(col *storage.Collection) <-chan struct{}
+
+	// Collection is the collection db.name, or ErrNamespaceNotFound.
+	Collection(ctx context.Context, on storage.On, db, name string) (*storage.Collection, error)
+	// CollectionForWrite is the collection, created when missing.
+	CollectionForWrite(ctx context.Context, on storage.On, db, name string) (*storage.Collection, error)
+	// Get is the row of the _id key key, nil when there is none.
+	Get(ctx context.Context, on storage.On, col *storage.Collection, key []byte) (*storage.Row, error)
+	// Insert inserts docs; a document's own failure (a duplicate key) is
+	// a WriteError, and with ordered the batch stops at it.
+	Insert(ctx context.Context, on storage.On, col *storage.Collection, docs []storage.Doc, ordered bool) (int, []storage.WriteError, error)
+	// Replace swaps newDoc in for the row of key if it still holds old;
+	// false when it does not (changed or deleted meanwhile).
+	Replace(ctx context.Context, on storage.On, col *storage.Collection, key, old []byte, newDoc storage.Doc) (bool, error)
+	// Delete deletes the rows that still hold the bytes given; it returns
+	// how many it deleted.
+	Delete(ctx context.Context, on storage.On, col *storage.Collection, rows []storage.Row) (int64, error)
+	// WithRowLocked runs fn with the row of key locked (nil when there is
+	// none), in on's transaction or one of its own; fn's on is where the
+	// work under the lock runs.
+	WithRowLocked(ctx context.Context, on storage.On, col *storage.Collection, key []byte, fn func(on storage.On, row *storage.Row) error) error
+	// LastWritten is the version of the document of key this process
+	// last wrote, nil when it does not remember one.
+	LastWritten(col *storage.Collection, key []byte) []byte
 }
 
 var _ Store = (*storage.Store)(nil)
