@@ -233,6 +233,28 @@ func TestDeleteLimitOneAndAll(t *testing.T) {
 	}
 }
 
+// A multi-document delete whose compare-and-delete loses to a concurrent
+// change still deletes the document if it still matches (under its row
+// lock), and leaves it if it no longer does.
+func TestDeleteManyRechecksChangedDocuments(t *testing.T) {
+	q := bson.D{{Key: "x", Value: int32(1)}}
+	f := newFakeStore(t, threeDocs()...)
+	f.w.lose = 1 // the first match gets a field the filter does not read
+	n, err := writer(f).Delete(context.Background(), spec(t, q, nil, nil, 0, 0), false)
+	mustNoErr(t, err)
+	if got := storedIDs(f); n != 2 || len(got) != 1 || got[0] != 3 || f.w.locks != 1 {
+		t.Fatalf("deleted %d, left %v, %d locks; want both matches deleted, one under its lock", n, got, f.w.locks)
+	}
+	f = newFakeStore(t, threeDocs()...)
+	f.w.lose = 1
+	f.w.rival = func(d bson.D) bson.D { return withField(d, "x", int32(0)) }
+	n, err = writer(f).Delete(context.Background(), spec(t, q, nil, nil, 0, 0), false)
+	mustNoErr(t, err)
+	if got := storedIDs(f); n != 1 || len(got) != 2 || got[0] != 1 || got[1] != 3 {
+		t.Fatalf("deleted %d, left %v; want the changed document kept", n, got)
+	}
+}
+
 func TestDeleteOneRechecksAndLocks(t *testing.T) {
 	q := bson.D{{Key: "x", Value: int32(1)}}
 	// The first match changes so that it no longer matches: the next one

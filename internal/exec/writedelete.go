@@ -30,6 +30,24 @@ func (w *Write) Delete(ctx context.Context, rs *ReadSpec, limitOne bool) (int64,
 	flush := func() error {
 		d, err := w.Store.Delete(ctx, w.On, w.Col, rows)
 		n += d
+		if err == nil && d < int64(len(rows)) {
+			// Some documents changed after they were read: those that
+			// still match are deleted under their row lock.
+			for _, r := range rows {
+				var cur *storage.Row
+				if cur, err = w.Store.Get(ctx, w.On, w.Col, r.Key); err != nil {
+					break
+				}
+				if cur == nil {
+					continue // deleted: by this statement or another
+				}
+				var more int64
+				if more, err = w.deleteIfMatching(ctx, rs, r.Key); err != nil {
+					break
+				}
+				n += more
+			}
+		}
 		rows = rows[:0]
 		return err
 	}
@@ -64,24 +82,31 @@ func (w *Write) deleteOne(ctx context.Context, rs *ReadSpec) (int64, error) {
 		if try < optimisticTries {
 			n, err = w.Store.Delete(ctx, w.On, w.Col, []storage.Row{*row})
 		} else {
-			err = w.Store.WithRowLocked(ctx, w.On, w.Col, row.Key, func(on storage.On, locked *storage.Row) error {
-				if locked == nil {
-					return nil
-				}
-				doc, err := bsonx.Decode(locked.Doc)
-				if err != nil {
-					return err
-				}
-				if ok, err := rs.Filter.MatchErr(doc); !ok || err != nil {
-					return err
-				}
-				n, err = w.Store.Delete(ctx, on, w.Col, []storage.Row{*locked})
-				return err
-			})
+			n, err = w.deleteIfMatching(ctx, rs, row.Key)
 		}
 		if err != nil || n == 1 {
 			return n, err
 		}
 	}
 	return 0, mongoerr.New(mongoerr.OperationFailed, "too many concurrent changes; retry")
+}
+
+// deleteIfMatching deletes the document with key under its row lock if it
+// still exists and matches rs.
+func (w *Write) deleteIfMatching(ctx context.Context, rs *ReadSpec, key []byte) (n int64, err error) {
+	err = w.Store.WithRowLocked(ctx, w.On, w.Col, key, func(on storage.On, locked *storage.Row) error {
+		if locked == nil {
+			return nil
+		}
+		doc, err := bsonx.Decode(locked.Doc)
+		if err != nil {
+			return err
+		}
+		if ok, err := rs.Filter.MatchErr(doc); !ok || err != nil {
+			return err
+		}
+		n, err = w.Store.Delete(ctx, on, w.Col, []storage.Row{*locked})
+		return err
+	})
+	return n, err
 }

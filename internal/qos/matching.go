@@ -99,9 +99,13 @@ type Calibration struct {
 	// P is the outcome: the smallest measured point (a sample or C) whose
 	// throughput is within 5 % of the most measured; 0 (no limit) when
 	// that is the largest sample, i.e. only no limit reached the peak; -1
-	// when the calibration gave up (the high tier never left it a window).
-	P  int
-	At time.Time
+	// when the calibration gave up (the high tier never left it a window,
+	// or no request completed in any).
+	P int
+	// Interrupted says it gave up because the high tier left it no window
+	// (worth trying again soon, unlike a traffic on which nothing completes).
+	Interrupted bool
+	At          time.Time
 }
 
 // Calibrator measures the three samples of §4.3.1 on live traffic: it asks
@@ -167,7 +171,7 @@ func (c *Calibrator) Tick(now time.Time, completed uint64, highActive bool) (p i
 	settle := half / 5
 	switch {
 	case now.Sub(c.started) > 20*c.window:
-		return 0, &Calibration{P: -1, At: now}
+		return 0, &Calibration{P: -1, Interrupted: true, At: now}
 	case highActive:
 		c.measuring, c.since = false, now // settle again once it is idle
 	case !c.measuring && now.Sub(c.since) >= settle:
@@ -220,6 +224,10 @@ func (c *Calibrator) decide(now time.Time) *Calibration {
 	peak := 0.0
 	for _, s := range measured {
 		peak = max(peak, s.Lambda)
+	}
+	if peak == 0 { // nothing completed: nothing learnt, keep the P there was
+		r.P = -1
+		return r
 	}
 	best := c.points[2]
 	for _, s := range measured {

@@ -111,6 +111,10 @@ func TestCalibrationPrefersTheSmallestPNearThePeak(t *testing.T) {
 	if !r.Fitted || r.Predicted != 11 || r.Check.P != 11 || r.P != 8 {
 		t.Errorf("calibration %+v, want C = 11 checked and P = 8", r)
 	}
+	// Nothing completed: nothing learnt, keep the P there was.
+	if r := calibrate(NewCalibrator(1, 4, 16, time.Second), func(int) float64 { return 0 }); r.P != -1 || r.Interrupted {
+		t.Errorf("no completions: %+v, want P = -1, not interrupted", r)
+	}
 	// Only no limit at the peak: P = 0.
 	if r := calibrate(NewCalibrator(1, 4, 16, time.Second), func(p int) float64 { return map[int]float64{1: 100, 4: 300, 16: 400}[p] }); r.P != 0 {
 		t.Errorf("peak at the largest sample: %+v, want P = 0", r)
@@ -179,7 +183,7 @@ func TestCalibrationSamplesOnlyWhileTheHighTierIsIdle(t *testing.T) {
 	if !r.Fitted || r.P < 9 || r.P > 13 {
 		t.Errorf("calibration %+v, want P near 11", r)
 	}
-	if r := run(func(int) bool { return true }); r.P != -1 || r.At != time.Unix(20, 10_000_000) {
+	if r := run(func(int) bool { return true }); r.P != -1 || !r.Interrupted || r.At != time.Unix(20, 10_000_000) {
 		t.Errorf("calibration under a high tier that never rests: %+v, want P = -1 after 20 windows", r)
 	}
 }

@@ -38,8 +38,12 @@ func (m *Manager) Recalibrate(window time.Duration, maxP int) error {
 	return nil
 }
 
+// calibrate drives c. While the high tier is active the gate keeps the P
+// there was (the calibrator measures nothing then): a sample's small P must
+// not hold the high tier's own requests back.
 func (m *Manager) calibrate(c *qos.Calibrator) {
 	fair := m.Config().Fair
+	running := fair.Parallelism
 	fair.Parallelism = c.Start(time.Now())
 	_ = m.Gate.SetLimits(fair)
 	tick := time.NewTicker(calibrationTick)
@@ -49,10 +53,10 @@ func (m *Manager) calibrate(c *qos.Calibrator) {
 		next, res := c.Tick(now, completed, highActive)
 		if res != nil && res.P < 0 {
 			m.mu.Lock()
-			m.calibrating, m.gaveUp = false, true
+			m.calibrating, m.gaveUp = false, res.Interrupted
 			_ = m.Gate.SetLimits(m.cfg.Fair) // the P there was
 			m.mu.Unlock()
-			m.Controller.log.Info("parallelism calibration gave up: the high tier left it no window")
+			m.Controller.log.Info("parallelism calibration gave up: no window with the high tier idle and requests completing")
 			return
 		}
 		if res != nil {
@@ -66,6 +70,9 @@ func (m *Manager) calibrate(c *qos.Calibrator) {
 			m.Controller.log.Info("parallelism calibrated", "p", res.P, "fitted", res.Fitted, "predicted", res.Predicted,
 				"samples", fmt.Sprintf("P=%d %.0f/s, P=%d %.0f/s, P=%d %.0f/s, check P=%d %.0f/s", s[0].P, s[0].Lambda, s[1].P, s[1].Lambda, s[2].P, s[2].Lambda, res.Check.P, res.Check.Lambda))
 			return
+		}
+		if highActive {
+			next = running
 		}
 		if next != fair.Parallelism {
 			fair.Parallelism = next
