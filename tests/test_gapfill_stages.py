@@ -305,6 +305,15 @@ def test_hint_must_name_a_visible_index(db):
     assert "queryPlanner" in db.command("explain", {"find": "h", "filter": {}, "hint": "a_1"})
     # A collection that does not exist answers empty, hint or not.
     assert list(db.nothing.find({}).hint("nope")) == []
+    # MongoDB answers a hint to a sparse or partial index with only the
+    # documents the index holds; tierdb does not, so it refuses.
+    c.create_index([("s", 1)], name="s_sparse", sparse=True)
+    c.create_index([("b", 1)], name="b_part", partialFilterExpression={"b": {"$gt": 5}})
+    for h in ("s_sparse", [("s", 1)], "b_part"):
+        assert code_of(lambda: list(c.find({}).hint(h))) == 238, h
+    with pytest.raises(WriteError) as e:
+        c.update_one({"_id": 3}, {"$set": {"z": 2}}, hint="b_part")
+    assert e.value.code == 238
 
 
 # --- $indexStats ------------------------------------------------------------

@@ -94,7 +94,8 @@ func hintType(hint any) error {
 	return mongoerr.Newf(mongoerr.FailedToParse, "hint must be a string or an object, not %s", query.TypeName(hint))
 }
 
-// checkHint refuses a hint that names no visible index of col.
+// checkHint refuses a hint that names no visible index of col, and one
+// that names a sparse or partial index (whose answer tierdb does not give).
 func checkHint(col *storage.Collection, hint any) error {
 	if d, ok := hint.(bson.D); ok && len(d) == 1 && d[0].Key == "$natural" {
 		if n, isNum := asNumber(d[0].Value); isNum && (n == 1 || n == -1) {
@@ -107,9 +108,15 @@ func checkHint(col *storage.Collection, hint any) error {
 		if !hintNames(ix, hint) {
 			continue
 		}
-		if !ix.Hidden {
-			return nil
+		switch {
+		case ix.Hidden:
+			continue
+		case ix.Sparse || ix.Partial != nil:
+			// MongoDB would answer only the documents the index holds;
+			// tierdb's advisory hint would answer every match.
+			return mongoerr.Newf(mongoerr.NotImplemented, "a hint to the sparse or partial index %q is not supported by tierdb", ix.Name)
 		}
+		return nil
 	}
 	return mongoerr.New(mongoerr.BadValue, "hint provided does not correspond to an existing index")
 }

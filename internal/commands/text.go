@@ -253,26 +253,37 @@ func (h *Handlers) textRead(ctx context.Context, on storage.On, db, name string,
 	return &exec.TextRead{Store: h.store, On: on, Col: col, Spec: ts}, nil
 }
 
+// routedTextRead is textRead on the node the router picks for req; done
+// ends the read's routing.
+func (h *Handlers) routedTextRead(ctx context.Context, req *Request, name string, ts *exec.TextSpec) (*exec.TextRead, func(), error) {
+	on, done, err := h.routeRead(req)
+	if err != nil {
+		return nil, nil, err
+	}
+	read, err := h.textRead(ctx, on, req.DB, name, ts)
+	if err != nil {
+		done()
+		return nil, nil, err
+	}
+	return read, done, nil
+}
+
 // findText is find with $text.
 func (h *Handlers) findText(ctx context.Context, req *Request, name string, text *textQuery, rest, sortDoc, proj bson.D, skip, limit int64, batchSize int, singleBatch bool) (bson.D, error) {
 	ts, err := parseTextSpec(text, rest, sortDoc, proj, skip, limit)
 	if err != nil {
 		return nil, err
 	}
-	on, done, err := h.routeRead(req)
+	read, done, err := h.routedTextRead(ctx, req, name, ts)
 	if err != nil {
 		return nil, err
 	}
 	defer done()
-	read, err := h.textRead(ctx, on, req.DB, name, ts)
-	if err != nil {
-		return nil, err
-	}
 	src, err := read.Open(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return h.firstBatch(ctx, on, req, read.Col.Namespace(), src, batchSize, singleBatch)
+	return h.firstBatch(ctx, read.On, req, read.Col.Namespace(), src, batchSize, singleBatch)
 }
 
 // countText is count with $text.
@@ -281,15 +292,11 @@ func (h *Handlers) countText(ctx context.Context, req *Request, name string, tex
 	if err != nil {
 		return nil, err
 	}
-	on, done, err := h.routeRead(req)
+	read, done, err := h.routedTextRead(ctx, req, name, ts)
 	if err != nil {
 		return nil, err
 	}
 	defer done()
-	read, err := h.textRead(ctx, on, req.DB, name, ts)
-	if err != nil {
-		return nil, err
-	}
 	results, err := read.Search(ctx)
 	if err != nil {
 		return nil, err
