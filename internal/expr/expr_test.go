@@ -229,7 +229,7 @@ func TestExpressionErrors(t *testing.T) {
 		{"arity exact", bson.D{{Key: "$eq", Value: bson.A{int32(1)}}}, mongoerr.Location16020},
 		{"arity range", bson.D{{Key: "$slice", Value: bson.A{"$a"}}}, mongoerr.Location28667},
 		{"unknown operator", bson.D{{Key: "$nope", Value: int32(1)}}, mongoerr.InvalidPipelineOperator},
-		{"unimplemented operator", bson.D{{Key: "$sortArray", Value: bson.D{}}}, mongoerr.NotImplemented},
+		{"unimplemented operator", bson.D{{Key: "$function", Value: bson.D{}}}, mongoerr.NotImplemented},
 		{"meta without text", bson.D{{Key: "$meta", Value: "textScore"}}, mongoerr.Location40218},
 		{"meta searchScore", bson.D{{Key: "$meta", Value: "searchScore"}}, mongoerr.NotImplemented},
 		{"meta unknown", bson.D{{Key: "$meta", Value: "bogus"}}, mongoerr.Location17308},

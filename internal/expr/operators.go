@@ -64,7 +64,8 @@ func init() {
 		"$objectToArray": nary(1, 1, objectToArray),
 		"$arrayToObject": nary(1, 1, arrayToObject),
 	}
-	for _, group := range []map[string]parser{arithmeticOps(), stringOps(), arrayOps(), dateOps(), typeOps(), setOps(), dateArithOps()} {
+	for _, group := range []map[string]parser{arithmeticOps(), stringOps(), arrayOps(), dateOps(), typeOps(), setOps(), dateArithOps(),
+		trigOps(), bitOps(), fieldOps(), miscOps(), sortZipOps(), nOps(), quantileOps()} {
 		for k, v := range group {
 			operators[k] = v
 		}
