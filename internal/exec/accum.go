@@ -27,6 +27,8 @@ var accumulators = map[string]func() accumulator{
 	"$stdDevPop":    func() accumulator { return &stdDevAcc{pop: true} },
 	"$stdDevSamp":   func() accumulator { return &stdDevAcc{} },
 	"$mergeObjects": func() accumulator { return &mergeAcc{} },
+	"$concatArrays": func() accumulator { return &arrayAcc{op: "$concatArrays"} },
+	"$setUnion":     func() accumulator { return &arrayAcc{op: "$setUnion", set: &setAcc{seen: map[string]bool{}}} },
 }
 
 // sumAcc is $sum (and $count): non-numbers are ignored.

@@ -120,7 +120,11 @@ func (b *bucketAutoStage) Finish() error {
 		min, max := es[i].key, es[i].key
 		accs := make([]accumulator, len(b.acc.specs))
 		for k, s := range b.acc.specs {
-			accs[k] = accumulators[s.op]()
+			acc, err := s.instance(b.ev, nil)
+			if err != nil {
+				return err
+			}
+			accs[k] = acc
 		}
 		add := func(e bucketEntry) error {
 			max = e.key

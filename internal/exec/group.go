@@ -34,6 +34,10 @@ type groupStage struct {
 type accSpec struct {
 	op  string
 	arg expr.Expr
+	// n and build make the accumulators that take a specification
+	// (accum_n.go); nil build: accumulators[op].
+	n     expr.Expr
+	build func(n int) accumulator
 }
 
 type groupState struct {
@@ -41,12 +45,9 @@ type groupState struct {
 	accs []accumulator
 }
 
-// unsupportedAccumulators are MongoDB accumulators tierdb does not run.
-var unsupportedAccumulators = map[string]bool{
-	"$top": true, "$bottom": true, "$topN": true, "$bottomN": true, "$firstN": true, "$lastN": true,
-	"$maxN": true, "$minN": true, "$median": true, "$percentile": true, "$accumulator": true,
-	"$concatArrays": true, "$setUnion": true,
-}
+// unsupportedAccumulators are MongoDB accumulators tierdb does not run:
+// $accumulator runs server-side JavaScript.
+var unsupportedAccumulators = map[string]bool{"$accumulator": true}
 
 func newGroupStage(spec bson.D, next Stage, env *Env) (*groupStage, error) {
 	idArg, ok := lookup(spec, "_id")
@@ -85,6 +86,15 @@ func (g *groupStage) parseAccumulators(spec bson.D, scope *expr.Scope) error {
 			return mongoerr.Newf(mongoerr.Location40234, "The field '%s' must be an accumulator object", e.Key)
 		}
 		op, arg := d[0].Key, d[0].Value
+		if parse := specialAccumulators[op]; parse != nil {
+			spec, err := parse(op, arg, scope)
+			if err != nil {
+				return err
+			}
+			g.fields = append(g.fields, e.Key)
+			g.specs = append(g.specs, spec)
+			continue
+		}
 		switch {
 		case accumulators[op] != nil:
 		case unsupportedAccumulators[op]:
@@ -150,7 +160,9 @@ func (g *groupStage) Push(doc bson.D) error {
 	if st == nil {
 		st = &groupState{id: id, accs: make([]accumulator, len(g.specs))}
 		for i, s := range g.specs {
-			st.accs[i] = accumulators[s.op]()
+			if st.accs[i], err = s.instance(g.ev, id); err != nil {
+				return err
+			}
 		}
 		g.groups[k] = st
 		g.order = append(g.order, k)

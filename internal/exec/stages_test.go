@@ -144,7 +144,7 @@ func TestStageErrors(t *testing.T) {
 		{`{"$group":{"n":{"$sum":1}}}`, mongoerr.Location15955},
 		{`{"$group":{"_id":null,"a.b":{"$sum":1}}}`, mongoerr.Location40235},
 		{`{"$group":{"_id":null,"n":{"$frob":1}}}`, mongoerr.Location15952},
-		{`{"$group":{"_id":null,"n":{"$top":{}}}}`, mongoerr.NotImplemented},
+		{`{"$group":{"_id":null,"n":{"$accumulator":{}}}}`, mongoerr.NotImplemented},
 		{`{"$bucket":{"groupBy":"$n","boundaries":[1]}}`, mongoerr.Location40192},
 		{`{"$bucket":{"groupBy":"$n","boundaries":[1,"a"]}}`, mongoerr.Location40193},
 		{`{"$bucket":{"groupBy":"$n","boundaries":[0,5],"default":3}}`, mongoerr.Location40199},

@@ -15,7 +15,9 @@ import (
 // grouped by partitionBy (in BSON order of its value), sorted by sortBy
 // within each partition, and given output fields computed over a window of
 // their partition: the accumulators $sum $avg $min $max $count $first
-// $last $push $addToSet $stdDevPop $stdDevSamp over a 'documents' window
+// $last $push $addToSet $stdDevPop $stdDevSamp $concatArrays $setUnion
+// $firstN $lastN $minN $maxN $top $bottom $topN $bottomN $median
+// $percentile over a 'documents' window
 // (bounds "unbounded", "current" or a relative position; the whole
 // partition by default), and $rank, $denseRank, $documentNumber and
 // $shift. Range windows, time units and the other window functions are
@@ -46,12 +48,16 @@ type windowOutput struct {
 	lowerOpen, upperOpen bool // "unbounded"
 	shiftBy              int64
 	shiftDefault         any
+	// spec is an accumulator that takes a specification ($topN, $median,
+	// ...: accum_n.go); nil for the others.
+	spec *accSpec
 }
 
 // windowAccumulators are the accumulators that run over a window.
 var windowAccumulators = map[string]bool{
 	"$sum": true, "$avg": true, "$min": true, "$max": true, "$count": true, "$first": true, "$last": true,
 	"$push": true, "$addToSet": true, "$stdDevPop": true, "$stdDevSamp": true,
+	"$concatArrays": true, "$setUnion": true,
 }
 
 // rankFunctions take no argument and no window.
@@ -143,6 +149,17 @@ func (w *windowStage) parseOutput(e bson.E, scope *expr.Scope) (windowOutput, er
 	switch {
 	case o.op == "":
 		return o, mongoerr.Newf(mongoerr.FailedToParse, "Expected a window function for '%s'", e.Key)
+	case specialAccumulators[o.op] != nil:
+		spec, err := specialAccumulators[o.op](o.op, fnArg, scope)
+		if err != nil {
+			return o, err
+		}
+		o.spec, o.arg = &spec, spec.arg
+		if hasWindow {
+			if err := o.parseWindow(window, w.sortKeys > 0); err != nil {
+				return o, err
+			}
+		}
 	case windowAccumulators[o.op]:
 		arg := fnArg
 		if o.op == "$count" {
@@ -196,8 +213,6 @@ func (w *windowStage) parseOutput(e bson.E, scope *expr.Scope) (windowOutput, er
 // windowUnsupported are MongoDB window functions tierdb does not run.
 var windowUnsupported = map[string]bool{
 	"$expMovingAvg": true, "$derivative": true, "$integral": true, "$covariancePop": true, "$covarianceSamp": true,
-	"$top": true, "$bottom": true, "$topN": true, "$bottomN": true,
-	"$firstN": true, "$lastN": true, "$minN": true, "$maxN": true, "$median": true, "$percentile": true,
 }
 
 func (o *windowOutput) parseWindow(window bson.D, sorted bool) error {
@@ -419,8 +434,17 @@ func (w *windowStage) compute(o *windowOutput, rows []windowRow) ([]any, error) 
 		}
 		return lo, hi
 	}
+	newAcc := func() (accumulator, error) {
+		if o.spec != nil {
+			return o.spec.instance(w.ev, nil)
+		}
+		return accumulators[o.op](), nil
+	}
 	fold := func(lo, hi int64) (any, error) {
-		acc := accumulators[o.op]()
+		acc, err := newAcc()
+		if err != nil {
+			return nil, err
+		}
 		for j := lo; j <= hi; j++ {
 			if _, err := acc.add(vals[j]); err != nil {
 				return nil, err
@@ -439,7 +463,10 @@ func (w *windowStage) compute(o *windowOutput, rows []windowRow) ([]any, error) 
 		}
 	case o.lowerOpen && o.op != "$push" && o.op != "$addToSet":
 		// A growing window: one accumulator, fed as the upper bound moves.
-		acc := accumulators[o.op]()
+		acc, err := newAcc()
+		if err != nil {
+			return nil, err
+		}
 		next := int64(0)
 		for i := range out {
 			_, hi := bounds(int64(i))

@@ -170,3 +170,6 @@ func (q *Quantile) Result(vals []float64) any {
 	}
 	return out
 }
+
+// Double is a number as a double (a decimal rounded to the nearest).
+func Double(v any) float64 { return toFloat(v) }
