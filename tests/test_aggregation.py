@@ -197,8 +197,8 @@ def test_set_operators(db):
 
 def test_known_operators_tierdb_lacks_are_not_implemented(db):
     c = db.e
-    for op in ({"$zip": {"inputs": [[1], [2]]}}, {"$bitAnd": [1, 3]},
-               {"$sortArray": {"input": [], "sortBy": 1}}, {"$getField": "a"}, {"$meta": "searchScore"},
+    for op in ({"$function": {"body": "x", "args": [], "lang": "js"}}, {"$toHashedIndexKey": "$a"},
+               {"$toUUID": "$a"}, {"$createObjectId": {}}, {"$meta": "searchScore"},
                {"$meta": "indexKey"}):
         fails(c, op, 238)
     # textScore without a $text query is MongoDB's 40218; an unknown keyword 17308.
