@@ -99,10 +99,19 @@ func (c *Controller) BackendClosed(pid int) {
 // of normal and low backends between the standard and the restricted CPU pool
 // happens on the controller's own goroutine, so the high-tier request whose
 // admission flipped the state does not pay for the system calls.
+//
+// Without CPU pools there is nothing to move: the flip, once per high-tier
+// request, then wakes no goroutine to compete with that request for the
+// CPU (SetConfig applies the pools to the current state when they are
+// turned on).
 func (c *Controller) SetHighActive(active bool) {
 	c.mu.Lock()
 	c.highActive = active
+	pools := !c.disabled && c.cfg.Pools.Enabled()
 	c.mu.Unlock()
+	if !pools {
+		return
+	}
 	select {
 	case c.poolsDirty <- struct{}{}:
 	default: // a move is already pending; it will read the latest state
