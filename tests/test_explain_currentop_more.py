@@ -3,8 +3,11 @@ cursors, and the lsid and txnNumber of a transaction's change events."""
 import hashlib
 import time
 
+import pytest
 from pymongo import monitoring
+from pymongo.errors import OperationFailure
 
+from test_admin_commands import authsrv  # noqa: F401 (a fixture)
 from test_change_streams import next_events
 
 
@@ -48,3 +51,57 @@ def test_transaction_events_carry_lsid_and_txn_number(server, db):
     for ev in (ins, upd):
         assert ev["lsid"] == {"id": lsid["id"], "uid": uid}
         assert ev["txnNumber"] == commit["txnNumber"]
+
+
+def idle_cursors(client, **opts):
+    stage = {"$currentOp": {"idleCursors": True, "idleSessions": False, **opts}}
+    return [o for o in client.admin.aggregate([stage]) if o["type"] == "idleCursor"]
+
+
+def test_idle_cursors_are_listed(client, db):
+    db.c.insert_many([{"_id": i} for i in range(10)])
+    with client.start_session() as sess:
+        cur = db.c.find({"_id": {"$gte": 0}}, batch_size=2, session=sess)
+        next(cur)  # the first batch: 2 documents
+        before = time.time()
+        (mine,) = [o for o in idle_cursors(client) if o["cursor"]["cursorId"] == cur.cursor_id]
+        assert mine["ns"] == f"{db.name}.c"
+        assert mine["lsid"]["id"] == sess.session_id["id"]
+        c = mine["cursor"]
+        assert (c["nDocsReturned"], c["nBatchesReturned"]) == (2, 1)
+        assert (c["tailable"], c["awaitData"], c["noCursorTimeout"]) == (False, False, False)
+        assert c["originatingCommand"]["find"] == "c"
+        assert c["originatingCommand"]["filter"] == {"_id": {"$gte": 0}}
+        assert c["createdDate"] <= c["lastAccessDate"]
+        for _ in range(2):
+            next(cur)  # the third document needs a getMore of 2
+        (mine,) = [o for o in idle_cursors(client) if o["cursor"]["cursorId"] == cur.cursor_id]
+        assert (mine["cursor"]["nDocsReturned"], mine["cursor"]["nBatchesReturned"]) == (4, 2)
+        assert mine["cursor"]["lastAccessDate"].timestamp() >= before - 1
+        cur.close()
+    assert not [o for o in idle_cursors(client) if o["cursor"]["cursorId"] == cur.cursor_id]
+
+
+def test_idle_cursors_of_other_users_need_inprog(authsrv):
+    a = authsrv.admin
+    a.shop.command("createUser", "curs", pwd="pw-curs", roles=["readWrite"])
+    c = authsrv.client(username="curs", password="pw-curs", authSource="shop")
+    try:
+        a.shop.cc.insert_many([{"_id": i} for i in range(10)])
+        theirs = a.shop.cc.find(batch_size=2)
+        next(theirs)
+        mine = c.shop.cc.find(batch_size=3)
+        next(mine)
+        own = idle_cursors(c)
+        assert [o["cursor"]["cursorId"] for o in own] == [mine.cursor_id]
+        with pytest.raises(OperationFailure) as e:
+            idle_cursors(c, allUsers=True)
+        assert e.value.code == 13
+        every = {o["cursor"]["cursorId"] for o in idle_cursors(a, allUsers=True)}
+        assert {mine.cursor_id, theirs.cursor_id} <= every
+        mine.close()
+        theirs.close()
+    finally:
+        c.close()
+        a.shop.command("dropUser", "curs")
+        a.shop.cc.drop()

@@ -100,7 +100,7 @@ func (h *Handlers) firstBatch(ctx context.Context, on storage.On, req *Request, 
 	}
 	var id int64
 	if !done && !singleBatch {
-		c := h.cursors.add(ns, cursorOwner(req.Session), src)
+		c := h.openCursor(req, ns, src, len(batch))
 		c.keepTimeLimit(ctx, req.Cmd)
 		id = c.id
 	}
@@ -176,6 +176,7 @@ func (h *Handlers) getMore(ctx context.Context, req *Request) (bson.D, error) {
 	} else {
 		c.lastUsed.Store(nowNanos())
 	}
+	c.origin.returned(len(batch))
 	reply := cursorReply(id, c.ns, rawArray(batch), false)
 	if src, ok := c.src.(*streamSource); ok {
 		addResumeToken(reply, src)
