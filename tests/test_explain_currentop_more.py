@@ -105,3 +105,62 @@ def test_idle_cursors_of_other_users_need_inprog(authsrv):
         c.close()
         a.shop.command("dropUser", "curs")
         a.shop.cc.drop()
+
+
+def stats(db, cmd, verbosity="executionStats"):
+    r = db.command("explain", cmd, verbosity=verbosity)
+    if "stages" in r:
+        return r["stages"][0]["$cursor"]["executionStats"]
+    return r["executionStats"]
+
+
+def pg_stage(stage):
+    while stage["stage"] != "POSTGRESQL":
+        stage = stage["inputStage"]
+    return stage
+
+
+def test_unindexed_filter_examines_every_document(db):
+    db.c.insert_many([{"_id": i, "b": i} for i in range(1000)])
+    s = stats(db, {"find": "c", "filter": {"b": {"$lt": 50}}})
+    assert s["nReturned"] == 50
+    assert s["totalDocsExamined"] == 1000
+    f = s["executionStages"]
+    assert f["stage"] == "FILTER" and f["nReturned"] == 50
+    assert f["docsExamined"] == 1000 and f["rechecked"] == 1000
+    pg = pg_stage(f)
+    assert pg["docsExamined"] == 1000 and pg["nReturned"] == 1000
+    assert sum(x["docsExamined"] for x in pg["scans"]) == 1000
+    # count: the same read, counted
+    c = stats(db, {"count": "c", "query": {"b": {"$lt": 50}}}, "allPlansExecution")
+    assert (c["nReturned"], c["executionStages"]["nCounted"], c["totalDocsExamined"]) == (0, 50, 1000)
+    # an empty count is PostgreSQL's count(*): tierdb reads no rows
+    e = stats(db, {"count": "c", "query": {}})
+    assert e["executionStages"]["stage"] == "COUNT" and e["executionStages"]["nCounted"] == 1000
+    assert e["executionStages"]["inputStage"]["stage"] == "POSTGRESQL"
+    # a limit reads what the limit needs
+    lim = stats(db, {"find": "c", "filter": {}, "limit": 5})
+    assert lim["nReturned"] == 5 and lim["totalDocsExamined"] <= 6
+
+
+def test_indexed_filter_examines_about_the_matches(db):
+    # The index comes before the documents, so that it holds no entries of
+    # dead row versions (an index built later sets its column in every row).
+    db.c.create_index("a")
+    db.c.insert_many([{"_id": i, "a": i % 1000, "pad": "x" * 100} for i in range(5000)])
+    for cmd in ({"find": "c", "filter": {"a": 7}},
+                {"aggregate": "c", "pipeline": [{"$match": {"a": 7}}, {"$group": {"_id": None, "n": {"$sum": 1}}}], "cursor": {}},
+                {"distinct": "c", "key": "a", "query": {"a": 7}}):
+        s = stats(db, cmd)
+        assert s["nReturned"] == 5, cmd
+        assert 5 <= s["totalKeysExamined"] <= 10, s
+        assert 5 <= s["totalDocsExamined"] <= 10, s
+        scans = pg_stage(s["executionStages"])["scans"]
+        assert any(x.get("indexName") == "a_1" for x in scans), scans
+    q = db.command("explain", {"distinct": "c", "key": "a", "query": {"a": 7}}, verbosity="queryPlanner")
+    assert "executionStats" not in q and q["queryPlanner"]["winningPlan"]["stage"] == "POSTGRESQL"
+
+
+def test_explain_of_a_missing_collection_examines_nothing(db):
+    s = stats(db, {"aggregate": "nothing", "pipeline": [{"$match": {"a": 1}}], "cursor": {}})
+    assert (s["nReturned"], s["totalDocsExamined"], s["totalKeysExamined"]) == (0, 0, 0)
