@@ -37,6 +37,9 @@ type Decoder struct {
 	// replacing are the _id keys of documents whose next update in the
 	// transaction is a replacement (storage's logical messages).
 	replacing map[string]bool
+	// txn is the transaction's session message (TxnMessage), nil outside
+	// a MongoDB transaction.
+	txn []byte
 }
 
 // ReplaceMessagePrefix is the prefix of storage's logical messages that
@@ -88,11 +91,14 @@ func (d *Decoder) Apply(m pglogrepl.Message) error {
 	case *pglogrepl.BeginMessage:
 		d.inTxn = true
 		d.pos = Position{LSN: uint64(m.FinalLSN)}
-		d.replacing = nil
+		d.replacing, d.txn = nil, nil
 		d.begin(m)
 	case *pglogrepl.LogicalDecodingMessage:
 		if m.Prefix == DropDatabaseMessagePrefix && d.inTxn {
 			d.emit(Change{Kind: DropDatabase, DB: string(m.Content)})
+		}
+		if m.Prefix == TxnMessagePrefix && d.inTxn {
+			d.txn = append([]byte(nil), m.Content...)
 		}
 		if m.Prefix == ReplaceMessagePrefix {
 			if d.replacing == nil {
@@ -120,6 +126,7 @@ func (d *Decoder) begin(m *pglogrepl.BeginMessage) {
 func (d *Decoder) emit(c Change) {
 	c.Pos = d.pos
 	c.Time = d.commitTime
+	c.Txn = d.txn
 	d.pos.Index++
 	d.done = append(d.done, c)
 }

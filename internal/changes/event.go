@@ -38,10 +38,15 @@ type Change struct {
 	// Old and New are the document before and after (raw BSON; Old needs
 	// the table's REPLICA IDENTITY FULL).
 	Old, New []byte
+	// Txn is the message of the MongoDB transaction that made the change
+	// (TxnMessage), nil for a change made outside one.
+	Txn []byte
 }
 
 // size is what a buffered change holds, roughly.
-func (c *Change) size() int { return 128 + len(c.DB) + len(c.Coll) + len(c.Old) + len(c.New) }
+func (c *Change) size() int {
+	return 128 + len(c.DB) + len(c.Coll) + len(c.Old) + len(c.New) + len(c.Txn)
+}
 
 // Options shape events: fullDocument and fullDocumentBeforeChange.
 type Options struct {
@@ -126,6 +131,9 @@ func (c *Change) Event(o Options) (bson.D, error) {
 			}
 			ev = append(ev, bson.E{Key: "fullDocumentBeforeChange", Value: before})
 		}
+	}
+	if c.Txn != nil {
+		ev = append(ev, txnFields(c.Txn)...) // lsid, txnNumber
 	}
 	return ev, nil
 }

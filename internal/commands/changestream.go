@@ -244,7 +244,7 @@ func (h *Handlers) changeStream(ctx context.Context, req *Request) (bson.D, erro
 	if done {
 		stream.Close()
 	} else {
-		id = h.cursors.add(ns, cursorOwner(req.Session), src).id
+		id = h.openCursor(req, ns, src, len(batch)).id
 	}
 	reply := cursorReply(id, ns, rawArray(batch), true)
 	addResumeToken(reply, src)

@@ -22,8 +22,9 @@ import (
 // connections without a request in process too (active: false; whose
 // they are is not known, so with authentication on only with allUsers,
 // and without it every connection is the caller's); with idleSessions, the
-// sessions whose transaction is open between statements; matching filter.
-func (h *Handlers) currentOps(req *Request, allUsers, idle, idleSessions bool, filter *query.Filter) (bson.A, error) {
+// sessions whose transaction is open between statements; with idleCursors,
+// the cursors no getMore is using (idlecursors.go); matching filter.
+func (h *Handlers) currentOps(req *Request, allUsers, idle, idleSessions, idleCursors bool, filter *query.Filter) (bson.A, error) {
 	if allUsers && !h.mayCluster(req.Session, auth.Actions(auth.ActInprog)) {
 		return nil, mongoerr.New(mongoerr.Unauthorized, "not authorized on admin to execute command { currentOp: 1 }: allUsers needs the inprog privilege")
 	}
@@ -40,6 +41,9 @@ func (h *Handlers) currentOps(req *Request, allUsers, idle, idleSessions bool, f
 	}
 	if idleSessions {
 		docs = append(docs, h.idleSessionDocs(req, allUsers, now)...)
+	}
+	if idleCursors {
+		docs = append(docs, h.idleCursorDocs(req, allUsers)...)
 	}
 	if idle && !allUsers && h.opts.Auth != nil && h.opts.Auth.Required() {
 		// An idle connection's user is not known here.
@@ -103,7 +107,7 @@ func (h *Handlers) currentOp(_ context.Context, req *Request) (bson.D, error) {
 		return nil, err
 	}
 	// As MongoDB's, the command lists idle sessions whatever $all says.
-	inprog, err := h.currentOps(req, !ownOps, all, true, filter)
+	inprog, err := h.currentOps(req, !ownOps, all, true, false, filter)
 	if err != nil {
 		return nil, err
 	}
@@ -112,9 +116,9 @@ func (h *Handlers) currentOp(_ context.Context, req *Request) (bson.D, error) {
 
 // currentOpStage produces the documents of a leading $currentOp stage.
 // Options: allUsers, idleConnections, idleCursors, idleSessions,
-// localOps, truncateOps, backtrace, as MongoDB's. Idle cursors are
-// refused; idle sessions (open transactions between statements) are
-// listed unless idleSessions is false.
+// localOps, truncateOps, backtrace, as MongoDB's. Idle sessions (open
+// transactions between statements) are listed unless idleSessions is
+// false, idle cursors with idleCursors.
 func (h *Handlers) currentOpStage(req *Request, arg any) (bson.A, error) {
 	if req.DB != "admin" {
 		return nil, mongoerr.New(mongoerr.InvalidNamespace, "$currentOp must be run against the 'admin' database with {aggregate: 1}")
@@ -123,7 +127,7 @@ func (h *Handlers) currentOpStage(req *Request, arg any) (bson.A, error) {
 	if !ok {
 		return nil, mongoerr.Newf(mongoerr.FailedToParse, "$currentOp options must be specified in an object, but found: %s", query.TypeName(arg))
 	}
-	allUsers, idle, idleSessions := false, false, true
+	allUsers, idle, idleSessions, idleCursors := false, false, true, false
 	for _, e := range spec {
 		b, isBool := e.Value.(bool)
 		if !isBool {
@@ -136,9 +140,7 @@ func (h *Handlers) currentOpStage(req *Request, arg any) (bson.A, error) {
 			// localOps: there is one server; truncateOps: commands are
 			// always shown truncated past 1 KB; no backtraces.
 		case "idleCursors":
-			if b {
-				return nil, mongoerr.New(mongoerr.NotImplemented, "$currentOp idleCursors is not supported by tierdb")
-			}
+			idleCursors = b
 		case "idleSessions":
 			idleSessions = b
 		case "idleConnections":
@@ -147,7 +149,7 @@ func (h *Handlers) currentOpStage(req *Request, arg any) (bson.A, error) {
 			return nil, mongoerr.Newf(mongoerr.FailedToParse, "Unrecognized option '%s' in $currentOp stage.", e.Key)
 		}
 	}
-	return h.currentOps(req, allUsers, idle, idleSessions, nil)
+	return h.currentOps(req, allUsers, idle, idleSessions, idleCursors, nil)
 }
 
 // idleSessionDocs describes the sessions whose transaction is open between

@@ -34,6 +34,7 @@ type cursor struct {
 	// opened the cursor (0: no limit), guarded by mu: MongoDB's limit
 	// covers the processing of every getMore (argcheck.go).
 	timeLeft time.Duration
+	origin   *cursorOrigin // for $currentOp (idlecursors.go)
 }
 
 type cursorRegistry struct {
@@ -77,8 +78,8 @@ func (r *cursorRegistry) reap() {
 	}
 }
 
-func (r *cursorRegistry) add(ns, owner string, src exec.Source) *cursor {
-	c := &cursor{ns: ns, owner: owner, src: src}
+func (r *cursorRegistry) add(ns, owner string, src exec.Source, origin *cursorOrigin) *cursor {
+	c := &cursor{ns: ns, owner: owner, src: src, origin: origin}
 	c.lastUsed.Store(time.Now().UnixNano())
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -140,6 +141,17 @@ func (r *cursorRegistry) killNamespace(ns string) {
 			delete(r.m, id)
 		}
 	}
+}
+
+// list is the open cursors, in no order.
+func (r *cursorRegistry) list() []*cursor {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]*cursor, 0, len(r.m))
+	for _, c := range r.m {
+		out = append(out, c)
+	}
+	return out
 }
 
 func (r *cursorRegistry) len() int {

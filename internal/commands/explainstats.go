@@ -13,9 +13,10 @@ import (
 
 // explain's verbosity. "queryPlanner" shows the plan only; with
 // "executionStats" or "allPlansExecution" (there is one plan: PostgreSQL's)
-// a find or count also runs and reports what it returned and how long it
-// took. Without a verbosity tierdb shows the plan only (MongoDB would run
-// the query too).
+// a find, count or distinct, or the read feeding a pipeline, also runs and
+// reports what it returned, how long it took and what PostgreSQL examined.
+// Without a verbosity tierdb shows the plan only (MongoDB would run the
+// query too).
 
 func explainVerbosity(cmd bson.D) (string, error) {
 	v, ok := lookup(cmd, "verbosity")
@@ -33,33 +34,58 @@ func explainVerbosity(cmd bson.D) (string, error) {
 	return "", mongoerr.Newf(mongoerr.BadValue, "Enumeration value '%s' for field 'explain.verbosity' is not a valid value.", s)
 }
 
-// explainExecution runs a find (count: false) or count explained with
-// executionStats and describes the run.
-func (h *Handlers) explainExecution(ctx context.Context, on storage.On, col *storage.Collection, rs *exec.ReadSpec, count bool) (bson.D, error) {
+// explainExecution runs a find, count or distinct (cmd; key: distinct's)
+// explained with executionStats as it would run, every PostgreSQL
+// statement of it analyzed (exec.Read.Analyzed), and describes the run
+// (exec.ExecStats.Report). A distinct's nReturned is the documents it read
+// the key of.
+func (h *Handlers) explainExecution(ctx context.Context, on storage.On, col *storage.Collection, rs *exec.ReadSpec, cmd, key string) (bson.D, error) {
+	r, st := h.read(ctx, on, col, rs).Analyzed(h.store)
 	start := time.Now()
-	n, err := h.read(ctx, on, col, rs).Count(ctx)
+	run := r.Drain
+	switch cmd {
+	case "count":
+		run = r.Count
+	case "distinct":
+		run = func(ctx context.Context) (n int64, err error) {
+			vals := exec.NewDistinct(key)
+			err = r.Each(ctx, func(doc bson.D, _ bson.Raw) (bool, error) {
+				n++
+				return false, vals.Push(doc)
+			})
+			return n, err
+		}
+	}
+	n, err := run(ctx)
 	if err != nil {
 		return nil, err
 	}
-	elapsed := time.Since(start).Milliseconds()
-	stage := bson.D{{Key: "stage", Value: "POSTGRESQL"}, {Key: "nReturned", Value: n}}
-	returned := n
-	if count {
-		stage = bson.D{{Key: "stage", Value: "COUNT"}, {Key: "nReturned", Value: int64(0)}, {Key: "nCounted", Value: n}}
-		returned = 0
+	return st.Report(n, cmd == "count", time.Since(start)), nil
+}
+
+// explainedDistinctKey is the key of an explained distinct (sub), "" for
+// another command; a $text query is refused, as for find.
+func explainedDistinctKey(sub *Request) (string, error) {
+	if sub.Cmd[0].Key != "distinct" {
+		return "", nil
 	}
-	stage = append(stage, bson.E{Key: "executionTimeMillisEstimate", Value: elapsed})
-	return bson.D{
-		{Key: "executionSuccess", Value: true},
-		{Key: "nReturned", Value: returned},
-		{Key: "executionTimeMillis", Value: elapsed},
-		{Key: "executionStages", Value: stage},
-	}, nil
+	key, filter, err := distinctArgs(sub)
+	if err != nil {
+		return "", err
+	}
+	if _, text, err := splitText(filter); err != nil || text != nil {
+		if err == nil {
+			err = mongoerr.New(mongoerr.NotImplemented, "explain of a $text query is not supported by tierdb")
+		}
+		return "", err
+	}
+	return key, nil
 }
 
 // addCursorStats puts, into an aggregate's explain (reply), the
-// executionStats of its $cursor stage: the documents its leading $match
-// read. The stages after it run in tierdb and report nothing more.
+// executionStats of its $cursor stage: the read that feeds the pipeline,
+// run as it would run (exec.Read.DrainFeed), analyzed as a find's. The
+// stages after it are not run.
 func (h *Handlers) addCursorStats(ctx context.Context, req *Request, reply bson.D) (bson.D, error) {
 	name, err := aggregateCollection(req)
 	if err != nil {
@@ -73,6 +99,7 @@ func (h *Handlers) addCursorStats(ctx context.Context, req *Request, reply bson.
 	if err != nil {
 		return nil, err
 	}
+	st := &exec.ExecStats{}
 	start := time.Now()
 	var n int64
 	col, err := h.store.Collection(ctx, req.on, req.DB, p.coll)
@@ -81,15 +108,13 @@ func (h *Handlers) addCursorStats(ctx context.Context, req *Request, reply bson.
 	case err != nil:
 		return nil, err
 	case p.rs != nil:
-		if n, err = h.read(ctx, req.on, col, p.rs).Count(ctx); err != nil {
+		var r *exec.Read
+		r, st = h.read(ctx, req.on, col, p.rs).Analyzed(h.store)
+		if n, err = r.DrainFeed(ctx, p.stages, p.limitHint); err != nil {
 			return nil, err
 		}
 	}
-	stats := bson.D{
-		{Key: "executionSuccess", Value: true},
-		{Key: "nReturned", Value: n},
-		{Key: "executionTimeMillis", Value: time.Since(start).Milliseconds()},
-	}
+	stats := st.Report(n, false, time.Since(start))
 	for i, e := range reply {
 		stages, ok := e.Value.(bson.A)
 		if e.Key != "stages" || !ok || len(stages) == 0 {

@@ -100,7 +100,7 @@ func (h *Handlers) firstBatch(ctx context.Context, on storage.On, req *Request, 
 	}
 	var id int64
 	if !done && !singleBatch {
-		c := h.cursors.add(ns, cursorOwner(req.Session), src)
+		c := h.openCursor(req, ns, src, len(batch))
 		c.keepTimeLimit(ctx, req.Cmd)
 		id = c.id
 	}
@@ -176,6 +176,7 @@ func (h *Handlers) getMore(ctx context.Context, req *Request) (bson.D, error) {
 	} else {
 		c.lastUsed.Store(nowNanos())
 	}
+	c.origin.returned(len(batch))
 	reply := cursorReply(id, c.ns, rawArray(batch), false)
 	if src, ok := c.src.(*streamSource); ok {
 		addResumeToken(reply, src)
@@ -294,8 +295,8 @@ func (h *Handlers) explain(ctx context.Context, req *Request) (bson.D, error) {
 		}
 		return h.addCursorStats(ctx, sub, reply)
 	}
-	if len(inner) == 0 || (inner[0].Key != "find" && inner[0].Key != "count") {
-		return nil, mongoerr.New(mongoerr.NotImplemented, "explain supports find, count and aggregate")
+	if len(inner) == 0 || (inner[0].Key != "find" && inner[0].Key != "count" && inner[0].Key != "distinct") {
+		return nil, mongoerr.New(mongoerr.NotImplemented, "explain supports find, count, distinct and aggregate")
 	}
 	sub := &Request{DB: req.DB, Cmd: inner, Session: req.Session}
 	name, err := collectionName(sub)
@@ -303,10 +304,14 @@ func (h *Handlers) explain(ctx context.Context, req *Request) (bson.D, error) {
 		return nil, err
 	}
 	filterKey := "filter"
-	if inner[0].Key == "count" {
+	if inner[0].Key != "find" {
 		filterKey = "query"
 	}
 	filter, err := getDoc(inner, filterKey)
+	if err != nil {
+		return nil, err
+	}
+	distinctKey, err := explainedDistinctKey(sub)
 	if err != nil {
 		return nil, err
 	}
@@ -344,7 +349,7 @@ func (h *Handlers) explain(ctx context.Context, req *Request) (bson.D, error) {
 		}},
 	}
 	if verbosity != "queryPlanner" {
-		stats, err := h.explainExecution(ctx, req.on, col, rs, inner[0].Key == "count")
+		stats, err := h.explainExecution(ctx, req.on, col, rs, inner[0].Key, distinctKey)
 		if err != nil {
 			return nil, err
 		}

@@ -108,7 +108,7 @@ func (h *Handlers) findTailable(ctx context.Context, on storage.On, req *Request
 	// Without a position (the collection was empty) the cursor is dead at
 	// once, as MongoDB's tailable cursors are.
 	if (src.Positioned() || !read) && !singleBatch {
-		id = h.cursors.add(ns, cursorOwner(req.Session), src).id
+		id = h.openCursor(req, ns, src, len(batch)).id
 	}
 	return cursorReply(id, ns, rawArray(batch), true), nil
 }

@@ -13,7 +13,8 @@
 // or every match sorted in memory with a top-k under a limit
 // (sortall.go). Count, Each and Walk consume the same operators for
 // count, writes and a pipeline's input (Feed, input.go); Explain
-// describes them without reading. TextRead runs a $text search
+// describes them without reading, and Analyzed (execstats.go) runs them
+// for explain's executionStats with each storage statement analyzed. TextRead runs a $text search
 // (text.go), TailSource a tailable cursor (tail.go), Distinct gathers
 // distinct's values.
 //

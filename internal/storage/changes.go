@@ -255,6 +255,10 @@ func (s *Store) writeReplacement(ctx context.Context, on On, key []byte, sql str
 	return s.writeAfter(ctx, on, &statement{sql: msg, args: []any{key}}, sql, args...)
 }
 
+// txnMessageSQL marks a MongoDB transaction's PostgreSQL transaction with
+// its session (changes.TxnMessage), for its change events.
+const txnMessageSQL = `SELECT pg_logical_emit_message(true, '` + changes.TxnMessagePrefix + `', $1::bytea)`
+
 // dropDatabaseMessageSQL marks a dropDatabase in its transaction, after the
 // drops of its collections, for change streams.
 const dropDatabaseMessageSQL = `SELECT pg_logical_emit_message(true, '` + changes.DropDatabaseMessagePrefix + `', convert_to($1, 'UTF8'))`

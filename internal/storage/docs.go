@@ -593,6 +593,15 @@ func (s *Store) Explain(ctx context.Context, on On, c *Collection, p ScanParams)
 	return strings.Join(lines, "\n"), fromPG(ctx, err)
 }
 
+// countSQL is Count's statement.
+func countSQL(c *Collection, where string) string {
+	sql := `SELECT count(*) FROM ` + c.table
+	if where != "" && where != "TRUE" {
+		sql += " WHERE " + where
+	}
+	return sql
+}
+
 // Replace stores newDoc in place of the row with key, but only if that row
 // still holds old (compare and swap, so concurrent updates never lose one
 // another's changes without holding a transaction open across a round trip).
@@ -666,11 +675,7 @@ func (s *Store) Get(ctx context.Context, on On, c *Collection, key []byte) (*Row
 
 // Count returns the number of rows matching a prefilter that is exact.
 func (s *Store) Count(ctx context.Context, on On, c *Collection, where string, args []any) (int64, error) {
-	sql := `SELECT count(*) FROM ` + c.table
-	if where != "" && where != "TRUE" {
-		sql += " WHERE " + where
-	}
 	var n int64
-	err := s.readQ(ctx, on).QueryRow(ctx, sql, args...).Scan(&n)
+	err := s.readQ(ctx, on).QueryRow(ctx, countSQL(c, where), args...).Scan(&n)
 	return n, s.readError(ctx, on, c, err)
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"tierdb/internal/changes"
 	"tierdb/internal/qos"
 )
 
@@ -44,12 +45,25 @@ type Record struct {
 // has that statement or a later one, nothing is begun and prev is the
 // session's record: a retry, or a stale txnNumber. A concurrent claim of
 // the same session waits until the other transaction ends.
+//
+// A MongoDB transaction (snapshot) begun while change streams are on also
+// leaves its session's logical message (changes.TxnMessage) first in its
+// PostgreSQL transaction, in the same round trip, so that the change
+// events of its writes carry lsid and txnNumber.
 func (s *Store) BeginRecorded(ctx context.Context, t qos.Tier, snapshot bool, k SessionKey, txnNumber int64) (txn *Txn, prev *Record, err error) {
-	txn, _, rows, err := s.Begin(ctx, t, snapshot, Stmt{SQL: `
+	stmts := []Stmt{{SQL: `
 INSERT INTO ` + catalogSchema + `.txn_records AS r (lsid, uid, txn_number) VALUES ($1, $2, $3)
 ON CONFLICT (lsid, uid) DO UPDATE SET txn_number = EXCLUDED.txn_number, reply = NULL, last_use = now()
 WHERE r.txn_number < EXCLUDED.txn_number
-RETURNING true`, Args: []any{k.LSID, k.User, txnNumber}, Returning: 1})
+RETURNING true`, Args: []any{k.LSID, k.User, txnNumber}, Returning: 1}}
+	if snapshot && s.changesOn.Load() {
+		msg, err := changes.TxnMessage(k.LSID, k.User, txnNumber)
+		if err != nil {
+			return nil, nil, err
+		}
+		stmts = append(stmts, Stmt{SQL: txnMessageSQL, Args: []any{msg}})
+	}
+	txn, _, rows, err := s.Begin(ctx, t, snapshot, stmts...)
 	if err != nil {
 		return nil, nil, err
 	}
