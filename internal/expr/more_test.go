@@ -65,6 +65,11 @@ func TestMoreOperators(t *testing.T) {
 		{"sortArray values", op("$sortArray", kv("input", "$arr", "sortBy", int32(-1))), bson.A{"s", int32(3), 2.0, int32(1), int32(1), nil}},
 		{"sortArray by field", op("$sortArray", kv("input", "$docs", "sortBy", kv("n", int32(1), "k", int32(-1)))), bson.A{int32(7), kv("n", int32(1), "k", "a"), kv("n", int32(2), "k", "c"), kv("n", int32(2), "k", "b")}},
 		{"sortArray null", op("$sortArray", kv("input", "$n", "sortBy", int32(1))), nil},
+		// No implicit array traversal on a sort key: an array is compared
+		// whole (arrays sort after numbers), and a path through an array
+		// finds nothing (null).
+		{"sortArray array key", op("$sortArray", kv("input", bson.A{kv("a", bson.A{int32(1), int32(5)}), kv("a", int32(3))}, "sortBy", kv("a", int32(1)))), bson.A{kv("a", int32(3)), kv("a", bson.A{int32(1), int32(5)})}},
+		{"sortArray path through array", op("$sortArray", kv("input", bson.A{kv("a", kv("b", int32(2))), kv("a", bson.A{kv("b", int32(3))})}, "sortBy", kv("a.b", int32(1)))), bson.A{kv("a", bson.A{kv("b", int32(3))}), kv("a", kv("b", int32(2)))}},
 		{"zip shortest", op("$zip", kv("inputs", bson.A{bson.A{int32(1), int32(2)}, bson.A{"a"}})), bson.A{bson.A{int32(1), "a"}}},
 		{"zip longest defaults", op("$zip", kv("inputs", bson.A{bson.A{int32(1), int32(2)}, bson.A{"a"}}, "useLongestLength", true, "defaults", bson.A{int32(0), "z"})), bson.A{bson.A{int32(1), "a"}, bson.A{int32(2), "z"}}},
 		{"zip longest null fill", op("$zip", kv("inputs", bson.A{bson.A{int32(1), int32(2)}, bson.A{}}, "useLongestLength", true)), bson.A{bson.A{int32(1), nil}, bson.A{int32(2), nil}}},
