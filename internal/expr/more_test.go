@@ -88,6 +88,8 @@ func TestMoreOperators(t *testing.T) {
 		{"median", op("$median", kv("input", bson.A{int32(3), int32(1), "x", int32(2), int32(10)}, "method", "approximate")), 2.0},
 		{"median of none", op("$median", kv("input", bson.A{"x"}, "method", "approximate")), nil},
 		{"median of a number", op("$median", kv("input", int32(4), "method", "approximate")), 4.0},
+		{"median skips NaN", op("$median", kv("input", bson.A{math.NaN(), int32(1), int32(2), int32(3)}, "method", "approximate")), 2.0},
+		{"median of NaN", op("$median", kv("input", math.NaN(), "method", "approximate")), math.NaN()},
 		{"percentile", op("$percentile", kv("input", bson.A{int32(1), int32(2), int32(3), int32(4), int32(5), int32(6), int32(7), int32(8), int32(9), int32(10)}, "p", bson.A{0.0, 0.25, 0.5, int32(1)}, "method", "approximate")), bson.A{1.0, 3.0, 5.0, 10.0}},
 		{"percentile of null", op("$percentile", kv("input", "$n", "p", bson.A{0.5, 0.9}, "method", "approximate")), bson.A{nil, nil}},
 	}
@@ -125,7 +127,9 @@ func TestMoreOperatorErrors(t *testing.T) {
 		{"atan2 second", op("$atan2", bson.A{int32(1), "x"}), mongoerr.Location51045},
 		{"atan2 arity", op("$atan2", bson.A{int32(1)}), mongoerr.Location16020},
 		{"bitAnd double", op("$bitAnd", bson.A{int32(1), 1.0}), mongoerr.TypeMismatch},
-		{"bitNot string", op("$bitNot", "x"), mongoerr.TypeMismatch},
+		{"bitNot string", op("$bitNot", "x"), mongoerr.Location28765},
+		{"bitNot double", op("$bitNot", 1.0), mongoerr.TypeMismatch},
+		{"atan2 string before null", op("$atan2", bson.A{"x", nil}), mongoerr.Location51044},
 		{"getField unknown arg", op("$getField", kv("field", "a", "bogus", int32(1))), mongoerr.Location3041701},
 		{"getField no field", op("$getField", kv("input", "$$ROOT")), mongoerr.Location3041702},
 		{"getField no input", op("$getField", kv("field", "a")), mongoerr.Location3041703},
@@ -157,6 +161,8 @@ func TestMoreOperatorErrors(t *testing.T) {
 		{"zip defaults length", op("$zip", kv("inputs", bson.A{"$arr"}, "useLongestLength", true, "defaults", bson.A{})), mongoerr.Location34467},
 		{"zip input string", op("$zip", kv("inputs", bson.A{"x"})), mongoerr.Location34468},
 		{"rand with argument", op("$rand", kv("seed", int32(1))), mongoerr.Location3040501},
+		{"rand with an array argument", op("$rand", bson.A{int32(1)}), mongoerr.Location3040501},
+		{"rand not an object", op("$rand", "x"), mongoerr.Location10065},
 		{"bsonSize of number", op("$bsonSize", int32(1)), mongoerr.Location31393},
 		{"binarySize of number", op("$binarySize", int32(1)), mongoerr.Location51276},
 		{"tsSecond of date", op("$tsSecond", bson.DateTime(0)), mongoerr.Location5687301},
@@ -193,8 +199,12 @@ func TestMoreOperatorErrors(t *testing.T) {
 
 func TestRand(t *testing.T) {
 	seen := map[float64]bool{}
-	for range 20 {
-		v, err := eval(t, op("$rand", bson.D{}), nil)
+	for i := range 20 {
+		arg := any(bson.D{})
+		if i%2 == 1 {
+			arg = bson.A{} // MongoDB takes an empty array too
+		}
+		v, err := eval(t, op("$rand", arg), nil)
 		f, ok := v.(float64)
 		if err != nil || !ok || f < 0 || f >= 1 {
 			t.Fatalf("$rand: %v %v", v, err)
