@@ -324,9 +324,11 @@ func (a *arrayAcc) add(v any) (int, error) {
 	return grown, nil
 }
 
+// value is a copy: a growing window reads it after every add.
 func (a *arrayAcc) value() any {
+	vals := a.vals
 	if a.set != nil {
-		return a.set.value()
+		vals = a.set.vals
 	}
-	return append(bson.A{}, a.vals...)
+	return append(bson.A{}, vals...)
 }

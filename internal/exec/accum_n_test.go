@@ -175,3 +175,21 @@ func TestTopAccReportsWhatItHolds(t *testing.T) {
 		add(k, big)
 	}
 }
+
+// A growing window reads value() after each add: what it gave must not
+// share an array the accumulator goes on appending to.
+func TestArrayAccValuesAreTheirOwn(t *testing.T) {
+	for _, op := range []string{"$concatArrays", "$setUnion"} {
+		acc := accumulators[op]()
+		for i := range int32(3) {
+			acc.add(bson.A{i})
+		}
+		first := acc.value().(bson.A)
+		acc.add(bson.A{int32(3)})
+		second := acc.value().(bson.A)
+		_ = append(first, "overwritten")
+		if second[3] != int32(3) {
+			t.Errorf("%s: an earlier value shares its array: %v", op, second)
+		}
+	}
+}
