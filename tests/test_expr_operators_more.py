@@ -213,6 +213,7 @@ def test_zip(db):
     fails(c, {"$zip": {}}, 34465)
     fails(c, {"$zip": {"inputs": ["$a"], "defaults": [1]}}, 34466)
     fails(c, {"$zip": {"inputs": ["$a"], "useLongestLength": True, "defaults": [1, 2]}}, 34467)
+    assert value(c, {"$zip": {"inputs": [[1]], "defaults": []}}, doc) == [[1]]  # empty defaults: none
     fails(c, {"$zip": {"inputs": ["$a", 5]}}, 34468, doc)
 
 

@@ -74,6 +74,9 @@ func TestMoreOperators(t *testing.T) {
 		{"zip longest defaults", op("$zip", kv("inputs", bson.A{bson.A{int32(1), int32(2)}, bson.A{"a"}}, "useLongestLength", true, "defaults", bson.A{int32(0), "z"})), bson.A{bson.A{int32(1), "a"}, bson.A{int32(2), "z"}}},
 		{"zip longest null fill", op("$zip", kv("inputs", bson.A{bson.A{int32(1), int32(2)}, bson.A{}}, "useLongestLength", true)), bson.A{bson.A{int32(1), nil}, bson.A{int32(2), nil}}},
 		{"zip null input", op("$zip", kv("inputs", bson.A{"$n", bson.A{}})), nil},
+		// An empty defaults array is no defaults (MongoDB checks its size).
+		{"zip empty defaults", op("$zip", kv("inputs", bson.A{bson.A{int32(1)}}, "defaults", bson.A{})), bson.A{bson.A{int32(1)}}},
+		{"zip longest empty defaults", op("$zip", kv("inputs", bson.A{bson.A{int32(1)}, bson.A{}}, "useLongestLength", true, "defaults", bson.A{})), bson.A{bson.A{int32(1), nil}}},
 		{"bsonSize", op("$bsonSize", kv("a", int32(1))), int32(12)},
 		{"bsonSize null", op("$bsonSize", "$zz"), nil},
 		{"binarySize string", op("$binarySize", "héllo"), int32(6)},
@@ -158,7 +161,7 @@ func TestMoreOperatorErrors(t *testing.T) {
 		{"zip unknown", op("$zip", kv("inputs", bson.A{"$arr"}, "x", int32(1))), mongoerr.Location34464},
 		{"zip no inputs", op("$zip", kv()), mongoerr.Location34465},
 		{"zip defaults without longest", op("$zip", kv("inputs", bson.A{"$arr"}, "defaults", bson.A{int32(1)})), mongoerr.Location34466},
-		{"zip defaults length", op("$zip", kv("inputs", bson.A{"$arr"}, "useLongestLength", true, "defaults", bson.A{})), mongoerr.Location34467},
+		{"zip defaults length", op("$zip", kv("inputs", bson.A{"$arr"}, "useLongestLength", true, "defaults", bson.A{int32(1), int32(2)})), mongoerr.Location34467},
 		{"zip input string", op("$zip", kv("inputs", bson.A{"x"})), mongoerr.Location34468},
 		{"rand with argument", op("$rand", kv("seed", int32(1))), mongoerr.Location3040501},
 		{"rand with an array argument", op("$rand", bson.A{int32(1)}), mongoerr.Location3040501},

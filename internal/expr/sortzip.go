@@ -151,7 +151,6 @@ func parseZip(_ string, arg any, s *Scope) (Expr, error) {
 	}
 	z := &zipExpr{}
 	var inputs, defaults bson.A
-	hasDefaults := false
 	for _, e := range d {
 		switch e.Key {
 		case "inputs":
@@ -165,7 +164,7 @@ func parseZip(_ string, arg any, s *Scope) (Expr, error) {
 			if !ok {
 				return nil, mongoerr.Newf(mongoerr.Location34462, "defaults must be an array of expressions, found %s", TypeName(e.Value))
 			}
-			defaults, hasDefaults = a, true
+			defaults = a
 		case "useLongestLength":
 			b, ok := e.Value.(bool)
 			if !ok {
@@ -176,12 +175,13 @@ func parseZip(_ string, arg any, s *Scope) (Expr, error) {
 			return nil, mongoerr.Newf(mongoerr.Location34464, "$zip found an unknown argument: %s", e.Key)
 		}
 	}
+	// An empty defaults array counts as none, as in MongoDB.
 	switch {
 	case len(inputs) == 0:
 		return nil, mongoerr.New(mongoerr.Location34465, "$zip requires at least one input array")
-	case hasDefaults && !z.longest:
+	case len(defaults) > 0 && !z.longest:
 		return nil, mongoerr.New(mongoerr.Location34466, "cannot specify defaults unless useLongestLength is true")
-	case hasDefaults && len(defaults) != len(inputs):
+	case len(defaults) > 0 && len(defaults) != len(inputs):
 		return nil, mongoerr.New(mongoerr.Location34467, "defaults and inputs must have the same length")
 	}
 	var err error
