@@ -86,6 +86,7 @@ def test_trigonometry_errors(db):
     fails(c, {"$atanh": 2}, 50989)
     fails(c, {"$atan2": ["x", 1]}, 51044)
     fails(c, {"$atan2": [1, "x"]}, 51045)
+    fails(c, {"$atan2": ["x", None]}, 51044)  # checked in order: the first fails before the null
     fails(c, {"$atan2": [1]}, 16020)
     fails(c, {"$sin": [1, 2]}, 16020)
     # tierdb has no decimal transcendental functions: refused, never rounded.
@@ -122,6 +123,7 @@ def test_bitwise(db):
     fails(c, {"$bitAnd": [1, 1.0]}, 14)
     fails(c, {"$bitOr": ["a"]}, 14)
     fails(c, {"$bitNot": 2.5}, 14)
+    fails(c, {"$bitNot": "x"}, 28765)  # a non-number, as for $abs
     fails(c, {"$bitNot": [1, 2]}, 16020)
 
 
@@ -211,6 +213,7 @@ def test_zip(db):
     fails(c, {"$zip": {}}, 34465)
     fails(c, {"$zip": {"inputs": ["$a"], "defaults": [1]}}, 34466)
     fails(c, {"$zip": {"inputs": ["$a"], "useLongestLength": True, "defaults": [1, 2]}}, 34467)
+    assert value(c, {"$zip": {"inputs": [[1]], "defaults": []}}, doc) == [[1]]  # empty defaults: none
     fails(c, {"$zip": {"inputs": ["$a", 5]}}, 34468, doc)
 
 
@@ -245,6 +248,8 @@ def test_median_and_percentile_expressions(db):
     assert value(c, {"$median": {"input": "$s", "method": "approximate"}}, doc) == 4.0
     assert value(c, {"$median": {"input": "$nope", "method": "approximate"}}, doc) is None
     assert value(c, {"$percentile": {"input": ["x"], "p": [0.5, 0.9], "method": "approximate"}}, doc) == [None, None]
+    # NaNs are not samples (MongoDB's discrete percentile drops them)
+    assert value(c, {"$median": {"input": [math.nan, 1, 2, 3], "method": "approximate"}}, doc) == 2.0
     fails(c, {"$median": 1}, 7436201)
     fails(c, {"$percentile": 1}, 7436200)
     fails(c, {"$median": {"input": "$a"}}, 40414)
@@ -276,6 +281,9 @@ def test_sizes_timestamps_and_rand(db):
     fails(c, {"$tsSecond": 1}, 5687301)
     fails(c, {"$tsIncrement": "x"}, 5687302)
     fails(c, {"$rand": {"a": 1}}, 3040501)
+    fails(c, {"$rand": [1]}, 3040501)
+    fails(c, {"$rand": "x"}, 10065)
+    assert 0 <= value(c, {"$rand": []}) < 1
     c.delete_many({})
     c.insert_many([{"_id": i} for i in range(20)])
     rands = [d["r"] for d in c.aggregate([{"$project": {"r": {"$rand": {}}}}])]

@@ -197,15 +197,18 @@ type topAcc struct {
 	mem    held
 }
 
+// topItem is a kept document's sort key and output; size is the bytes
+// it was counted for.
 type topItem struct {
-	key bson.D
-	out any
-	seq int
+	key  bson.D
+	out  any
+	seq  int
+	size int
 }
 
 func (a *topAcc) add(v any) (int, error) {
 	d, _ := v.(bson.D)
-	item := topItem{seq: a.seq}
+	item := topItem{seq: a.seq, size: 48 + DocMemory(d)}
 	a.seq++
 	for _, e := range d {
 		if e.Key == "output" {
@@ -215,13 +218,20 @@ func (a *topAcc) add(v any) (int, error) {
 		}
 	}
 	a.items = append(a.items, item)
-	grown := a.mem.change(48 + DocMemory(d))
+	grown := a.mem.change(item.size)
 	if len(a.items) >= 2*a.n {
-		before := len(a.items)
 		a.items = a.kept()
-		a.mem.change((len(a.items) - before) * (48 + DocMemory(d)))
+		a.mem.change(itemsSize(a.items) - a.mem.now)
 	}
 	return grown, nil
+}
+
+func itemsSize(items []topItem) int {
+	n := 0
+	for _, it := range items {
+		n += it.size
+	}
+	return n
 }
 
 // kept is the n items that stay, in sortBy's order (ties in the order
@@ -314,9 +324,11 @@ func (a *arrayAcc) add(v any) (int, error) {
 	return grown, nil
 }
 
+// value is a copy: a growing window reads it after every add.
 func (a *arrayAcc) value() any {
+	vals := a.vals
 	if a.set != nil {
-		return a.set.value()
+		vals = a.set.vals
 	}
-	return append(bson.A{}, a.vals...)
+	return append(bson.A{}, vals...)
 }

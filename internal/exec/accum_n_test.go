@@ -139,3 +139,57 @@ func TestWindowNAccumulators(t *testing.T) {
 		t.Fatalf("got\n%s\n%v\nwant\n%s", got, err, want)
 	}
 }
+
+// What $topN reports to $group must cover what it holds at every step,
+// whatever the sizes of the documents it keeps and drops.
+func TestTopAccReportsWhatItHolds(t *testing.T) {
+	spec, err := parseTopAcc("$topN", parse(t, `{"n":2,"sortBy":{"k":1},"output":"$s"}`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	acc := spec.build(2).(*topAcc)
+	big := strings.Repeat("x", 1<<20)
+	reported := 0
+	add := func(k int32, s string) {
+		n, err := acc.add(bson.D{{Key: "output", Value: s}, {Key: "sortFields0", Value: k}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		reported += n
+		held := 0
+		for _, it := range acc.items {
+			held += DocMemory(bson.D{{Key: "output", Value: it.out}}) + DocMemory(it.key)
+		}
+		if reported < held {
+			t.Fatalf("after k=%d: reported %d bytes, holds at least %d", k, reported, held)
+		}
+	}
+	// Three small documents, then a big one that triggers a trim: the
+	// trim must not count the small ones it drops as big.
+	for k := range int32(3) {
+		add(k, "s")
+	}
+	add(3, big)
+	// Big documents that sort first are all kept for a while.
+	for k := int32(-1); k > -4; k-- {
+		add(k, big)
+	}
+}
+
+// A growing window reads value() after each add: what it gave must not
+// share an array the accumulator goes on appending to.
+func TestArrayAccValuesAreTheirOwn(t *testing.T) {
+	for _, op := range []string{"$concatArrays", "$setUnion"} {
+		acc := accumulators[op]()
+		for i := range int32(3) {
+			acc.add(bson.A{i})
+		}
+		first := acc.value().(bson.A)
+		acc.add(bson.A{int32(3)})
+		second := acc.value().(bson.A)
+		_ = append(first, "overwritten")
+		if second[3] != int32(3) {
+			t.Errorf("%s: an earlier value shares its array: %v", op, second)
+		}
+	}
+}

@@ -21,9 +21,19 @@ func miscOps() map[string]parser {
 	}
 }
 
-// parseRand: {$rand: {}}, a double in [0, 1) for each evaluation.
+// parseRand: {$rand: {}} (or [], which MongoDB also takes), a double in
+// [0, 1) for each evaluation.
 func parseRand(_ string, arg any, _ *Scope) (Expr, error) {
-	if d, ok := arg.(bson.D); !ok || len(d) != 0 {
+	var n int
+	switch x := arg.(type) {
+	case bson.D:
+		n = len(x)
+	case bson.A:
+		n = len(x)
+	default:
+		return nil, mongoerr.New(mongoerr.Location10065, "invalid parameter: expected an object ($rand)")
+	}
+	if n != 0 {
 		return nil, mongoerr.New(mongoerr.Location3040501, "$rand does not currently accept arguments")
 	}
 	return &lazyExpr{fn: func(*Ctx, []Expr) (any, error) { return rand.Float64(), nil }}, nil
@@ -68,7 +78,7 @@ func tsPart(code mongoerr.Code, part func(bson.Timestamp) uint32) func(string, [
 		}
 		t, ok := a[0].(bson.Timestamp)
 		if !ok {
-			return nil, mongoerr.Newf(code, "%s requires a timestamp argument, found: %s", name, TypeName(a[0]))
+			return nil, mongoerr.Newf(code, " Argument to %s must be a timestamp, but is %s", name, TypeName(a[0]))
 		}
 		return int64(part(t)), nil
 	}

@@ -65,10 +65,18 @@ func TestMoreOperators(t *testing.T) {
 		{"sortArray values", op("$sortArray", kv("input", "$arr", "sortBy", int32(-1))), bson.A{"s", int32(3), 2.0, int32(1), int32(1), nil}},
 		{"sortArray by field", op("$sortArray", kv("input", "$docs", "sortBy", kv("n", int32(1), "k", int32(-1)))), bson.A{int32(7), kv("n", int32(1), "k", "a"), kv("n", int32(2), "k", "c"), kv("n", int32(2), "k", "b")}},
 		{"sortArray null", op("$sortArray", kv("input", "$n", "sortBy", int32(1))), nil},
+		// No implicit array traversal on a sort key: an array is compared
+		// whole (arrays sort after numbers), and a path through an array
+		// finds nothing (null).
+		{"sortArray array key", op("$sortArray", kv("input", bson.A{kv("a", bson.A{int32(1), int32(5)}), kv("a", int32(3))}, "sortBy", kv("a", int32(1)))), bson.A{kv("a", int32(3)), kv("a", bson.A{int32(1), int32(5)})}},
+		{"sortArray path through array", op("$sortArray", kv("input", bson.A{kv("a", kv("b", int32(2))), kv("a", bson.A{kv("b", int32(3))})}, "sortBy", kv("a.b", int32(1)))), bson.A{kv("a", bson.A{kv("b", int32(3))}), kv("a", kv("b", int32(2)))}},
 		{"zip shortest", op("$zip", kv("inputs", bson.A{bson.A{int32(1), int32(2)}, bson.A{"a"}})), bson.A{bson.A{int32(1), "a"}}},
 		{"zip longest defaults", op("$zip", kv("inputs", bson.A{bson.A{int32(1), int32(2)}, bson.A{"a"}}, "useLongestLength", true, "defaults", bson.A{int32(0), "z"})), bson.A{bson.A{int32(1), "a"}, bson.A{int32(2), "z"}}},
 		{"zip longest null fill", op("$zip", kv("inputs", bson.A{bson.A{int32(1), int32(2)}, bson.A{}}, "useLongestLength", true)), bson.A{bson.A{int32(1), nil}, bson.A{int32(2), nil}}},
 		{"zip null input", op("$zip", kv("inputs", bson.A{"$n", bson.A{}})), nil},
+		// An empty defaults array is no defaults (MongoDB checks its size).
+		{"zip empty defaults", op("$zip", kv("inputs", bson.A{bson.A{int32(1)}}, "defaults", bson.A{})), bson.A{bson.A{int32(1)}}},
+		{"zip longest empty defaults", op("$zip", kv("inputs", bson.A{bson.A{int32(1)}, bson.A{}}, "useLongestLength", true, "defaults", bson.A{})), bson.A{bson.A{int32(1), nil}}},
 		{"bsonSize", op("$bsonSize", kv("a", int32(1))), int32(12)},
 		{"bsonSize null", op("$bsonSize", "$zz"), nil},
 		{"binarySize string", op("$binarySize", "héllo"), int32(6)},
@@ -83,6 +91,8 @@ func TestMoreOperators(t *testing.T) {
 		{"median", op("$median", kv("input", bson.A{int32(3), int32(1), "x", int32(2), int32(10)}, "method", "approximate")), 2.0},
 		{"median of none", op("$median", kv("input", bson.A{"x"}, "method", "approximate")), nil},
 		{"median of a number", op("$median", kv("input", int32(4), "method", "approximate")), 4.0},
+		{"median skips NaN", op("$median", kv("input", bson.A{math.NaN(), int32(1), int32(2), int32(3)}, "method", "approximate")), 2.0},
+		{"median of NaN", op("$median", kv("input", math.NaN(), "method", "approximate")), math.NaN()},
 		{"percentile", op("$percentile", kv("input", bson.A{int32(1), int32(2), int32(3), int32(4), int32(5), int32(6), int32(7), int32(8), int32(9), int32(10)}, "p", bson.A{0.0, 0.25, 0.5, int32(1)}, "method", "approximate")), bson.A{1.0, 3.0, 5.0, 10.0}},
 		{"percentile of null", op("$percentile", kv("input", "$n", "p", bson.A{0.5, 0.9}, "method", "approximate")), bson.A{nil, nil}},
 	}
@@ -120,7 +130,9 @@ func TestMoreOperatorErrors(t *testing.T) {
 		{"atan2 second", op("$atan2", bson.A{int32(1), "x"}), mongoerr.Location51045},
 		{"atan2 arity", op("$atan2", bson.A{int32(1)}), mongoerr.Location16020},
 		{"bitAnd double", op("$bitAnd", bson.A{int32(1), 1.0}), mongoerr.TypeMismatch},
-		{"bitNot string", op("$bitNot", "x"), mongoerr.TypeMismatch},
+		{"bitNot string", op("$bitNot", "x"), mongoerr.Location28765},
+		{"bitNot double", op("$bitNot", 1.0), mongoerr.TypeMismatch},
+		{"atan2 string before null", op("$atan2", bson.A{"x", nil}), mongoerr.Location51044},
 		{"getField unknown arg", op("$getField", kv("field", "a", "bogus", int32(1))), mongoerr.Location3041701},
 		{"getField no field", op("$getField", kv("input", "$$ROOT")), mongoerr.Location3041702},
 		{"getField no input", op("$getField", kv("field", "a")), mongoerr.Location3041703},
@@ -149,9 +161,11 @@ func TestMoreOperatorErrors(t *testing.T) {
 		{"zip unknown", op("$zip", kv("inputs", bson.A{"$arr"}, "x", int32(1))), mongoerr.Location34464},
 		{"zip no inputs", op("$zip", kv()), mongoerr.Location34465},
 		{"zip defaults without longest", op("$zip", kv("inputs", bson.A{"$arr"}, "defaults", bson.A{int32(1)})), mongoerr.Location34466},
-		{"zip defaults length", op("$zip", kv("inputs", bson.A{"$arr"}, "useLongestLength", true, "defaults", bson.A{})), mongoerr.Location34467},
+		{"zip defaults length", op("$zip", kv("inputs", bson.A{"$arr"}, "useLongestLength", true, "defaults", bson.A{int32(1), int32(2)})), mongoerr.Location34467},
 		{"zip input string", op("$zip", kv("inputs", bson.A{"x"})), mongoerr.Location34468},
 		{"rand with argument", op("$rand", kv("seed", int32(1))), mongoerr.Location3040501},
+		{"rand with an array argument", op("$rand", bson.A{int32(1)}), mongoerr.Location3040501},
+		{"rand not an object", op("$rand", "x"), mongoerr.Location10065},
 		{"bsonSize of number", op("$bsonSize", int32(1)), mongoerr.Location31393},
 		{"binarySize of number", op("$binarySize", int32(1)), mongoerr.Location51276},
 		{"tsSecond of date", op("$tsSecond", bson.DateTime(0)), mongoerr.Location5687301},
@@ -188,8 +202,12 @@ func TestMoreOperatorErrors(t *testing.T) {
 
 func TestRand(t *testing.T) {
 	seen := map[float64]bool{}
-	for range 20 {
-		v, err := eval(t, op("$rand", bson.D{}), nil)
+	for i := range 20 {
+		arg := any(bson.D{})
+		if i%2 == 1 {
+			arg = bson.A{} // MongoDB takes an empty array too
+		}
+		v, err := eval(t, op("$rand", arg), nil)
 		f, ok := v.(float64)
 		if err != nil || !ok || f < 0 || f >= 1 {
 			t.Fatalf("$rand: %v %v", v, err)

@@ -15,9 +15,10 @@ import (
 // value of rank ceil(n·p)−1 (at least 0; n−1 for p = 1) among the
 // numeric inputs as doubles, which is what MongoDB's expression form
 // computes for "approximate" and what its accumulator's t-digest
-// estimates. Non-numeric inputs are ignored; with none, $median is null
-// and $percentile an array of nulls. The expression takes a number (every
-// percentile is that number) or an array of values.
+// estimates. Non-numeric inputs and NaNs are ignored; with none, $median
+// is null and $percentile an array of nulls. The expression takes a
+// number (every percentile is that number, NaN included) or an array of
+// values.
 
 // Quantile is a parsed $median or $percentile.
 type Quantile struct {
@@ -33,17 +34,14 @@ func quantileOps() map[string]parser {
 			return nil, err
 		}
 		return &opExpr{args: []Expr{q.Input}, fn: func(a []any) (any, error) {
+			if isNumber(a[0]) {
+				return q.format(func(float64) any { return toFloat(a[0]) }), nil
+			}
 			var vals []float64
-			switch x := a[0].(type) {
-			case bson.A:
-				for _, v := range x {
-					if isNumber(v) {
-						vals = append(vals, toFloat(v))
-					}
-				}
-			default:
-				if isNumber(x) {
-					vals = []float64{toFloat(x)}
+			arr, _ := a[0].(bson.A)
+			for _, v := range arr {
+				if isNumber(v) {
+					vals = append(vals, toFloat(v))
 				}
 			}
 			return q.Result(vals), nil
@@ -149,24 +147,32 @@ func constantValue(e Expr) (any, bool) {
 	return nil, false
 }
 
-// Result is the answer for vals (which it sorts): $median's double or
-// null, $percentile's array of doubles or of nulls.
+// Result is the answer for vals (which it may reorder): $median's double
+// or null, $percentile's array of doubles or of nulls.
 func (q *Quantile) Result(vals []float64) any {
+	vals = slices.DeleteFunc(vals, math.IsNaN)
 	slices.Sort(vals)
-	out := make(bson.A, len(q.Ps))
-	for i, p := range q.Ps {
+	return q.format(func(p float64) any {
 		if len(vals) == 0 {
-			out[i] = nil
-			continue
+			return nil
 		}
 		rank := len(vals) - 1
 		if p < 1 {
 			rank = max(0, int(math.Ceil(float64(len(vals))*p))-1)
 		}
-		out[i] = vals[rank]
-	}
+		return vals[rank]
+	})
+}
+
+// format is $median's value of 0.5 or $percentile's array of values of
+// each p.
+func (q *Quantile) format(value func(p float64) any) any {
 	if q.Median {
-		return out[0]
+		return value(0.5)
+	}
+	out := make(bson.A, len(q.Ps))
+	for i, p := range q.Ps {
+		out[i] = value(p)
 	}
 	return out
 }

@@ -2,6 +2,7 @@ package expr
 
 import (
 	"slices"
+	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
@@ -10,9 +11,12 @@ import (
 )
 
 // $sortArray sorts an array: by whole values (sortBy 1 or -1, BSON
-// order) or by fields of its documents (sortBy a sort document; an
-// element that is not a document sorts as if every field were null).
-// The sort is stable. $zip transposes arrays.
+// order) or by fields of its documents (sortBy a sort document). A sort
+// key is the value at its path with no implicit array traversal, as
+// MongoDB documents it: an array is compared whole, a path that meets
+// anything but a document finds null, and an element that is not a
+// document sorts as if every field were null. The sort is stable. $zip
+// transposes arrays.
 
 func sortZipOps() map[string]parser {
 	return map[string]parser{
@@ -80,22 +84,44 @@ func sortArrayOrder(v any) (func(a, b any) int, error) {
 	if len(spec) == 0 {
 		return nil, badDirection
 	}
-	for _, e := range spec {
-		if _, ok := sortDirection(e.Value); !ok {
+	type sortKey struct {
+		parts []string
+		dir   int
+	}
+	keys := make([]sortKey, len(spec))
+	for i, e := range spec {
+		dir, ok := sortDirection(e.Value)
+		if !ok {
 			return nil, badDirection
 		}
+		keys[i] = sortKey{strings.Split(e.Key, "."), dir}
 	}
-	sortBy, err := query.ParseSort(spec)
-	if err != nil {
+	if _, err := query.ParseSort(spec); err != nil { // the field names
 		return nil, err
 	}
-	asDoc := func(v any) bson.D {
-		if d, ok := v.(bson.D); ok {
-			return d
+	return func(a, b any) int {
+		for _, k := range keys {
+			if c := k.dir * Compare(literalPath(a, k.parts), literalPath(b, k.parts)); c != 0 {
+				return c
+			}
 		}
-		return bson.D{}
+		return 0
+	}, nil
+}
+
+// literalPath is the value at parts below v, stepping into documents
+// only: nil where the path is missing or meets anything else.
+func literalPath(v any, parts []string) any {
+	for _, p := range parts {
+		d, ok := v.(bson.D)
+		if !ok {
+			return nil
+		}
+		if v, ok = field(d, p); !ok {
+			return nil
+		}
 	}
-	return func(a, b any) int { return sortBy.Compare(asDoc(a), asDoc(b)) }, nil
+	return v
 }
 
 // sortDirection is 1 or -1 given as a number of any type.
@@ -125,7 +151,6 @@ func parseZip(_ string, arg any, s *Scope) (Expr, error) {
 	}
 	z := &zipExpr{}
 	var inputs, defaults bson.A
-	hasDefaults := false
 	for _, e := range d {
 		switch e.Key {
 		case "inputs":
@@ -139,7 +164,7 @@ func parseZip(_ string, arg any, s *Scope) (Expr, error) {
 			if !ok {
 				return nil, mongoerr.Newf(mongoerr.Location34462, "defaults must be an array of expressions, found %s", TypeName(e.Value))
 			}
-			defaults, hasDefaults = a, true
+			defaults = a
 		case "useLongestLength":
 			b, ok := e.Value.(bool)
 			if !ok {
@@ -150,12 +175,13 @@ func parseZip(_ string, arg any, s *Scope) (Expr, error) {
 			return nil, mongoerr.Newf(mongoerr.Location34464, "$zip found an unknown argument: %s", e.Key)
 		}
 	}
+	// An empty defaults array counts as none, as in MongoDB.
 	switch {
 	case len(inputs) == 0:
 		return nil, mongoerr.New(mongoerr.Location34465, "$zip requires at least one input array")
-	case hasDefaults && !z.longest:
+	case len(defaults) > 0 && !z.longest:
 		return nil, mongoerr.New(mongoerr.Location34466, "cannot specify defaults unless useLongestLength is true")
-	case hasDefaults && len(defaults) != len(inputs):
+	case len(defaults) > 0 && len(defaults) != len(inputs):
 		return nil, mongoerr.New(mongoerr.Location34467, "defaults and inputs must have the same length")
 	}
 	var err error

@@ -85,17 +85,20 @@ func trigNumber(f float64) string {
 	return numberString(f)
 }
 
+// atan2 checks its arguments in order, as MongoDB does: a first that is
+// not a number fails even when the second is null.
 func atan2(a []any) (any, error) {
-	y, x := a[0], a[1]
-	if nullish(y) || nullish(x) {
-		return nil, nil
+	codes := [2]mongoerr.Code{mongoerr.Location51044, mongoerr.Location51045}
+	for i, v := range a {
+		if nullish(v) {
+			return nil, nil
+		}
+		if !isNumber(v) {
+			return nil, mongoerr.Newf(codes[i], "$atan2 only supports numeric types, not %s", TypeName(v))
+		}
 	}
-	switch {
-	case !isNumber(y):
-		return nil, mongoerr.Newf(mongoerr.Location51044, "$atan2 only supports numeric types, not %s and %s", TypeName(y), TypeName(x))
-	case !isNumber(x):
-		return nil, mongoerr.Newf(mongoerr.Location51045, "$atan2 only supports numeric types, not %s and %s", TypeName(y), TypeName(x))
-	case width(y) == wDecimal || width(x) == wDecimal:
+	y, x := a[0], a[1]
+	if width(y) == wDecimal || width(x) == wDecimal {
 		return nil, mongoerr.New(mongoerr.NotImplemented, "$atan2 of a Decimal128 is not supported by tierdb")
 	}
 	return math.Atan2(toFloat(y), toFloat(x)), nil
