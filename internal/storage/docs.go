@@ -485,8 +485,10 @@ type Chunk struct {
 // row limit and the documents' sizes (a variable for tests).
 var maxChunkBytes = 32 << 20
 
-// arenaBlock is the size of the blocks that kept rows' bytes are copied
-// into: one allocation for many small rows instead of two or three per row.
+// arenaBlock is the largest block that kept rows' bytes are copied into:
+// one allocation for many small rows instead of two or three per row. A
+// scan's first block fits its first row a few times over and each next one
+// doubles, so a point read (most requests) allocates a few KB, not 64.
 const arenaBlock = 64 << 10
 
 // ScanChunk is Scan that asks keep (when not nil) about each row's
@@ -525,7 +527,7 @@ func (s *Store) ScanChunk(ctx context.Context, on On, c *Collection, p ScanParam
 			return append([]byte(nil), b...)
 		}
 		if cap(arena)-len(arena) < len(b) {
-			arena = make([]byte, 0, arenaBlock)
+			arena = make([]byte, 0, min(arenaBlock, max(2*cap(arena), 4*len(b), 1024)))
 		}
 		start := len(arena)
 		arena = append(arena, b...)
