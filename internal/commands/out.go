@@ -161,7 +161,7 @@ func (w *outWriter) Commit() error {
 }
 
 // insertAll inserts docs, in order, failing at the first duplicate key.
-func insertAll(ctx context.Context, on storage.On, store *storage.Store, col *storage.Collection, docs []bson.D) error {
+func insertAll(ctx context.Context, on storage.On, store exec.Store, col *storage.Collection, docs []bson.D) error {
 	prepared := make([]storage.Doc, len(docs))
 	for i, d := range docs {
 		p, err := prepareDoc(d)
