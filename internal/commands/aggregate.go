@@ -80,7 +80,7 @@ func writes(pipeline bson.A) bool {
 // keep ($group's groups, $sort's input) and the results, not every match.
 func (h *Handlers) runAggregate(ctx context.Context, req *Request, name string, pipeline bson.A, sink exec.Stage) error {
 	out := h.newOutput(ctx, req)
-	defer out.abort()
+	defer out.Abort(ctx)
 	on, done, err := h.routeRead(req)
 	if err != nil {
 		return err

@@ -2,31 +2,22 @@ package commands
 
 import (
 	"context"
-	"errors"
-	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"tierdb/internal/auth"
-	"tierdb/internal/bsonx"
 	"tierdb/internal/changes"
 	"tierdb/internal/exec"
 	"tierdb/internal/mongoerr"
-	"tierdb/internal/storage"
 )
 
 // Change streams: an aggregate whose first stage is $changeStream reads
-// the hub of package changes instead of a collection. The cursor never
-// ends by itself (only an invalidate event ends it); each getMore waits
-// for new events up to its maxTimeMS (1 s by default) without holding its
-// admission, and the hub reads PostgreSQL at the low tier.
-
-// maxStreamBatch bounds the changes one getMore of a change stream takes.
-const maxStreamBatch = 500
-
-// firstBatchPoll bounds how long a change stream's first batch waits to
-// read the slot.
-const firstBatchPoll = time.Second
+// the hub of package changes instead of a collection. Here: parsing, the
+// privileges, opening the stream in the hub and registering its cursor,
+// an exec.ChangeSource, which makes the events. The cursor never ends by
+// itself (only an invalidate event ends it); each getMore waits for new
+// events up to its maxTimeMS (1 s by default) without holding its
+// admission (idle), and the hub reads PostgreSQL at the low tier.
 
 // changeStreamStages may follow $changeStream, as in MongoDB.
 var changeStreamStages = map[string]bool{
@@ -225,7 +216,8 @@ func (h *Handlers) changeStream(ctx context.Context, req *Request) (bson.D, erro
 	if err != nil {
 		return nil, err
 	}
-	src := &streamSource{h: h, stream: stream, spec: sp, db: req.DB}
+	src := &exec.ChangeSource{Store: h.store, Stream: stream, Scope: sp.scope, Options: sp.opts, Stages: sp.stages,
+		Idle: idle, Lost: func() { h.dropHub(stream) }}
 	ns := req.DB + ".$cmd.aggregate"
 	if sp.scope.Coll != "" {
 		ns = req.DB + "." + sp.scope.Coll
@@ -254,195 +246,11 @@ func (h *Handlers) changeStream(ctx context.Context, req *Request) (bson.D, erro
 // addResumeToken puts the cursor's postBatchResumeToken in a reply, which
 // drivers resume from. A stream still before its startAtOperationTime has
 // none yet.
-func addResumeToken(reply bson.D, src *streamSource) {
-	tok := src.resumeToken()
+func addResumeToken(reply bson.D, src *exec.ChangeSource) {
+	tok := src.ResumeToken()
 	if tok == nil {
 		return
 	}
 	cur := reply[0].Value.(bson.D)
 	reply[0].Value = append(cur, bson.E{Key: "postBatchResumeToken", Value: tok})
-}
-
-// streamSource is a change stream's cursor.
-type streamSource struct {
-	h      *Handlers
-	stream *changes.Stream
-	spec   *streamSpec
-	db     string
-	// pending are events made but not yet returned (a reply was full).
-	pending []bson.Raw
-	// last is the token of the last event returned, while pending is not
-	// empty; the stream's position otherwise.
-	last  bson.D
-	ended bool
-}
-
-func (s *streamSource) AwaitData() bool { return true }
-
-func (s *streamSource) close() { s.stream.Close() }
-
-func (s *streamSource) resumeToken() bson.D {
-	if len(s.pending) > 0 && s.last != nil {
-		return s.last
-	}
-	if s.stream.BeforeTime() {
-		return nil
-	}
-	return s.stream.Position().Token()
-}
-
-func (s *streamSource) Next(ctx context.Context, on storage.On, n int) ([]bson.Raw, bool, error) {
-	until, waits := exec.AwaitUntil(ctx)
-	pollBy := until
-	if !waits {
-		// A first batch returns what is there: it waits for the slot
-		// (low-tier admission) for a moment at most.
-		pollBy = time.Now().Add(firstBatchPoll)
-	}
-	for {
-		out, err := s.fill(ctx, on, n, pollBy)
-		if err != nil || len(out) > 0 || s.ended || !waits {
-			return out, s.ended && len(s.pending) == 0, err
-		}
-		left := time.Until(until)
-		if left <= 0 {
-			return nil, false, nil
-		}
-		if err := idle(ctx, func() {
-			t := time.NewTimer(min(left, changes.PollEvery()))
-			defer t.Stop()
-			select {
-			case <-t.C:
-			case <-ctx.Done():
-			}
-		}); err != nil {
-			return nil, false, err
-		}
-		if ctx.Err() != nil {
-			return nil, false, ctx.Err()
-		}
-	}
-}
-
-// fill makes events from the stream's next changes and returns up to n
-// (n <= 0: as many as fit a reply).
-func (s *streamSource) fill(ctx context.Context, on storage.On, n int, pollBy time.Time) ([]bson.Raw, error) {
-	if len(s.pending) == 0 && !s.ended {
-		var chs []changes.Change
-		var err error
-		// Reading the slot is low-tier work: the request gives its own
-		// admission back meanwhile.
-		// At most maxStreamBatch changes at a time, so what a stream
-		// holds stays bounded whatever its batch size.
-		limit := maxStreamBatch
-		if n > 0 {
-			limit = min(n, limit)
-		}
-		ierr := idle(ctx, func() {
-			// Reading waits for low-tier admission, which high-tier
-			// work may hold back past the await time: then the batch is
-			// empty, not an error.
-			pctx, cancel := context.WithDeadline(ctx, pollBy)
-			defer cancel()
-			chs, err = s.stream.Next(pctx, limit)
-			if err != nil && pctx.Err() != nil && ctx.Err() == nil {
-				chs, err = nil, nil
-			}
-		})
-		if errors.Is(err, changes.ErrSlotLost) {
-			s.h.dropHub(s.stream)
-			return nil, mongoerr.New(mongoerr.ChangeStreamHistoryLost, "the change stream's history is lost: its replication slot is gone (after a failover, or dropped); open a new stream")
-		}
-		if err != nil {
-			return nil, err
-		}
-		if ierr != nil {
-			return nil, ierr
-		}
-		if err := s.events(ctx, on, chs); err != nil {
-			return nil, err
-		}
-	}
-	var out []bson.Raw
-	size := 0
-	for len(s.pending) > 0 && (n <= 0 || len(out) < n) {
-		raw := s.pending[0]
-		if len(out) > 0 && size+exec.ElemSize(len(out), raw) > exec.MaxBatchBytes {
-			break
-		}
-		size += exec.ElemSize(len(out), raw)
-		out = append(out, raw)
-		s.pending = s.pending[1:]
-		if id, err := raw.LookupErr("_id"); err == nil {
-			if d, ok := id.DocumentOK(); ok {
-				if tok, err := bsonx.Decode(d); err == nil {
-					s.last = tok
-				}
-			}
-		}
-	}
-	return out, nil
-}
-
-// events shapes changes as events, through the stages after $changeStream.
-func (s *streamSource) events(ctx context.Context, on storage.On, chs []changes.Change) error {
-	opts := s.spec.opts
-	opts.Lookup = func(db, coll string, id any) (bson.D, error) {
-		col, err := s.h.store.Collection(ctx, on, db, coll)
-		if storage.IsCode(err, storage.ErrNamespaceNotFound) {
-			return nil, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		row, err := s.h.store.Get(ctx, on, col, storage.IDKey(id))
-		if err != nil || row == nil {
-			return nil, err
-		}
-		return bsonx.Decode(row.Doc)
-	}
-	sink := &exec.Collect{}
-	head, err := exec.Build(s.spec.stages, sink, &exec.Env{Ctx: ctx, Now: bson.NewDateTimeFromTime(time.Now())})
-	if err != nil {
-		return err
-	}
-	for i := range chs {
-		c := &chs[i]
-		ev, err := c.Event(opts)
-		if err != nil {
-			return err
-		}
-		evs := []bson.D{ev}
-		if s.spec.scope.Invalidates(c) {
-			evs = append(evs, changes.InvalidateEvent(c))
-		}
-		for _, ev := range evs {
-			before := len(sink.Raws)
-			if err := head.Push(ev); err != nil {
-				return err
-			}
-			for _, raw := range sink.Raws[before:] {
-				if !sameID(raw, ev[0].Value) {
-					return mongoerr.New(mongoerr.ChangeStreamFatalError, "Encountered an event whose _id field, which contains the resume token, was modified by the pipeline. Modifying the _id field of an event makes it impossible to resume the stream from that point.")
-				}
-			}
-		}
-		if s.spec.scope.Invalidates(c) {
-			s.ended = true
-		}
-	}
-	s.pending = append(s.pending, sink.Raws...)
-	return nil
-}
-
-func sameID(raw bson.Raw, want any) bool {
-	got, err := raw.LookupErr("_id")
-	if err != nil {
-		return false
-	}
-	w, err := bsonx.Marshal(bson.D{{Key: "_id", Value: want}})
-	if err != nil {
-		return false
-	}
-	return string(bson.Raw(w).Lookup("_id").Value) == string(got.Value)
 }

@@ -11,11 +11,11 @@ import (
 
 // closer is an exec.Source holding something to let go of when its cursor
 // goes (a change stream's place in the hub).
-type closer interface{ close() }
+type closer interface{ Close() }
 
 func closeSource(src exec.Source) {
 	if c, ok := src.(closer); ok {
-		c.close()
+		c.Close()
 	}
 }
 
@@ -135,7 +135,7 @@ func (r *cursorRegistry) killNamespace(ns string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for id, c := range r.m {
-		if _, stream := c.src.(*streamSource); c.ns == ns && !stream {
+		if _, stream := c.src.(*exec.ChangeSource); c.ns == ns && !stream {
 			// A change stream outlives its collection: it reports
 			// the drop, then invalidates.
 			delete(r.m, id)

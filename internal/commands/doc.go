@@ -3,10 +3,15 @@
 // hooks and the mapping of every error to a MongoDB code (errors.go).
 //
 // Handlers parse their arguments, call exec (which runs reads, sorts,
-// cursors' operators, pipelines and the write statements of insert,
-// update, delete and findAndModify over its Store interface), storage for
-// catalog work, query and update, and build the reply document
-// (writeErrors, upserted, lastErrorObject). Retryable writes, transactions
+// cursors' operators, pipelines, $out and $merge's writes
+// (exec.StoreOutput), change streams' cursors (exec.ChangeSource) and the
+// write statements of insert, update, delete and findAndModify), query
+// and update, and build the reply document (writeErrors, upserted,
+// lastErrorObject). They reach storage only through Store (store.go):
+// interfaces by role (exec.Store, exec.OutStore, Catalog, Views, Stats,
+// Backends, SessionRecords, ChangeSwitch) that *storage.Store satisfies,
+// so the table runs over a fake in tests (handlers_test.go dispatches
+// OP_MSG commands over exectest.Store, without PostgreSQL). Retryable writes, transactions
 // and write concern wrap the handlers; a statement interrupted by
 // maxTimeMS or killOp fails the whole write command (writeReply).
 // The cursor registry (cursor.go) holds exec.Sources with their session

@@ -178,7 +178,7 @@ func (h *Handlers) getMore(ctx context.Context, req *Request) (bson.D, error) {
 	}
 	c.origin.returned(len(batch))
 	reply := cursorReply(id, c.ns, rawArray(batch), false)
-	if src, ok := c.src.(*streamSource); ok {
+	if src, ok := c.src.(*exec.ChangeSource); ok {
 		addResumeToken(reply, src)
 	}
 	return reply, nil

@@ -36,7 +36,7 @@ func newCursorOrigin(req *Request, src exec.Source, n int) *cursorOrigin {
 	switch s := src.(type) {
 	case *exec.TailSource:
 		o.tailable, o.awaitData = true, s.AwaitData()
-	case *streamSource:
+	case *exec.ChangeSource:
 		o.tailable, o.awaitData = true, true
 	}
 	o.returned(n)

@@ -79,7 +79,7 @@ func (h *Handlers) aggregateSource(ctx context.Context, req *Request) (reply bso
 			return nil, err
 		}
 		out := h.newOutput(ctx, req) // $out and $merge after the source
-		defer out.abort()
+		defer out.Abort(ctx)
 		env.Output = out
 		sink := &exec.Collect{}
 		head, err := exec.Build(stages, sink, env)

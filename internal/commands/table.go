@@ -88,7 +88,7 @@ type command struct {
 
 // Options configure the command layer.
 type Options struct {
-	Store  *storage.Store
+	Store  Store
 	Logger *slog.Logger
 	// CursorTimeout closes cursors idle for longer (default 10 minutes).
 	CursorTimeout time.Duration
@@ -151,7 +151,7 @@ type FairAdmitter interface {
 type Handlers struct {
 	opts    Options
 	log     *slog.Logger
-	store   *storage.Store
+	store   Store
 	table   map[string]*command
 	cursors *cursorRegistry
 	started time.Time

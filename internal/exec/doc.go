@@ -48,7 +48,16 @@
 // prefilter comes from internal/query and the statements from
 // internal/storage. Where a stage needs another collection ($lookup,
 // $graphLookup, $unionWith) it reads through the Reader the handler
-// passes in Env, and $out and $merge write through the Env's Output. It
+// passes in Env, and $out and $merge write through the Env's Output:
+// the handler's is a StoreOutput (output.go) over OutStore, which fills
+// $out's new collection and swaps it in, or drops it on failure, and
+// reads and replaces $merge's matches a batch at a time, asking the
+// handler only whether the target may be written (Check). A change
+// stream's cursor is a ChangeSource (changes.go) over a ChangeStream
+// (*changes.Stream): it shapes the changes as events, looks up full
+// documents through Store, runs the stages after $changeStream and keeps
+// the resume token, reading and waiting with the request's admission
+// given back (Idle). It
 // holds no session state (the cursor registry is the command layer's).
 // It never holds more than the memory limit (MaxMemoryBytes) in a
 // blocking stage or an in-memory sort ($sort and $group, when allowed,
@@ -58,7 +67,10 @@
 // not implement: those are refused with MongoDB's codes.
 //
 // Its operators, reads and writes alike, are tested without PostgreSQL,
-// over a fake Store (fakestore_test.go, fakewrite_test.go, whose rival
-// writers make compare-and-swaps lose); the real storage is tested in internal/storage and
-// through pytest.
+// over fakes built on exectest.Table, one collection in memory with
+// storage's scan and compare-and-swap semantics (fakestore_test.go,
+// fakewrite_test.go, whose rival writers make compare-and-swaps lose),
+// and over exectest.Store, a catalog of them (StoreOutput; the command
+// layer's handler tests use it too); the real storage is tested in
+// internal/storage and through pytest.
 package exec

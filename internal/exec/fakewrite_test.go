@@ -1,13 +1,13 @@
 package exec
 
 import (
-	"bytes"
 	"context"
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"tierdb/internal/bsonx"
+	"tierdb/internal/exec/exectest"
 	"tierdb/internal/storage"
 )
 
@@ -29,27 +29,16 @@ type fakeWrites struct {
 	remember bool
 	versions map[string][]byte
 
-	inLock                               bool
-	locks, replaces, lost, inserts, gets int
-	lockedWrites                         int // Replace or Delete under a lock
-}
-
-func (f *fakeStore) find(key []byte) int {
-	for i, r := range f.rows {
-		if bytes.Equal(r.key, key) {
-			return i
-		}
-	}
-	return -1
+	inLock                      bool
+	locks, replaces, lost, gets int
+	lockedWrites                int // Replace or Delete under a lock
 }
 
 // set stores doc as row i.
 func (f *fakeStore) set(i int, doc bson.D) {
-	raw, err := bsonx.Marshal(doc)
-	if err != nil {
+	if err := f.Set(i, doc); err != nil {
 		panic(err)
 	}
-	f.rows[i].doc, f.rows[i].raw = doc, raw
 }
 
 // loses says whether this swap loses to a rival, who then changes row i.
@@ -68,7 +57,7 @@ func (f *fakeStore) loses(i int) bool {
 				return withField(d, "rival", c+1)
 			}
 		}
-		f.set(i, rival(f.rows[i].doc))
+		f.set(i, rival(f.Rows[i].Doc))
 	}
 	return true
 }
@@ -106,11 +95,7 @@ func (f *fakeStore) CollectionForWrite(ctx context.Context, on storage.On, db, n
 func (f *fakeStore) Get(_ context.Context, on storage.On, _ *storage.Collection, key []byte) (*storage.Row, error) {
 	f.on = append(f.on, on)
 	f.w.gets++
-	i := f.find(key)
-	if i < 0 {
-		return nil, nil
-	}
-	return &storage.Row{Key: f.rows[i].key, Doc: f.rows[i].raw}, nil
+	return f.Table.Get(key), nil
 }
 
 func (f *fakeStore) Insert(_ context.Context, on storage.On, _ *storage.Collection, docs []storage.Doc, ordered bool) (int, []storage.WriteError, error) {
@@ -118,44 +103,23 @@ func (f *fakeStore) Insert(_ context.Context, on storage.On, _ *storage.Collecti
 	if f.w.rivalInsert != nil {
 		d := f.w.rivalInsert
 		f.w.rivalInsert = nil
-		f.insertRow(d)
-	}
-	n := 0
-	var werrs []storage.WriteError
-	for i, d := range docs {
-		f.w.inserts++
-		if f.find(storage.IDKey(d.ID)) >= 0 {
-			werrs = append(werrs, storage.WriteError{Index: i, Err: &storage.Error{Code: storage.ErrDuplicateKey, Msg: "_id_"}})
-			if ordered {
-				break
-			}
-			continue
+		r, err := f.Append(d)
+		if err != nil {
+			return 0, nil, err
 		}
-		f.insertRow(d.D)
-		n++
+		f.remember(r)
 	}
-	return n, werrs, nil
+	return f.Table.Insert(docs, ordered, f.remember)
 }
 
-func (f *fakeStore) insertRow(d bson.D) {
-	seq := int64(1)
-	if len(f.rows) > 0 {
-		seq = f.rows[len(f.rows)-1].seq + 1
-	}
-	id, _ := lookupField(d, "_id")
-	f.rows = append(f.rows, fakeRow{key: storage.IDKey(id), seq: seq})
-	f.set(len(f.rows)-1, d)
-	f.remember(f.rows[len(f.rows)-1])
-}
-
-func (f *fakeStore) remember(r fakeRow) {
+func (f *fakeStore) remember(r exectest.Row) {
 	if !f.w.remember {
 		return
 	}
 	if f.w.versions == nil {
 		f.w.versions = map[string][]byte{}
 	}
-	f.w.versions[string(r.key)] = r.raw
+	f.w.versions[string(r.Key)] = r.Raw
 }
 
 func (f *fakeStore) Replace(_ context.Context, on storage.On, _ *storage.Collection, key, old []byte, newDoc storage.Doc) (bool, error) {
@@ -164,13 +128,15 @@ func (f *fakeStore) Replace(_ context.Context, on storage.On, _ *storage.Collect
 	if f.w.inLock {
 		f.w.lockedWrites++
 	}
-	i := f.find(key)
-	if f.loses(i) || i < 0 || !bytes.Equal(f.rows[i].raw, old) {
+	i := f.Find(key)
+	if f.loses(i) {
 		return false, nil
 	}
-	f.set(i, newDoc.D)
-	f.remember(f.rows[i])
-	return true, nil
+	ok, err := f.Swap(i, old, newDoc.D)
+	if ok {
+		f.remember(f.Rows[i])
+	}
+	return ok, err
 }
 
 func (f *fakeStore) Delete(_ context.Context, on storage.On, _ *storage.Collection, rows []storage.Row) (int64, error) {
@@ -180,12 +146,9 @@ func (f *fakeStore) Delete(_ context.Context, on storage.On, _ *storage.Collecti
 	}
 	var n int64
 	for _, r := range rows {
-		i := f.find(r.Key)
-		if f.loses(i) || i < 0 || !bytes.Equal(f.rows[i].raw, r.Doc) {
-			continue
+		if !f.loses(f.Find(r.Key)) && f.DeleteIfHolds(r) {
+			n++
 		}
-		f.rows = append(f.rows[:i], f.rows[i+1:]...)
-		n++
 	}
 	return n, nil
 }
@@ -198,11 +161,7 @@ func (f *fakeStore) WithRowLocked(_ context.Context, _ storage.On, _ *storage.Co
 	f.w.locks++
 	f.w.inLock = true
 	defer func() { f.w.inLock = false }()
-	i := f.find(key)
-	if i < 0 {
-		return fn(lockedOn, nil)
-	}
-	return fn(lockedOn, &storage.Row{Key: f.rows[i].key, Doc: f.rows[i].raw})
+	return fn(lockedOn, f.Table.Get(key))
 }
 
 func (f *fakeStore) LastWritten(_ *storage.Collection, key []byte) []byte {
@@ -210,15 +169,6 @@ func (f *fakeStore) LastWritten(_ *storage.Collection, key []byte) []byte {
 }
 
 var _ Store = (*fakeStore)(nil)
-
-// docs are the stored documents in insertion order.
-func (f *fakeStore) docs() []bson.D {
-	var out []bson.D
-	for _, r := range f.rows {
-		out = append(out, r.doc)
-	}
-	return out
-}
 
 func mustNoErr(t *testing.T, err error) {
 	t.Helper()

@@ -177,7 +177,7 @@ func TestScanPagesByKeysetAcrossBatches(t *testing.T) {
 func TestScanContinuesAfterACutChunk(t *testing.T) {
 	docs := numbered(50, func(i int) bson.D { return bson.D{{Key: "_id", Value: int32(i)}, {Key: "a", Value: int32(i % 2)}} })
 	st := newFakeStore(t, docs...)
-	st.cutAfter = 3 // every chunk stops early, as past storage's byte bound
+	st.CutAfter = 3 // every chunk stops early, as past storage's byte bound
 	rs := spec(t, bson.D{{Key: "a", Value: int32(1)}}, nil, nil, 0, 0)
 	sameDocs(t, drain(t, open(t, st, testCol(), rs), 0), reference(t, docs, rs))
 }
@@ -222,7 +222,7 @@ func TestScanTrustsAnExactPrefilter(t *testing.T) {
 			t.Fatal("{_id: scalar} is not exact")
 		}
 		st := newFakeStore(t, docs...)
-		st.where = rs.Filter.Match
+		st.Where = rs.Filter.Match
 		sameDocs(t, drain(t, open(t, st, testCol(), rs), 0), reference(t, docs, rs))
 	}
 	for _, filter := range []bson.D{{{Key: "_id", Value: nil}}, {{Key: "_id", Value: bson.D{{Key: "$gt", Value: int32(1)}}}}, {{Key: "_id", Value: int32(1)}, {Key: "a", Value: int32(1)}}} {

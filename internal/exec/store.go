@@ -2,6 +2,7 @@ package exec
 
 import (
 	"context"
+	"time"
 
 	"tierdb/internal/storage"
 )
@@ -58,3 +59,26 @@ type Store interface {
 }
 
 var _ Store = (*storage.Store)(nil)
+
+// OutStore is what $out and $merge write through beyond Store (out.go's
+// StoreOutput): $out's new collection is created with the target's
+// indexes, filled, and swapped in for the target in one DDL transaction
+// (or dropped, as are those crashed $outs left behind); $merge replaces a
+// batch of matches in one commit, each only if it still holds the bytes
+// it was read with.
+type OutStore interface {
+	Store
+	CreateCollection(ctx context.Context, on storage.On, db, name string) error
+	CreateIndexes(ctx context.Context, on storage.On, db, name string, specs []storage.Index) (before, after int, created bool, err error)
+	DropCollection(ctx context.Context, on storage.On, db, name string) error
+	// StaleCollections names db's collections whose names start with
+	// prefix, created longer than age ago.
+	StaleCollections(ctx context.Context, on storage.On, db, prefix string, age time.Duration) ([]string, error)
+	// ReplaceCollection renames db.from to db.to, dropping db.to.
+	ReplaceCollection(ctx context.Context, on storage.On, db, from, to string) error
+	// ReplaceMany swaps docs in for the rows of keys that still hold
+	// olds, in one transaction; ok[i] is false where a row did not.
+	ReplaceMany(ctx context.Context, on storage.On, c *storage.Collection, keys, olds [][]byte, docs []storage.Doc) ([]bool, error)
+}
+
+var _ OutStore = (*storage.Store)(nil)

@@ -52,9 +52,9 @@ func TestTailReadsOnFromItsPosition(t *testing.T) {
 	}
 
 	// The row at the position evicted: the position is lost.
-	st.rows = st.rows[len(st.rows)-1:]
+	st.Rows = st.Rows[len(st.Rows)-1:]
 	st.append(t, bson.D{{Key: "_id", Value: int32(3)}, {Key: "a", Value: int32(9)}})
-	st.rows = st.rows[1:]
+	st.Rows = st.Rows[1:]
 	if _, _, err := src.Next(ctx, storage.On{}, 0); !isCode(err, mongoerr.CappedPositionLost) {
 		t.Fatalf("lost position: %v", err)
 	}

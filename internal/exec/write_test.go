@@ -44,7 +44,7 @@ func TestUpdateRetriesALostSwapOnTheNewVersion(t *testing.T) {
 	if res.Matched != 1 || res.Modified != 1 {
 		t.Fatalf("result %+v, want 1 matched and modified", res)
 	}
-	d := f.docs()[0]
+	d := f.Docs()[0]
 	// The update went on top of the rival's change, once.
 	if field(d, "rival") != int32(1) || field(d, "n") != int32(1) {
 		t.Fatalf("stored %v", d)
@@ -62,7 +62,7 @@ func TestUpdateLocksTheRowAfterRepeatedLosses(t *testing.T) {
 	if res.Matched != 1 || res.Modified != 1 {
 		t.Fatalf("result %+v, want 1 matched and modified", res)
 	}
-	d := f.docs()[0]
+	d := f.Docs()[0]
 	if field(d, "rival") != int32(optimisticTries) || field(d, "n") != int32(1) {
 		t.Fatalf("stored %v: want the update applied once after %d losses", d, optimisticTries)
 	}
@@ -84,11 +84,11 @@ func TestUpdateRechecksAChangedDocument(t *testing.T) {
 		if res.Matched != 0 || res.Modified != 0 {
 			t.Fatalf("upsert %v: result %+v; the document no longer matches", upsert, res)
 		}
-		if field(f.docs()[0], "n") != nil {
-			t.Fatalf("upsert %v: updated a document that no longer matches: %v", upsert, f.docs()[0])
+		if field(f.Docs()[0], "n") != nil {
+			t.Fatalf("upsert %v: updated a document that no longer matches: %v", upsert, f.Docs()[0])
 		}
-		if upsert != (res.UpsertedID != nil) || upsert != (len(f.rows) == 2) {
-			t.Fatalf("upsert %v: upserted %v, %d documents", upsert, res.UpsertedID, len(f.rows))
+		if upsert != (res.UpsertedID != nil) || upsert != (len(f.Rows) == 2) {
+			t.Fatalf("upsert %v: upserted %v, %d documents", upsert, res.UpsertedID, len(f.Rows))
 		}
 	}
 }
@@ -125,7 +125,7 @@ func TestUpdateMultiAndSingle(t *testing.T) {
 		if res.Matched != int64(len(want)) || res.Modified != int64(len(want)) {
 			t.Fatalf("multi %v: result %+v", multi, res)
 		}
-		for _, d := range f.docs() {
+		for _, d := range f.Docs() {
 			if id := field(d, "_id").(int32); want[id] != (field(d, "n") == int32(1)) {
 				t.Fatalf("multi %v: document %v", multi, d)
 			}
@@ -140,17 +140,17 @@ func TestUpsertInsertsThenMatches(t *testing.T) {
 	st := updateStmt(t, bson.D{{Key: "k", Value: "a"}}, bson.D{{Key: "$set", Value: bson.D{{Key: "v", Value: int32(1)}}}}, false, true)
 	res, err := w.Update(context.Background(), st)
 	mustNoErr(t, err)
-	if res.UpsertedID == nil || res.Matched != 0 || f.w.created != 1 || len(f.rows) != 1 {
-		t.Fatalf("first upsert: %+v, %d created, %d documents", res, f.w.created, len(f.rows))
+	if res.UpsertedID == nil || res.Matched != 0 || f.w.created != 1 || len(f.Rows) != 1 {
+		t.Fatalf("first upsert: %+v, %d created, %d documents", res, f.w.created, len(f.Rows))
 	}
-	d := f.docs()[0]
+	d := f.Docs()[0]
 	if field(d, "_id") != res.UpsertedID || field(d, "k") != "a" || field(d, "v") != int32(1) {
 		t.Fatalf("upserted %v (id %v)", d, res.UpsertedID)
 	}
 	res, err = w.Update(context.Background(), st)
 	mustNoErr(t, err)
-	if res.UpsertedID != nil || res.Matched != 1 || res.Modified != 0 || len(f.rows) != 1 {
-		t.Fatalf("second upsert: %+v, %d documents; want it to match the first's", res, len(f.rows))
+	if res.UpsertedID != nil || res.Matched != 1 || res.Modified != 0 || len(f.Rows) != 1 {
+		t.Fatalf("second upsert: %+v, %d documents; want it to match the first's", res, len(f.Rows))
 	}
 }
 
@@ -163,8 +163,8 @@ func TestUpsertLosingTheInsertRaceUpdatesTheRivalsDocument(t *testing.T) {
 	if res.UpsertedID != nil || res.Matched != 1 || res.Modified != 1 {
 		t.Fatalf("result %+v; want the rival's document updated", res)
 	}
-	if len(f.rows) != 1 || field(f.docs()[0], "n") != int32(11) {
-		t.Fatalf("stored %v", f.docs())
+	if len(f.Rows) != 1 || field(f.Docs()[0], "n") != int32(11) {
+		t.Fatalf("stored %v", f.Docs())
 	}
 }
 
@@ -184,20 +184,20 @@ func TestMissingCollectionWithoutUpsertWritesNothing(t *testing.T) {
 func TestUpdateByIDSwapsTheLastWrittenVersion(t *testing.T) {
 	f := newFakeStore(t, bson.D{{Key: "_id", Value: int32(1)}, {Key: "n", Value: int32(1)}})
 	f.w.remember = true
-	f.remember(f.rows[0])
+	f.remember(f.Rows[0])
 	q := bson.D{{Key: "_id", Value: int32(1)}}
 	res, err := writer(f).Update(context.Background(), updateStmt(t, q, incN, false, false))
 	mustNoErr(t, err)
-	if res.Matched != 1 || res.Modified != 1 || len(f.calls) != 0 || field(f.docs()[0], "n") != int32(2) {
-		t.Fatalf("result %+v, %d scans, stored %v; want no read", res, len(f.calls), f.docs())
+	if res.Matched != 1 || res.Modified != 1 || len(f.calls) != 0 || field(f.Docs()[0], "n") != int32(2) {
+		t.Fatalf("result %+v, %d scans, stored %v; want no read", res, len(f.calls), f.Docs())
 	}
 	// A stale remembered version: the swap fails and the update reads
 	// the stored one.
-	f.w.versions[string(f.rows[0].key)] = mustMarshal(t, bson.D{{Key: "_id", Value: int32(1)}, {Key: "n", Value: int32(100)}})
+	f.w.versions[string(f.Rows[0].Key)] = mustMarshal(t, bson.D{{Key: "_id", Value: int32(1)}, {Key: "n", Value: int32(100)}})
 	res, err = writer(f).Update(context.Background(), updateStmt(t, q, incN, false, false))
 	mustNoErr(t, err)
-	if res.Matched != 1 || res.Modified != 1 || len(f.calls) == 0 || field(f.docs()[0], "n") != int32(3) {
-		t.Fatalf("result %+v, %d scans, stored %v; want n 3 from the stored version", res, len(f.calls), f.docs())
+	if res.Matched != 1 || res.Modified != 1 || len(f.calls) == 0 || field(f.Docs()[0], "n") != int32(3) {
+		t.Fatalf("result %+v, %d scans, stored %v; want n 3 from the stored version", res, len(f.calls), f.Docs())
 	}
 }
 
@@ -211,7 +211,7 @@ func threeDocs() []bson.D {
 
 func storedIDs(f *fakeStore) []int32 {
 	var out []int32
-	for _, d := range f.docs() {
+	for _, d := range f.Docs() {
 		out = append(out, field(d, "_id").(int32))
 	}
 	return out
@@ -316,13 +316,13 @@ func TestFindAndModify(t *testing.T) {
 	x = fm(t, bson.D{{Key: "x", Value: int32(9)}}, incN)
 	res, err = writer(f).FindAndModify(ctx, x)
 	mustNoErr(t, err)
-	if res.N != 0 || res.Value != nil || len(f.rows) != 2 {
+	if res.N != 0 || res.Value != nil || len(f.Rows) != 2 {
 		t.Fatalf("no match: %+v", res)
 	}
 	x.Upsert, x.ReturnNew = true, true
 	res, err = writer(f).FindAndModify(ctx, x)
 	mustNoErr(t, err)
-	if res.N != 1 || res.UpdatedExisting || res.UpsertedID == nil || field(res.Value, "x") != int32(9) || len(f.rows) != 3 {
+	if res.N != 1 || res.UpdatedExisting || res.UpsertedID == nil || field(res.Value, "x") != int32(9) || len(f.Rows) != 3 {
 		t.Fatalf("upsert: %+v", res)
 	}
 }

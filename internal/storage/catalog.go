@@ -239,6 +239,13 @@ func (c *catalog) load(ctx context.Context, q rowQuerier, db, name string) (*Col
 	return col, nil
 }
 
+// NewCollection describes a collection with the _id index and the
+// secondary indexes given, as the catalog does, without storing anything:
+// for fakes of the Store in tests.
+func NewCollection(db, name, uuid string, secondary []Index) *Collection {
+	return newCollection(db, name, uuid, "fake_"+uuid, secondary)
+}
+
 func newCollection(db, name, uuid, tbl string, secondary []Index) *Collection {
 	col := &Collection{DB: db, Name: name, UUID: uuid, tbl: tbl, table: dataSchema + "." + quoteIdent(tbl)}
 	col.Indexes = append([]Index{idIndex}, secondary...)

@@ -40,7 +40,7 @@ func (s *Store) CreateIndexes(ctx context.Context, on On, db, name string, specs
 			return err
 		}
 		for _, spec := range specs {
-			existing, err := col.conflict(&spec)
+			existing, err := col.Conflict(&spec)
 			if err != nil {
 				return err
 			}
@@ -69,11 +69,11 @@ func (s *Store) CreateIndexes(ctx context.Context, on On, db, name string, specs
 	return before, after, created, err
 }
 
-// conflict reports whether spec already exists (true) or clashes with an
+// Conflict reports whether spec already exists (true) or clashes with an
 // existing index (error), as MongoDB decides it: an index is identified by
 // its name and by its signature (keys, unique, sparse, partial filter), so
 // one key pattern may carry several indexes whose signatures differ.
-func (c *Collection) conflict(spec *Index) (bool, error) {
+func (c *Collection) Conflict(spec *Index) (bool, error) {
 	for i := range c.Indexes {
 		ix := &c.Indexes[i]
 		switch {
