@@ -1,7 +1,6 @@
 """Lower-tier writes share the high tier's WAL flushes while it is active
 (--shared-flush-wait, storage/flush.go): acknowledged only once on disk,
 so they survive kill -9 as every acknowledged write does."""
-import os
 import signal
 import threading
 import time
@@ -142,69 +141,3 @@ def test_shared_writes_survive_kill_9_of_postgres(new_server):
     missing = [i for i in acked if i not in present]
     assert not missing, f"{len(missing)} acknowledged writes lost, e.g. {missing[:5]}"
     c.close()
-
-
-def postgres_children(pm):
-    kids = []
-    for pid in os.listdir("/proc"):
-        if pid.isdigit():
-            try:
-                with open(f"/proc/{pid}/stat") as f:
-                    if int(f.read().rsplit(")", 1)[1].split()[1]) == pm:
-                        kids.append(int(pid))
-            except (OSError, IndexError, ValueError):
-                pass
-    return kids
-
-
-def test_writes_that_flush_themselves_survive_a_postgres_crash(new_server):
-    """With the high tier active but not writing, each normal insert's wait
-    ends in its own flush; kill -9 of a PostgreSQL backend right after the
-    last acknowledgement makes PostgreSQL discard whatever WAL was not
-    flushed: every acknowledged insert must still be there."""
-    t = new_server(extra_args=["--restricted-hold", "60s"]).start()
-    high = t.client(maxPoolSize=1)
-    high.admin.command("setClientPriority", "high")
-    high.sf.hot.insert_one({"_id": "last high write"})  # active for 60 s from here
-    normal = t.client(retryWrites=False)
-    before = shared_stats(normal)
-    for i in range(100):
-        normal.sf.c.insert_one({"_id": i})
-    pm = postmaster_pid(t)
-    kill9(postgres_children(pm)[0])
-    after = shared_stats(normal)
-    assert after["forced"] - before["forced"] >= 90, (before, after)
-    deadline = time.time() + 60
-    while True:
-        try:
-            present = {d["_id"] for d in normal.sf.c.find()}
-            break
-        except PyMongoError:
-            if time.time() > deadline:
-                raise
-            time.sleep(0.2)
-    assert present == set(range(100))
-    high.close()
-    normal.close()
-
-
-def test_a_write_answered_from_its_record_waits_for_the_record_on_disk(new_server):
-    """A retried write is answered from its record, which its first attempt
-    may have committed without a flush: the answer waits for a flush
-    (here its own, nothing else writing) before it is given."""
-    import bson
-    from test_transactions import Raw, lsid
-
-    t = new_server().start()
-    raw = Raw(t)
-    client = t.client()
-    cmd = {"insert": "c", "documents": [{"_id": 1}], "lsid": lsid(), "txnNumber": bson.Int64(1)}
-    first = raw("sf", cmd)
-    before = shared_stats(client)
-    again = raw("sf", cmd)
-    after = shared_stats(client)
-    assert first["n"] == again["n"] == 1
-    assert after["forced"] == before["forced"] + 1, (before, after)
-    assert client.sf.c.count_documents({}) == 1
-    raw.close()
-    client.close()

@@ -85,7 +85,6 @@ func (fakeStore) AwaitFlush(context.Context, storage.On, *storage.SharedFlush) e
 	return nil
 }
 func (fakeStore) SharedFlushStats() (shared, forced, failed int64) { return 0, 0, 0 }
-func (fakeStore) Barrier() *storage.SharedFlush                     { return &storage.SharedFlush{} }
 
 // newFakeHandlers is the command table over an empty fakeStore, with no
 // access control, admission or replication, and no TTL monitor.

@@ -99,7 +99,6 @@ type SessionRecords interface {
 type Flushes interface {
 	SharesFlushes() bool
 	AwaitFlush(ctx context.Context, on storage.On, sf *storage.SharedFlush) error
-	Barrier() *storage.SharedFlush
 	SharedFlushStats() (shared, forced, failed int64)
 }
 

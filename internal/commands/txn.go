@@ -300,18 +300,15 @@ var committedReply = func() []byte {
 }()
 
 // commitTransaction commits the session's transaction together with its
-// durable record, as on's commit mode says (the write concern's j:false:
-// storage.On). A commit retried after success answers ok again.
+// durable record, as on's commit mode says (the write concern's j:false,
+// or a flush shared with the high tier: storage.On). A commit retried
+// after success answers ok again.
 func (h *Handlers) commitTransaction(ctx context.Context, on storage.On, sa sessionArgs, s *session.Session) (bson.D, error) {
 	if s.State == session.Committed {
 		return bson.D{}, nil
 	}
 	txn := s.Txn.(txnResource).txn
 	s.Txn, s.State = nil, session.Aborted
-	// A transaction's commit flushes its own WAL: once it has answered,
-	// a retried commitTransaction is answered from the session, with
-	// nothing left to wait for.
-	on.Shared = nil
 	err := txn.CommitRecorded(ctx, on, sa.key(), committedReply)
 	if err == nil {
 		h.txnStats.committed.Add(1)
@@ -370,13 +367,6 @@ func (h *Handlers) retryableWrite(ctx context.Context, req *Request, sa sessionA
 		}
 		if prev != nil {
 			h.txnStats.retried.Add(1)
-			// The attempt that wrote the record may have committed
-			// without a flush (a shared flush, or j:false) and gone
-			// before its acknowledgement: the answer waits until the
-			// record is on disk.
-			if err := h.store.AwaitFlush(ctx, req.on, h.store.Barrier()); err != nil {
-				return nil, err
-			}
 			return retriedReply(prev, sa.txnNumber)
 		}
 		req.on.Txn = txn // the write runs in the transaction of its record

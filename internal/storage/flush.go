@@ -105,33 +105,20 @@ func (f *flushes) removeLocked(w *flushWaiter) {
 	f.waiting.Store(int32(len(f.waiters)))
 }
 
-// SharedFlush collects what one request's shared commits wait for
-// (On.Shared): lo, the lowest number taken before one of them was sent,
-// and hi, the highest taken when one's reply arrived. A synchronous
-// commit proves them all flushed when its connection is older than lo
-// (no restart of PostgreSQL can have come between) and it was sent after
-// hi. It is safe for concurrent use.
+// SharedFlush collects the tickets of one request's shared commits
+// (On.Shared). It is safe for concurrent use.
 type SharedFlush struct {
 	mu     sync.Mutex
 	lo, hi uint64
 }
 
-func (sf *SharedFlush) add(sent, replied uint64) {
+func (sf *SharedFlush) add(ticket uint64) {
 	sf.mu.Lock()
-	if sf.lo == 0 || sent < sf.lo {
-		sf.lo = sent
+	if sf.lo == 0 {
+		sf.lo = ticket
 	}
-	sf.hi = max(sf.hi, replied)
+	sf.hi = ticket
 	sf.mu.Unlock()
-}
-
-// Barrier returns a SharedFlush that waits until everything committed
-// before the call is on disk, for a reply built from what is already
-// committed (a retried write answered from its record, which an earlier
-// attempt may have committed without a flush).
-func (s *Store) Barrier() *SharedFlush {
-	n := s.flush.seq.Add(1)
-	return &SharedFlush{lo: n, hi: n}
 }
 
 // Pending reports whether a shared commit of the request waits for its flush.
@@ -141,16 +128,15 @@ func (sf *SharedFlush) Pending() bool {
 	return sf.lo != 0
 }
 
-// committed records a commit that succeeded (p from sending, before it was
-// sent): with on.Shared, what it waits for if it wrote; synchronous, the
-// waiters it releases.
+// committed records a commit that succeeded: with on.Shared, a ticket for
+// it if it wrote; synchronous (p from sending), the waiters it releases.
 func (s *Store) committed(on On, wrote bool, p proof) {
 	switch {
 	case on.Async:
 		s.asyncCommits.Add(1)
 	case on.Shared != nil:
 		if wrote {
-			on.Shared.add(p.sent, s.flush.seq.Add(1))
+			on.Shared.add(s.flush.seq.Add(1))
 			s.flush.shared.Add(1)
 		}
 	case wrote:
@@ -211,7 +197,7 @@ func (s *Store) AwaitFlush(ctx context.Context, on On, sf *SharedFlush) error {
 		f.failed.Add(1)
 		return err
 	}
-	p, err := s.flushNow(ctx, w)
+	p, err := s.flushNow(ctx, on)
 	switch {
 	case err != nil:
 		f.failed.Add(1)
@@ -220,63 +206,22 @@ func (s *Store) AwaitFlush(ctx context.Context, on On, sf *SharedFlush) error {
 		f.failed.Add(1)
 		return newErr(ErrUnavailable, "the write was committed, but PostgreSQL restarted or the primary changed before it was known to be on disk; it may be lost")
 	}
+	f.forced.Add(1)
+	f.flushed(p) // whoever else it covers
 	return nil
 }
 
-// flushSQL commits a transaction that writes WAL (a logical message of no
-// content) synchronously: its commit flushes the WAL up to its commit
-// record, so every record before it. (A transaction that only takes an id
-// writes nothing before its commit record and PostgreSQL commits it
-// without a flush.)
-const flushSQL = `SELECT set_config('synchronous_commit', 'on', true), pg_logical_emit_message(true, 'tierdb', '')`
-
-// flushNow makes the flush w waits for, on the primary's flusher
-// connection, unless one made meanwhile covers it. Waits that time out
-// together queue here and share one flush.
-func (s *Store) flushNow(ctx context.Context, w *flushWaiter) (proof, error) {
-	n := s.current(ctx).nodes[0]
-	n.flusherMu.Lock()
-	defer n.flusherMu.Unlock()
-	s.flush.mu.Lock()
-	latest := s.flush.latest
-	s.flush.mu.Unlock()
-	if latest.covers(w) {
-		return latest, nil
-	}
-	if n.flusher == nil {
-		// Made now, it vouches only for commits after this (after a
-		// restart of PostgreSQL, rightly so).
-		if err := n.openFlusher(ctx); err != nil {
-			return proof{}, err
-		}
-	}
-	p := s.flush.sending(n.flusher.PgConn())
-	// The flusher outlives any one request: a client that goes away must
-	// not cancel its statement and with it the connection.
-	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), flushTimeout)
-	defer cancel()
-	if _, err := n.flusher.Exec(fctx, flushSQL); err != nil {
-		_ = n.flusher.Close(fctx)
-		n.flusher = nil
+// flushNow commits an empty transaction that takes a transaction id, so
+// its commit record is flushed synchronously with every record before it.
+func (s *Store) flushNow(ctx context.Context, on On) (proof, error) {
+	c, err := s.pool(ctx, on).Acquire(ctx)
+	if err != nil {
 		return proof{}, fromPG(ctx, err)
 	}
-	s.flush.forced.Add(1)
-	s.flush.flushed(p) // and whoever else it covers
-	return p, nil
-}
-
-// flushTimeout bounds one forced flush.
-const flushTimeout = 30 * time.Second
-
-// openFlusher takes a connection of the node's monitor pool for good, as
-// its flusher.
-func (n *Node) openFlusher(ctx context.Context) error {
-	c, err := n.probe.Acquire(ctx)
-	if err != nil {
-		return fromPG(ctx, err)
-	}
-	n.flusher = c.Hijack()
-	return nil
+	defer c.Release()
+	p := s.flush.sending(c.Conn().PgConn())
+	_, err = c.Exec(ctx, `SELECT set_config('synchronous_commit', 'on', true), pg_current_xact_id()`)
+	return p, fromPG(ctx, err)
 }
 
 // SharedFlushStats counts shared commits, the flushes their waits had to

@@ -58,12 +58,6 @@ type Node struct {
 	// probe is a small pool for monitoring and write-concern queries, which
 	// must never queue behind a tier's requests.
 	probe *pgxpool.Pool
-	// flusher (the primary's) is a connection of probe's, taken for good
-	// when the node is opened, that makes the flushes shared commits' waits
-	// make themselves (flush.go): being older than them, it can vouch for
-	// them. flusherMu serialises its use.
-	flusherMu sync.Mutex
-	flusher   *pgx.Conn
 }
 
 // topology is the set of nodes; it is replaced whole at a failover.
@@ -148,12 +142,6 @@ func (s *Store) openNode(ctx context.Context, cfg NodeConfig, primary bool) (*No
 		return nil, err
 	}
 	n.probe = p
-	if primary {
-		if err := n.openFlusher(ctx); err != nil {
-			closeNodes([]*Node{n})
-			return nil, err
-		}
-	}
 	return n, nil
 }
 
@@ -171,9 +159,6 @@ func (s *Store) newPool(ctx context.Context, cfg NodeConfig, size int, appName s
 	pc.MaxConns = int32(size)
 	pc.MinConns = 0
 	pc.ConnConfig.RuntimeParams["application_name"] = appName
-	// Commits wait for their WAL flush unless a write says otherwise
-	// (j:false, shared flushes), whatever the server's or role's default.
-	pc.ConnConfig.RuntimeParams["synchronous_commit"] = "on"
 	// A request that ends (maxTimeMS, killOp, client gone) cancels its
 	// statement in PostgreSQL: pgx's default only stops waiting for it,
 	// and the backend would run it on, a write included, to completion.
@@ -213,12 +198,6 @@ func (s *Store) newPool(ctx context.Context, cfg NodeConfig, size int, appName s
 
 func closeNodes(nodes []*Node) {
 	for _, n := range nodes {
-		n.flusherMu.Lock()
-		if n.flusher != nil {
-			_ = n.flusher.Close(context.Background())
-			n.flusher = nil
-		}
-		n.flusherMu.Unlock()
 		for _, p := range append(n.pools[:], n.probe) {
 			if p != nil {
 				p.Close()

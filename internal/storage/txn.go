@@ -126,14 +126,9 @@ func (t *Txn) Commit(ctx context.Context, on On, stmts ...Stmt) ([][]any, error)
 		stmts = append([]Stmt{{SQL: asyncCommitSQL, Returning: 1}}, stmts...)
 	}
 	p := t.s.flush.sending(t.conn.Conn().PgConn())
-	tags, rows, err := t.pipeline(ctx, append(stmts, Stmt{SQL: "COMMIT"}))
+	_, rows, err := t.pipeline(ctx, append(stmts, Stmt{SQL: "COMMIT"}))
 	if err != nil {
 		return nil, err
-	}
-	if tag := tags[len(tags)-1].String(); tag != "COMMIT" {
-		// PostgreSQL answers COMMIT of a transaction it had aborted with
-		// ROLLBACK, and no error.
-		return nil, newErr(ErrWriteConflict, "the transaction was rolled back at commit (%s)", tag)
 	}
 	t.s.committed(on, t.wrote, p)
 	return rows, nil
