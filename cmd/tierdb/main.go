@@ -213,7 +213,7 @@ func (f *serveFlags) run() error {
 	// treatment of each tier's backends. With --qos=off neither exists.
 	var manager *tierctl.Manager
 	applyBackground := func() {}
-	storeOpts := storage.Options{ConnString: connString, PrimaryName: primary.Name, Standbys: standbys, Logger: log, VersionCacheBytes: f.versionCacheMB << 20, SharedFlushWait: f.qos.sharedFlush}
+	storeOpts := storage.Options{ConnString: connString, PrimaryName: primary.Name, Standbys: standbys, Logger: log, VersionCacheBytes: f.versionCacheMB << 20}
 	storeOpts.BackendsPerTier = sizes
 	if qcfg.Enabled {
 		ch, err := qos.NewChannel(qos.ChannelOptions{Threshold: qcfg.Threshold, StarvationGuard: qcfg.StarvationGuard, Anticipation: qcfg.Anticipation})

@@ -29,9 +29,6 @@ type qosFlags struct {
 	fair         qos.FairConfig
 	// inherit is the poll interval of priority inheritance (0: off).
 	inherit time.Duration
-	// sharedFlush is how long a lower-tier write committed while the high
-	// tier is active waits for a high-tier commit to flush its WAL (0: off).
-	sharedFlush time.Duration
 	// parallelism is --parallelism as given: a number, or auto.
 	parallelism string
 	auto        bool
@@ -52,7 +49,6 @@ func (q *qosFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&q.fair.Anticipation, "fair-anticipation", d.Fair.Anticipation, "how long a fair-share round may wait, with slots free, for a user that has quota left and a request in process or just ended (0: never; rounds are then work-conserving)")
 	fs.Float64Var(&q.fair.UnfairnessBound, "fair-unfairness", d.Fair.UnfairnessBound, "U_f bound of the fair-share round quota control")
 	fs.Float64Var(&q.fair.CVBound, "fair-cv", d.Fair.CVBound, "latency CV bound of the fair-share round quota control")
-	fs.DurationVar(&q.sharedFlush, "shared-flush-wait", 2*time.Millisecond, "while the high tier is active, lower-tier writes commit without their own WAL flush and are acknowledged once a later commit (the high tier's next write) has flushed it, or after this long flush it themselves (0: every write flushes its own)")
 	fs.DurationVar(&q.inherit, "priority-inheritance", 0, "while high-tier requests are in process, ask PostgreSQL this often whom they wait for and give those backends the high tier's priorities (0: off)")
 }
 

@@ -189,7 +189,7 @@ func (h *Handlers) serverStatus(context.Context, *Request) (bson.D, error) {
 		{Key: "repl", Value: h.replStatus()},
 		{Key: "transactions", Value: h.txnStats.status()},
 		{Key: "logicalSessionRecordCache", Value: bson.D{{Key: "activeSessionsCount", Value: int32(h.sessions.Len())}}},
-		{Key: "tierdb", Value: bson.D{{Key: "backends", Value: h.backendStats()}, {Key: "versionCache", Value: h.versionCacheStats()}, {Key: "asyncCommits", Value: h.store.AsyncCommits()}, {Key: "sharedFlushes", Value: h.sharedFlushStats()}, {Key: "changeStreams", Value: h.changeStreamStats()}}},
+		{Key: "tierdb", Value: bson.D{{Key: "backends", Value: h.backendStats()}, {Key: "versionCache", Value: h.versionCacheStats()}, {Key: "asyncCommits", Value: h.store.AsyncCommits()}, {Key: "changeStreams", Value: h.changeStreamStats()}}},
 		{Key: "metrics", Value: bson.D{{Key: "cursor", Value: bson.D{
 			{Key: "open", Value: bson.D{{Key: "total", Value: int64(h.cursors.len())}}},
 			{Key: "timedOut", Value: h.cursors.timedOut.Load()},
@@ -321,11 +321,4 @@ func (h *Handlers) awaitTopologyChange(ctx context.Context, cmd bson.D) error {
 func (h *Handlers) versionCacheStats() bson.D {
 	hits, misses, entries, bytes := h.store.VersionCacheStats()
 	return bson.D{{Key: "hits", Value: hits}, {Key: "misses", Value: misses}, {Key: "entries", Value: int64(entries)}, {Key: "bytes", Value: int64(bytes)}}
-}
-
-// sharedFlushStats is serverStatus().tierdb.sharedFlushes: lower-tier
-// commits that shared the high tier's WAL flushes (storage/flush.go).
-func (h *Handlers) sharedFlushStats() bson.D {
-	shared, forced, failed := h.store.SharedFlushStats()
-	return bson.D{{Key: "commits", Value: shared}, {Key: "forced", Value: forced}, {Key: "failed", Value: failed}}
 }

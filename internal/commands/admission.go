@@ -77,12 +77,3 @@ func idle(ctx context.Context, wait func()) error {
 	wait()
 	return a.admit(ctx)
 }
-
-// releaseAdmission gives the request's admission back for good (a write
-// that only waits for its WAL flush). run's deferred release is then a
-// no-op.
-func releaseAdmission(ctx context.Context) {
-	if a, _ := ctx.Value(admissionHoldKey{}).(*admissionHold); a != nil {
-		a.release()
-	}
-}

@@ -80,11 +80,6 @@ func (fakeStore) EnableChangeStreams(context.Context) (*storage.ChangeSlot, erro
 	return nil, storage.ErrNoLogicalDecoding
 }
 func (fakeStore) ChangeStreamsEnabled(context.Context) (bool, error) { return false, nil }
-func (fakeStore) SharesFlushes() bool                                { return false }
-func (fakeStore) AwaitFlush(context.Context, storage.On, *storage.SharedFlush) error {
-	return nil
-}
-func (fakeStore) SharedFlushStats() (shared, forced, failed int64) { return 0, 0, 0 }
 
 // newFakeHandlers is the command table over an empty fakeStore, with no
 // access control, admission or replication, and no TTL monitor.

@@ -50,13 +50,6 @@ func (h *Handlers) Metrics(w *metrics.Writer) {
 	}
 	w.Counter("tierdb_retried_writes_total", "Retryable writes answered from their record instead of running again.", nil, float64(h.txnStats.retried.Load()))
 	w.Counter("tierdb_async_commits_total", "Write statements committed without waiting for the WAL flush (j:false).", nil, float64(h.store.AsyncCommits()))
-	shared, forced, failed := h.store.SharedFlushStats()
-	for _, o := range []struct {
-		outcome string
-		n       int64
-	}{{"shared", shared}, {"forced", forced}, {"failed", failed}} {
-		w.Counter("tierdb_shared_flushes_total", "Lower-tier commits made while the high tier was active without their own WAL flush (shared), the flushes their acknowledgements had to make themselves (forced), and the waits that failed.", metrics.Labels{{"outcome", o.outcome}}, float64(o.n))
-	}
 	// Per-user accounting: one label value per user that ran anything
 	// (bounded by the number of users, which administrators create).
 	for _, u := range h.accounts.list() {

@@ -14,8 +14,8 @@ import (
 // write through (exec.OutStore), explain's analysis of the statements a
 // read runs (exec.Analyzer), the catalog of collections, indexes and
 // views, figures for the stats commands, the backends and nodes it runs
-// on, the durable records of retryable writes, the switch of change
-// streams, and the sharing of WAL flushes. Where the work runs is each method's On (or tier), as in
+// on, the durable records of retryable writes, and the switch of change
+// streams. Where the work runs is each method's On (or tier), as in
 // exec. *storage.Store satisfies it; the handler tests use a fake in
 // memory (exectest.Store with the rest stubbed).
 type Store interface {
@@ -28,7 +28,6 @@ type Store interface {
 	Backends
 	SessionRecords
 	ChangeSwitch
-	Flushes
 }
 
 var _ Store = (*storage.Store)(nil)
@@ -91,15 +90,6 @@ type SessionRecords interface {
 	TouchRecords(ctx context.Context, keys []storage.SessionKey) error
 	DeleteRecords(ctx context.Context, keys []storage.SessionKey) error
 	ReapRecords(ctx context.Context, idle time.Duration) (int64, error)
-}
-
-// Flushes is how lower-tier writes share the high tier's WAL flushes
-// (storage/flush.go): whether they do, the wait before a write that
-// shared one is acknowledged, and its counters.
-type Flushes interface {
-	SharesFlushes() bool
-	AwaitFlush(ctx context.Context, on storage.On, sf *storage.SharedFlush) error
-	SharedFlushStats() (shared, forced, failed int64)
 }
 
 // ChangeSwitch turns change streams on (once per cluster) and says

@@ -174,10 +174,6 @@ type Handlers struct {
 	changes changeHub
 	// live are the requests in process (currentOp, killOp).
 	live *liveOps
-	// highActive says whether the gate's high tier is active, when
-	// lower-tier writes share its WAL flushes (writeconcern.go); nil: they
-	// never do.
-	highActive func() bool
 }
 
 // New builds the command table.
@@ -201,9 +197,6 @@ func New(opts Options) *Handlers {
 		opts.TxnLifetime = 60 * time.Second
 	}
 	h := &Handlers{opts: opts, log: opts.Logger, store: opts.Store, started: time.Now(), processID: bson.NewObjectID(), stop: make(chan struct{})}
-	if g, ok := opts.Fair.(interface{ HighActive() bool }); ok && opts.Store != nil && opts.Store.SharesFlushes() {
-		h.highActive = g.HighActive
-	}
 	h.sessions = session.NewRegistry(time.Now, opts.SessionTimeout, opts.TxnLifetime)
 	h.cursors = newCursorRegistry(opts.CursorTimeout)
 	h.accounts = newAccounts()

@@ -200,7 +200,7 @@ func (h *Handlers) inTransaction(ctx context.Context, req *Request, sa sessionAr
 	}
 	switch req.Name {
 	case "commitTransaction":
-		return h.commitTransaction(ctx, req.on, sa, s)
+		return h.commitTransaction(ctx, req.on.Async, sa, s)
 	case "abortTransaction":
 		if s.State == session.Committed {
 			return nil, mongoerr.New(mongoerr.TransactionCommitted, "Transaction has been committed")
@@ -300,16 +300,15 @@ var committedReply = func() []byte {
 }()
 
 // commitTransaction commits the session's transaction together with its
-// durable record, as on's commit mode says (the write concern's j:false,
-// or a flush shared with the high tier: storage.On). A commit retried
-// after success answers ok again.
-func (h *Handlers) commitTransaction(ctx context.Context, on storage.On, sa sessionArgs, s *session.Session) (bson.D, error) {
+// durable record; async is the write concern's j:false (see
+// storage.On.Async). A commit retried after success answers ok again.
+func (h *Handlers) commitTransaction(ctx context.Context, async bool, sa sessionArgs, s *session.Session) (bson.D, error) {
 	if s.State == session.Committed {
 		return bson.D{}, nil
 	}
 	txn := s.Txn.(txnResource).txn
 	s.Txn, s.State = nil, session.Aborted
-	err := txn.CommitRecorded(ctx, on, sa.key(), committedReply)
+	err := txn.CommitRecorded(ctx, async, sa.key(), committedReply)
 	if err == nil {
 		h.txnStats.committed.Add(1)
 		s.State = session.Committed
@@ -387,7 +386,7 @@ func (h *Handlers) retryableWrite(ctx context.Context, req *Request, sa sessionA
 			txn.Rollback(context.WithoutCancel(ctx))
 			return nil, err
 		}
-		if err := txn.CommitRecorded(ctx, req.on, sa.key(), raw); err != nil {
+		if err := txn.CommitRecorded(ctx, req.on.Async, sa.key(), raw); err != nil {
 			return nil, err
 		}
 		return reply, nil

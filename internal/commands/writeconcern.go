@@ -9,7 +9,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"tierdb/internal/mongoerr"
-	"tierdb/internal/qos"
 	"tierdb/internal/query"
 	"tierdb/internal/storage"
 )
@@ -21,22 +20,10 @@ func (h *Handlers) withWriteConcern(ctx context.Context, req *Request, run handl
 	if err != nil {
 		return nil, err
 	}
-	switch {
-	case wc.asyncCommit:
+	if wc.asyncCommit {
 		req.on.Async = true
-	case wc.standbys == 0 && h.sharesFlush(req.tier):
-		req.on.Shared = &storage.SharedFlush{}
 	}
 	reply, err := run(ctx, req)
-	if sf := req.on.Shared; err == nil && sf != nil && sf.Pending() {
-		// Committed; the flush that makes it durable is the high tier's
-		// next one, or its own after --shared-flush-wait. It holds no
-		// admission meanwhile: it runs nothing in PostgreSQL.
-		releaseAdmission(ctx)
-		if err := h.store.AwaitFlush(ctx, req.on, sf); err != nil {
-			return nil, err
-		}
-	}
 	if err != nil || wc.standbys == 0 {
 		return reply, err
 	}
@@ -47,14 +34,6 @@ func (h *Handlers) withWriteConcern(ctx context.Context, req *Request, run handl
 		reply = append(reply, bson.E{Key: "writeConcernError", Value: werr})
 	}
 	return reply, nil
-}
-
-// sharesFlush says whether a write of tier t acknowledged after its own
-// WAL flush should share the high tier's instead (storage/flush.go): only
-// below the high tier, while it is active, so that lower-tier commits put
-// no flush in front of the high tier's.
-func (h *Handlers) sharesFlush(t qos.Tier) bool {
-	return t != qos.High && h.highActive != nil && h.highActive()
 }
 
 // writeConcern is a parsed write concern: how many standbys must have

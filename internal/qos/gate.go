@@ -317,15 +317,6 @@ func (g *Gate) Completed() (n uint64, highActive bool) {
 	return g.completed, g.highActiveLocked()
 }
 
-// HighActive reports whether the high tier is active: high-tier requests
-// are in process, or the last one ended less than the hold ago. Lower-tier
-// writes then share the high tier's WAL flushes (storage/flush.go).
-func (g *Gate) HighActive() bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.highActiveLocked()
-}
-
 // GateStats is a snapshot of a Gate.
 type GateStats struct {
 	Parallelism, Restricted int

@@ -25,9 +25,9 @@ func (s *Store) ReplaceMany(ctx context.Context, on On, c *Collection, keys, old
 		return ok, nil
 	}
 	b := &pgx.Batch{}
-	deferred := on.deferredFlush()
-	if deferred {
-		b.Queue(asyncCommitSQL)
+	async := on.Async
+	if async {
+		b.Queue(`SELECT set_config('synchronous_commit', 'off', true)`)
 	}
 	for i, d := range docs {
 		vals, err := c.rowValues(d.ID, d.D, d.Raw)
@@ -39,22 +39,15 @@ func (s *Store) ReplaceMany(ctx context.Context, on On, c *Collection, keys, old
 		args = append(args, vals[1:]...)
 		b.Queue(c.replaceSQL, args...)
 	}
-	conn, err := s.pool(ctx, on).Acquire(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer conn.Release()
-	p := s.flush.sending(conn.Conn().PgConn())
-	br := conn.SendBatch(ctx, b)
-	if deferred {
+	br := s.pool(ctx, on).SendBatch(ctx, b)
+	var err error
+	if async {
 		_, err = br.Exec()
 	}
-	wrote := false
 	for i := 0; err == nil && i < len(docs); i++ {
 		tag, e := br.Exec()
 		err = e
 		ok[i] = e == nil && tag.RowsAffected() == 1
-		wrote = wrote || ok[i]
 	}
 	if cerr := br.Close(); err == nil {
 		err = cerr
@@ -69,7 +62,9 @@ func (s *Store) ReplaceMany(ctx context.Context, on On, c *Collection, keys, old
 		}
 		return nil, s.retryable(ctx, c, err)
 	}
-	s.committed(on, wrote, p)
+	if async {
+		s.asyncCommits.Add(1)
+	}
 	for i, done := range ok {
 		if done {
 			s.versions.put(cacheKey(c, keys[i]), docs[i].Raw)

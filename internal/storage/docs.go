@@ -113,10 +113,10 @@ func (s *Store) insertBatch(ctx context.Context, on On, c *Collection, docs []Do
 func (s *Store) AsyncCommits() int64 { return s.asyncCommits.Load() }
 
 // write runs one document-changing statement on the primary, at on's
-// tier, or in on's transaction. With on.Async or on.Shared the statement
-// follows a transaction-local set_config in the same pipeline: statements
-// before one Sync share an implicit transaction, so it costs no round trip
-// and cannot leak into the backend's next request.
+// tier, or in on's transaction. With on.Async the statement follows a
+// transaction-local set_config in the same pipeline: statements before one
+// Sync share an implicit transaction, so it costs no round trip and cannot
+// leak into the backend's next request.
 func (s *Store) write(ctx context.Context, on On, sql string, args ...any) (pgconn.CommandTag, error) {
 	return s.writeAfter(ctx, on, nil, sql, args...)
 }
@@ -138,42 +138,33 @@ func (s *Store) writeAfter(ctx context.Context, on On, first *statement, sql str
 		}
 		return t.exec(ctx, sql, args...) // its commit decides synchronous_commit
 	}
-	c, err := s.pool(ctx, on).Acquire(ctx)
-	if err != nil {
-		return pgconn.CommandTag{}, err
+	p := s.pool(ctx, on)
+	async := on.Async
+	if !async && first == nil {
+		return p.Exec(ctx, sql, args...)
 	}
-	defer c.Release()
 	b := &pgx.Batch{}
-	deferred := on.deferredFlush()
-	if deferred {
-		b.Queue(asyncCommitSQL)
+	if async {
+		b.Queue(`SELECT set_config('synchronous_commit', 'off', true)`)
 	}
 	if first != nil {
 		b.Queue(first.sql, first.args...)
 	}
 	b.Queue(sql, args...)
-	p := s.flush.sending(c.Conn().PgConn())
+	br := p.SendBatch(ctx, b)
 	var tag pgconn.CommandTag
-	if b.Len() == 1 {
-		tag, err = c.Exec(ctx, sql, args...)
-	} else {
-		br := c.SendBatch(ctx, b)
-		for i := 0; i < b.Len() && err == nil; i++ {
-			tag, err = br.Exec()
-		}
-		if cerr := br.Close(); err == nil {
-			err = cerr
-		}
+	var err error
+	for i := 0; i < b.Len() && err == nil; i++ {
+		tag, err = br.Exec()
 	}
-	if err == nil {
-		s.committed(on, tag.RowsAffected() > 0, p)
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil && async {
+		s.asyncCommits.Add(1)
 	}
 	return tag, err
 }
-
-// asyncCommitSQL makes the transaction it runs in commit without waiting
-// for its WAL flush.
-const asyncCommitSQL = `SELECT set_config('synchronous_commit', 'off', true)`
 
 // insertSQL builds one INSERT for all rows. Several rows of plain bytea
 // columns go through unnest (one statement text whatever the count, so

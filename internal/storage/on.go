@@ -33,11 +33,6 @@ type On struct {
 	// lose it, up to three wal_writer_delay rounds' worth: what MongoDB's
 	// j:false allows. A transaction's commit mode is Txn.Commit's.
 	Async bool
-	// Shared makes a write outside a transaction, or a retryable write's
-	// own, commit without waiting for its WAL flush and collects a ticket
-	// for it: the caller must then AwaitFlush before it acknowledges the
-	// write (flush.go). Ignored with Async.
-	Shared *SharedFlush
 	// tier is the tier plus one, so that the zero On means Normal (High
 	// is qos.Tier's zero value). Set it with At.
 	tier qos.Tier
@@ -54,10 +49,6 @@ func (o On) Tier() qos.Tier {
 	}
 	return o.tier - 1
 }
-
-// deferredFlush: the commit does not wait for its WAL flush (Async, or
-// Shared: someone else's flush, awaited later).
-func (o On) deferredFlush() bool { return o.Async || o.Shared != nil }
 
 // InTransaction reports whether o runs in a multi-document transaction
 // (not a retryable write's own transaction).

@@ -68,7 +68,6 @@ RETURNING true`, Args: []any{k.LSID, k.User, txnNumber}, Returning: 1}}
 		return nil, nil, err
 	}
 	if rows[0] != nil {
-		txn.wrote = true // the claim of the record
 		return txn, nil, nil
 	}
 	txn.Rollback(ctx)
@@ -80,10 +79,10 @@ RETURNING true`, Args: []any{k.LSID, k.User, txnNumber}, Returning: 1}}
 }
 
 // CommitRecorded stores reply as the outcome of the statement the
-// transaction claimed and commits both, in one round trip (on's commit
-// mode: see Commit).
-func (t *Txn) CommitRecorded(ctx context.Context, on On, k SessionKey, reply []byte) error {
-	_, err := t.Commit(ctx, on, Stmt{SQL: `UPDATE ` + catalogSchema + `.txn_records SET reply = $3, last_use = now() WHERE lsid = $1 AND uid = $2`,
+// transaction claimed and commits both, in one round trip (async: see
+// Commit).
+func (t *Txn) CommitRecorded(ctx context.Context, async bool, k SessionKey, reply []byte) error {
+	_, err := t.Commit(ctx, async, Stmt{SQL: `UPDATE ` + catalogSchema + `.txn_records SET reply = $3, last_use = now() WHERE lsid = $1 AND uid = $2`,
 		Args: []any{k.LSID, k.User, reply}})
 	return err
 }

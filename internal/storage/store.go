@@ -38,10 +38,6 @@ type Options struct {
 	// that lets updates by _id skip their read (see versions.go); 0 turns it
 	// off.
 	VersionCacheBytes int
-	// SharedFlushWait is how long a write given a SharedFlush (On.Shared)
-	// waits for another commit to flush its WAL before flushing it itself
-	// (flush.go); 0: writes never share flushes.
-	SharedFlushWait time.Duration
 }
 
 // NodeConfig names one PostgreSQL server and how to reach its database.
@@ -81,7 +77,6 @@ type Store struct {
 	versions *versionCache
 
 	asyncCommits atomic.Int64  // see AsyncCommits
-	flush        flushes       // see flush.go
 	appends      appendSignals // see capped.go
 	changesOn    atomic.Bool   // see changes.go
 }
@@ -165,13 +160,8 @@ func (s *Store) newPool(ctx context.Context, cfg NodeConfig, size int, appName s
 	pc.ConnConfig.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
 		return &pgconn.CancelRequestContextWatcherHandler{Conn: c, DeadlineDelay: cancelGrace}
 	}
-	pc.AfterConnect = func(_ context.Context, c *pgx.Conn) error {
-		s.flush.born(c.PgConn())
-		return nil
-	}
 	if tracked {
 		pc.AfterConnect = func(_ context.Context, c *pgx.Conn) error {
-			s.flush.born(c.PgConn())
 			s.mu.Lock()
 			s.backends[c.PgConn().PID()] = t
 			s.mu.Unlock()

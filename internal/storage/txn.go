@@ -35,9 +35,6 @@ type Txn struct {
 	// snapshot: a MongoDB multi-document transaction (not a retryable
 	// write's own transaction).
 	snapshot bool
-	// wrote: a statement changed a row, so the commit writes (and, when
-	// synchronous, flushes) a commit record (flush.go).
-	wrote bool
 }
 
 // Begin starts a transaction on a backend of tier t's pool on the primary.
@@ -113,24 +110,23 @@ func (t *Txn) pipeline(ctx context.Context, stmts []Stmt) ([]pgconn.CommandTag, 
 }
 
 // Commit commits, running stmts (the record of the result, say) in the same
-// round trip first. The commit waits for its WAL flush unless on.Async or
-// on.Shared says otherwise (see On). After Commit the backend is back in
-// its pool, whatever the outcome; an ErrUnavailable outcome is unknown
-// (the commit may have happened).
-func (t *Txn) Commit(ctx context.Context, on On, stmts ...Stmt) ([][]any, error) {
+// round trip first. With async the commit does not wait for its WAL flush
+// (see On.Async). After Commit the backend is back in its pool, whatever
+// the outcome; an ErrUnavailable outcome is unknown (the commit may have
+// happened).
+func (t *Txn) Commit(ctx context.Context, async bool, stmts ...Stmt) ([][]any, error) {
 	defer t.release()
 	if t.failed {
 		return nil, newErr(ErrInternal, "transaction already aborted")
 	}
-	if on.deferredFlush() {
-		stmts = append([]Stmt{{SQL: asyncCommitSQL, Returning: 1}}, stmts...)
+	if async {
+		stmts = append([]Stmt{{SQL: `SELECT set_config('synchronous_commit', 'off', true)`, Returning: 1}}, stmts...)
+		defer t.s.asyncCommits.Add(1)
 	}
-	p := t.s.flush.sending(t.conn.Conn().PgConn())
 	_, rows, err := t.pipeline(ctx, append(stmts, Stmt{SQL: "COMMIT"}))
 	if err != nil {
 		return nil, err
 	}
-	t.s.committed(on, t.wrote, p)
 	return rows, nil
 }
 
@@ -175,7 +171,6 @@ func (t *Txn) exec(ctx context.Context, sql string, args ...any) (pgconn.Command
 		err = cerr
 	}
 	if err == nil {
-		t.wrote = t.wrote || tag.RowsAffected() > 0
 		return tag, nil
 	}
 	if ctx.Err() == nil && !t.conn.Conn().IsClosed() {
@@ -194,7 +189,7 @@ func (t *Txn) Failed() bool { return t.failed || t.conn.Conn().IsClosed() }
 // WithRowLocked runs fn with the row of key (nil if there is none) read and
 // locked until its write commits (SELECT … FOR UPDATE): inside on's
 // transaction, or else in a READ COMMITTED transaction of its own on a
-// backend of on's tier, committed (as on's Async and Shared say) when fn succeeds. It
+// backend of on's tier, committed (as on.Async says) when fn succeeds. It
 // is for a write that keeps losing its compare-and-swap to concurrent
 // writes of the same document: holding the row, it takes its turn instead
 // of failing. fn writes with the On it is given, which names the
@@ -222,6 +217,6 @@ func (s *Store) WithRowLocked(ctx context.Context, on On, c *Collection, key []b
 	if err != nil || !own {
 		return err
 	}
-	_, err = on.Txn.Commit(ctx, on)
+	_, err = on.Txn.Commit(ctx, on.Async)
 	return err
 }
