@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"context"
 	"testing"
 
 	"tierdb/internal/qos"
@@ -35,5 +36,24 @@ func TestOnInTransaction(t *testing.T) {
 	}
 	if !(On{Txn: &Txn{snapshot: true}}).InTransaction() {
 		t.Fatal("a snapshot transaction does not count")
+	}
+}
+
+// TestCommitOfAnAbortedTransactionFails: PostgreSQL answers COMMIT of a
+// transaction that an error aborted with ROLLBACK and no error; a
+// statement that failed outside Txn's savepoints must not turn into a
+// commit.
+func TestCommitOfAnAbortedTransactionFails(t *testing.T) {
+	s := open(t)
+	ctx := context.Background()
+	txn, _, _, err := s.Begin(ctx, qos.Normal, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := txn.conn.Exec(ctx, "SELECT 1/0"); err == nil {
+		t.Fatal("division by zero succeeded")
+	}
+	if _, err := txn.Commit(ctx, false); !IsCode(err, ErrWriteConflict) {
+		t.Fatalf("commit of an aborted transaction: %v, want a write conflict", err)
 	}
 }

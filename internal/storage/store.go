@@ -154,6 +154,10 @@ func (s *Store) newPool(ctx context.Context, cfg NodeConfig, size int, appName s
 	pc.MaxConns = int32(size)
 	pc.MinConns = 0
 	pc.ConnConfig.RuntimeParams["application_name"] = appName
+	// Commits wait for their WAL flush unless a write says otherwise
+	// (j:false), whatever the server's or role's default (an external
+	// PostgreSQL's may be off).
+	pc.ConnConfig.RuntimeParams["synchronous_commit"] = "on"
 	// A request that ends (maxTimeMS, killOp, client gone) cancels its
 	// statement in PostgreSQL: pgx's default only stops waiting for it,
 	// and the backend would run it on, a write included, to completion.

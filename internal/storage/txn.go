@@ -123,9 +123,14 @@ func (t *Txn) Commit(ctx context.Context, async bool, stmts ...Stmt) ([][]any, e
 		stmts = append([]Stmt{{SQL: `SELECT set_config('synchronous_commit', 'off', true)`, Returning: 1}}, stmts...)
 		defer t.s.asyncCommits.Add(1)
 	}
-	_, rows, err := t.pipeline(ctx, append(stmts, Stmt{SQL: "COMMIT"}))
+	tags, rows, err := t.pipeline(ctx, append(stmts, Stmt{SQL: "COMMIT"}))
 	if err != nil {
 		return nil, err
+	}
+	if tag := tags[len(tags)-1].String(); tag != "COMMIT" {
+		// PostgreSQL answers COMMIT of a transaction it had aborted with
+		// ROLLBACK, and no error.
+		return nil, newErr(ErrWriteConflict, "the transaction was rolled back at commit (%s)", tag)
 	}
 	return rows, nil
 }
