@@ -234,6 +234,7 @@ def test_batch_size_zero_returns_the_cursor_only(db):
     ({"$changeStream": {"startAtOperationTime": Timestamp(1, 1), "resumeAfter": {"_data": "T1" + "0" * 24}}}, 2),
     ({"$changeStream": {"bogus": 1}}, 40415),
     ({"$changeStream": {"fullDocument": "sometimes"}}, 2),
+    ({"$changeStream": {"showExpandedEvents": True}}, 238),  # DDL events beyond drop/rename are not produced
 ])
 def test_refusals(db, stage, code):
     with pytest.raises(OperationFailure) as e:

@@ -51,3 +51,32 @@ def test_what_drivers_send_routinely_still_works(db):
     assert "ok" in db.list_collection_names()
     db.create_collection("plain", storageEngine={})
     c.drop()
+
+
+@pytest.mark.parametrize("cmd,code", [
+    # MongoDB has these; tierdb answers NotImplemented, not CommandNotFound.
+    ({"convertToCapped": "c", "size": 4096}, 238),
+    ({"cloneCollectionAsCapped": "c", "toCollection": "cc", "size": 4096}, 238),
+    ({"collMod": "capped", "cappedSize": 8192}, 238),
+    ({"collMod": "capped", "cappedMax": 5}, 238),
+    ({"aggregate": "c", "cursor": {}, "pipeline": [{"$project": {"z": {"$getNumberOfTrailingZeros": "$a"}}}]}, 238),
+    ({"aggregate": "c", "cursor": {}, "pipeline": [{"$project": {"z": {"$noSuchOperator": "$a"}}}]}, 168),
+])
+def test_unimplemented_features_are_refused(db, cmd, code):
+    db.c.insert_one({"_id": 1, "a": 8})
+    db.create_collection("capped", capped=True, size=4096, max=10)
+    with pytest.raises(OperationFailure) as e:
+        db.command(cmd)
+    assert e.value.code == code, cmd
+    assert e.value.details["codeName"] == ("NotImplemented" if code == 238 else "InvalidPipelineOperator")
+    # nothing changed: c is not capped, no cc, capped keeps its limits
+    assert db.command("collStats", "c")["capped"] is False
+    assert "cc" not in db.list_collection_names()
+    st = db.command("collStats", "capped")
+    assert (st["max"], st["maxSize"]) == (10, 4096)
+
+
+def test_unimplemented_commands_are_listed_as_not_supported(client):
+    cmds = client.admin.command("listCommands")["commands"]
+    for name in ["convertToCapped", "cloneCollectionAsCapped"]:
+        assert cmds[name]["help"].startswith("not supported"), cmds[name]

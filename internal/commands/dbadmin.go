@@ -155,3 +155,14 @@ func (h *Handlers) mayRename(s *Session, fromDB, from, toDB, to string, dropTarg
 	}
 	return nil
 }
+
+// cappedConversion answers convertToCapped and cloneCollectionAsCapped,
+// which tierdb does not implement: NotImplemented, never CommandNotFound,
+// since MongoDB has both and a client should learn that this server lacks
+// them, not that it mistyped. A capped collection is made with create
+// (capped: true, size, max) and filled by the client.
+func cappedConversion(name string) handlerFunc {
+	return func(context.Context, *Request) (bson.D, error) {
+		return nil, mongoerr.Newf(mongoerr.NotImplemented, "%s is not supported by tierdb: create a capped collection with create (capped: true, size, max) and copy the documents into it", name)
+	}
+}

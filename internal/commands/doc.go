@@ -10,8 +10,9 @@
 // lastErrorObject). They reach storage only through Store (store.go):
 // interfaces by role (exec.Store, exec.OutStore, Catalog, Views, Stats,
 // Backends, SessionRecords, ChangeSwitch) that *storage.Store satisfies,
-// so the table runs over a fake in tests (handlers_test.go dispatches
-// OP_MSG commands over exectest.Store, without PostgreSQL). Retryable writes, transactions
+// so the table runs over a fake in tests (handlers_test.go and
+// handlers_args_test.go dispatch OP_MSG commands over exectest.Store,
+// without PostgreSQL). Retryable writes, transactions
 // and write concern wrap the handlers; a statement interrupted by
 // maxTimeMS or killOp fails the whole write command (writeReply).
 // The cursor registry (cursor.go) holds exec.Sources with their session

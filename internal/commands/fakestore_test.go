@@ -82,11 +82,16 @@ func (fakeStore) EnableChangeStreams(context.Context) (*storage.ChangeSlot, erro
 func (fakeStore) ChangeStreamsEnabled(context.Context) (bool, error) { return false, nil }
 
 // newFakeHandlers is the command table over an empty fakeStore, with no
-// access control, admission or replication, and no TTL monitor.
-func newFakeHandlers(t *testing.T) (*Handlers, *exectest.Store) {
+// access control, admission or replication, and no TTL monitor; with
+// changes the options first (a test's auth registry).
+func newFakeHandlers(t *testing.T, with ...func(*Options)) (*Handlers, *exectest.Store) {
 	t.Helper()
 	st := exectest.NewStore()
-	h := New(Options{Store: fakeStore{st}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), TTLInterval: -1})
+	opts := Options{Store: fakeStore{st}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), TTLInterval: -1}
+	for _, f := range with {
+		f(&opts)
+	}
+	h := New(opts)
 	t.Cleanup(h.Close)
 	return h, st
 }
@@ -139,6 +144,12 @@ func opMsg(t *testing.T, db string, cmd bson.D, seqs ...string) []byte {
 // it.
 func send(t *testing.T, h *Handlers, msg []byte) bson.D {
 	t.Helper()
+	return sendAs(t, h, &Session{ID: 1, Tier: qos.Normal}, msg)
+}
+
+// sendAs is send on the connection whose state is s (its user).
+func sendAs(t *testing.T, h *Handlers, s *Session, msg []byte) bson.D {
+	t.Helper()
 	m, err := wire.ReadMessage(bufio.NewReader(bytes.NewReader(msg)), 48<<20)
 	if err != nil {
 		t.Fatal(err)
@@ -148,7 +159,7 @@ func send(t *testing.T, h *Handlers, msg []byte) bson.D {
 		t.Fatal(err)
 	}
 	db, _ := lookup(cmd, "$db")
-	reply := h.Dispatch(context.Background(), &Request{DB: db.(string), Cmd: cmd, Session: &Session{ID: 1, Tier: qos.Normal}})
+	reply := h.Dispatch(context.Background(), &Request{DB: db.(string), Cmd: cmd, Session: s})
 	raw, err := bsonx.Marshal(reply)
 	if err != nil {
 		t.Fatal(err)

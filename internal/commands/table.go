@@ -308,6 +308,9 @@ func (h *Handlers) commands() map[string]*command {
 		"collStats":        {handler: h.onViews(h.collStats, nil), help: "a collection's counts and sizes (PostgreSQL's)", access: onColl(auth.ActCollStats)},
 		"validate":         {handler: h.onViews(h.validate, nil), help: "check every document and index entry of a collection", access: onColl(auth.ActValidate)},
 		"renameCollection": {handler: h.renameCollection, writes: true, help: "rename a collection, within or across databases (run on admin)", access: anyUser},
+		// Not implemented: refused with NotImplemented (dbadmin.go).
+		"convertToCapped":         {handler: cappedConversion("convertToCapped"), internal: true, help: "not supported: answers NotImplemented (create a capped collection and copy into it)", access: onColl(auth.ActCreateCollection)},
+		"cloneCollectionAsCapped": {handler: cappedConversion("cloneCollectionAsCapped"), internal: true, help: "not supported: answers NotImplemented (create a capped collection and copy into it)", access: onColl(auth.ActCreateCollection)},
 		// CRUD
 		"insert":        {handler: h.onViews(h.insert, nil), writes: true, help: "insert documents", counter: opInsert, access: onColl(auth.ActInsert)},
 		"find":          {handler: findDiskUse(h.onViews(h.find, h.findOnView)), help: "query documents", counter: opQuery, access: onColl(auth.ActFind)},
