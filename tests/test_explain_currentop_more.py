@@ -164,3 +164,40 @@ def test_indexed_filter_examines_about_the_matches(db):
 def test_explain_of_a_missing_collection_examines_nothing(db):
     s = stats(db, {"aggregate": "nothing", "pipeline": [{"$match": {"a": 1}}], "cursor": {}})
     assert (s["nReturned"], s["totalDocsExamined"], s["totalKeysExamined"]) == (0, 0, 0)
+
+
+def test_count_explain_counts_what_count_counts(db):
+    db.c.insert_many([{"_id": i, "a": i % 3} for i in range(100)])
+    for cmd in ({"count": "c", "query": {"a": 1}, "skip": 2, "limit": 5},
+                {"count": "c", "query": {"a": 1}, "limit": -4},
+                {"count": "c", "query": {}, "limit": 5},
+                {"count": "c", "query": {"a": 2}, "skip": 30}):
+        n = db.command(cmd)["n"]
+        s = stats(db, cmd)
+        assert s["executionStages"]["nCounted"] == n, (cmd, n, s)
+
+
+def test_explain_on_views(db):
+    db.c.insert_many([{"_id": i, "a": i % 3} for i in range(30)])
+    db.command("create", "v", viewOn="c", pipeline=[{"$match": {"a": {"$ne": 0}}}])
+    for cmd in ({"find": "v", "filter": {"a": 1}},
+                {"count": "v", "query": {"a": 2}, "limit": 4},
+                {"distinct": "v", "key": "a", "query": {}}):
+        planned = db.command("explain", cmd, verbosity="queryPlanner")
+        assert "stages" in planned and "executionStats" not in planned["stages"][0]["$cursor"], cmd
+        s = stats(db, cmd)
+        assert s["totalDocsExamined"] == 30, (cmd, s)
+    assert db.command("distinct", "v", key="a")["values"] == [1, 2]
+
+
+def test_explain_is_bounded_by_the_explained_commands_max_time(db):
+    """Drivers put maxTimeMS inside the explained command; executionStats
+    runs the command, so that bound applies."""
+    db.c.insert_many([{"_id": i, "s": "x" * 200 + str(i)} for i in range(20000)])
+    slow = {"s": {"$regex": "(x+x+)+y"}}
+    with pytest.raises(OperationFailure) as e:
+        db.command("explain", {"find": "c", "filter": slow, "maxTimeMS": 1}, verbosity="executionStats")
+    assert e.value.code == 50
+    with pytest.raises(OperationFailure) as e:
+        db.command("explain", {"count": "c", "query": slow, "maxTimeMS": 1}, verbosity="executionStats")
+    assert e.value.code == 50

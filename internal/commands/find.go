@@ -277,7 +277,8 @@ func countValue(n int64) any {
 	return n
 }
 
-// explain describes how a find would run: PostgreSQL's plan of the prefilter.
+// explain describes how a find, count or distinct runs: PostgreSQL's plan
+// of the prefilter and, with executionStats, what running it did.
 func (h *Handlers) explain(ctx context.Context, req *Request) (bson.D, error) {
 	inner, err := getDoc(req.Cmd, "explain")
 	if err != nil {
@@ -317,17 +318,24 @@ func (h *Handlers) explain(ctx context.Context, req *Request) (bson.D, error) {
 	}
 	var sortDoc bson.D
 	var skip, limit int64
-	if inner[0].Key == "find" {
+	switch inner[0].Key {
+	case "find":
 		if sortDoc, err = getDoc(inner, "sort"); err != nil {
 			return nil, err
 		}
 		if skip, err = getInt(inner, "skip", 0); err != nil {
 			return nil, err
 		}
+	case "count":
+		if skip, err = getCount(inner, "count", "skip", 0); err != nil {
+			return nil, err
+		}
+	}
+	if inner[0].Key != "distinct" {
 		if limit, err = getInt(inner, "limit", 0); err != nil {
 			return nil, err
 		}
-		limit = max(limit, -limit)
+		limit = max(limit, -limit) // count, and find's single batch, take its absolute value
 	}
 	rs, err := exec.ParseReadSpec(filter, sortDoc, nil, skip, limit)
 	if err != nil {

@@ -322,7 +322,7 @@ func (h *Handlers) commands() map[string]*command {
 		"count":         {handler: h.onViews(h.count, h.countOnView), help: "count matching documents", counter: opCommand, access: onColl(auth.ActFind)},
 		"aggregate":     {handler: h.aggregate, help: "aggregation pipeline (stages and expressions: see README)", counter: opCommand, access: aggregateAccess},
 		"distinct":      {handler: h.onViews(h.distinct, h.distinctOnView), help: "distinct values of a field", counter: opCommand, access: onColl(auth.ActFind)},
-		"explain":       {handler: h.explainOnViews(h.explain), help: "the PostgreSQL plan of a find", access: onColl(auth.ActFind)},
+		"explain":       {handler: h.explainOnViews(h.explain), help: "how a find, count, distinct or aggregate runs: PostgreSQL's plan; with executionStats, what running it did", access: onColl(auth.ActFind)},
 		// transactions (txn.go); a statement's own command runs as usual
 		"commitTransaction": {handler: h.ok, writes: true, help: "commit the session's transaction", access: anyUser},
 		"abortTransaction":  {handler: h.ok, writes: true, help: "abort the session's transaction", access: anyUser},

@@ -165,12 +165,22 @@ func findStages(cmd bson.D) (stages bson.A, singleBatch bool, err error) {
 	return stages, singleBatch, nil
 }
 
-// explainOnViews answers explain of a find or count over a view as the
-// explain of the aggregation it runs; anything else goes to next.
+// explainOnViews answers explain of a find, count or distinct over a view
+// as the explain of the aggregation it runs (distinct's as a $group of the
+// key's values); anything else goes to next. The
+// explained command's own maxTimeMS (drivers put it there) bounds the
+// explain, whose executionStats run the command.
 func (h *Handlers) explainOnViews(next handlerFunc) handlerFunc {
 	return func(ctx context.Context, req *Request) (bson.D, error) {
 		inner, err := getDoc(req.Cmd, "explain")
-		if err != nil || len(inner) == 0 || (inner[0].Key != "find" && inner[0].Key != "count") {
+		if err == nil && len(inner) > 0 {
+			var cancel context.CancelFunc
+			if ctx, cancel, err = withMaxTime(ctx, inner); err != nil {
+				return nil, err
+			}
+			defer cancel()
+		}
+		if err != nil || len(inner) == 0 || (inner[0].Key != "find" && inner[0].Key != "count" && inner[0].Key != "distinct") {
 			return next(ctx, req)
 		}
 		sub := &Request{DB: req.DB, Cmd: inner, Session: req.Session, tier: req.tier, on: req.on}
@@ -186,33 +196,60 @@ func (h *Handlers) explainOnViews(next handlerFunc) handlerFunc {
 			return next(ctx, req)
 		}
 		var stages bson.A
-		if inner[0].Key == "find" {
-			if stages, _, err = findStages(inner); err != nil {
-				return nil, err
+		switch inner[0].Key {
+		case "find":
+			stages, _, err = findStages(inner)
+		case "count":
+			if stages, err = countStages(inner); err == nil {
+				stages = append(stages, bson.D{{Key: "$count", Value: "n"}})
 			}
-		} else {
-			q, err := getDoc(inner, "query")
-			if err != nil {
-				return nil, err
+		case "distinct":
+			var key string
+			var q bson.D
+			if key, q, err = distinctArgs(sub); err == nil {
+				stages = bson.A{bson.D{{Key: "$match", Value: q}}, bson.D{{Key: "$group", Value: bson.D{{Key: "_id", Value: nil}, {Key: "values", Value: bson.D{{Key: "$addToSet", Value: "$" + key}}}}}}}
 			}
-			stages = bson.A{bson.D{{Key: "$match", Value: q}}, bson.D{{Key: "$count", Value: "n"}}}
 		}
-		agg := bson.D{{Key: "aggregate", Value: name}, {Key: "pipeline", Value: stages}}
-		return h.explainAggregate(ctx, &Request{DB: req.DB, Cmd: agg, Session: req.Session, tier: req.tier, on: req.on})
+		if err != nil {
+			return nil, err
+		}
+		verbosity, err := explainVerbosity(req.Cmd)
+		if err != nil {
+			return nil, err
+		}
+		agg := &Request{DB: req.DB, Cmd: bson.D{{Key: "aggregate", Value: name}, {Key: "pipeline", Value: stages}}, Session: req.Session, tier: req.tier, on: req.on}
+		reply, err := h.explainAggregate(ctx, agg)
+		if err != nil || verbosity == "queryPlanner" {
+			return reply, err
+		}
+		return h.addCursorStats(ctx, agg, reply)
 	}
 }
 
 // countOnView is count over a view.
 func (h *Handlers) countOnView(ctx context.Context, req *Request, _ *viewDef) (bson.D, error) {
-	q, err := getDoc(req.Cmd, "query")
+	stages, err := countStages(req.Cmd)
 	if err != nil {
 		return nil, err
 	}
-	skip, err := getInt(req.Cmd, "skip", 0)
+	c := &countSink{}
+	if err := h.viewPipeline(ctx, req, stages, c); err != nil {
+		return nil, err
+	}
+	return bson.D{{Key: "n", Value: countValue(c.n)}}, nil
+}
+
+// countStages is a count's query, skip and limit as pipeline stages.
+func countStages(cmd bson.D) (bson.A, error) {
+	q, err := getDoc(cmd, "query")
 	if err != nil {
 		return nil, err
 	}
-	limit, err := getInt(req.Cmd, "limit", 0)
+	skip, err := getInt(cmd, "skip", 0)
+	if err != nil {
+		return nil, err
+	}
+	limit, err := getInt(cmd, "limit", 0)
 	if err != nil {
 		return nil, err
 	}
@@ -232,11 +269,7 @@ func (h *Handlers) countOnView(ctx context.Context, req *Request, _ *viewDef) (b
 	if limit > 0 {
 		stages = append(stages, bson.D{{Key: "$limit", Value: limit}})
 	}
-	c := &countSink{}
-	if err := h.viewPipeline(ctx, req, stages, c); err != nil {
-		return nil, err
-	}
-	return bson.D{{Key: "n", Value: countValue(c.n)}}, nil
+	return stages, nil
 }
 
 type countSink struct{ n int64 }

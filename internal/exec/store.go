@@ -60,7 +60,7 @@ type Store interface {
 
 var _ Store = (*storage.Store)(nil)
 
-// OutStore is what $out and $merge write through beyond Store (out.go's
+// OutStore is what $out and $merge write through beyond Store (output.go's
 // StoreOutput): $out's new collection is created with the target's
 // indexes, filled, and swapped in for the target in one DDL transaction
 // (or dropped, as are those crashed $outs left behind); $merge replaces a

@@ -47,8 +47,9 @@ type Record struct {
 // the same session waits until the other transaction ends.
 //
 // A MongoDB transaction (snapshot) begun while change streams are on also
-// leaves its session's logical message (changes.TxnMessage) first in its
-// PostgreSQL transaction, in the same round trip, so that the change
+// leaves its session's logical message (changes.TxnMessage) in its
+// PostgreSQL transaction, right after the claim and in the same round
+// trip, before any of its writes, so that the change
 // events of its writes carry lsid and txnNumber.
 func (s *Store) BeginRecorded(ctx context.Context, t qos.Tier, snapshot bool, k SessionKey, txnNumber int64) (txn *Txn, prev *Record, err error) {
 	stmts := []Stmt{{SQL: `

@@ -101,6 +101,13 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		s.Close()
 		return nil, err
 	}
+	// Writes mark what change streams need (replacements, transactions'
+	// sessions) from the first one on, not from the command layer's first
+	// check a few seconds later.
+	if _, err := s.ChangeStreamsEnabled(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
 	return s, nil
 }
 
