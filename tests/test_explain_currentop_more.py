@@ -159,6 +159,9 @@ def test_indexed_filter_examines_about_the_matches(db):
         assert any(x.get("indexName") == "a_1" for x in scans), scans
     q = db.command("explain", {"distinct": "c", "key": "a", "query": {"a": 7}}, verbosity="queryPlanner")
     assert "executionStats" not in q and q["queryPlanner"]["winningPlan"]["stage"] == "POSTGRESQL"
+    for cmd in ({"distinct": "c", "key": "a"}, {"count": "c"}, {"find": "c"}):
+        planned = db.command("explain", cmd, verbosity="queryPlanner")["queryPlanner"]
+        assert planned["parsedQuery"] == {}, (cmd, planned["parsedQuery"])
 
 
 def test_explain_of_a_missing_collection_examines_nothing(db):

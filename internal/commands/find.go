@@ -337,6 +337,9 @@ func (h *Handlers) explain(ctx context.Context, req *Request) (bson.D, error) {
 		}
 		limit = max(limit, -limit) // count, and find's single batch, take its absolute value
 	}
+	if filter == nil {
+		filter = bson.D{} // parsedQuery shows an empty filter as {}
+	}
 	rs, err := exec.ParseReadSpec(filter, sortDoc, nil, skip, limit)
 	if err != nil {
 		return nil, err
