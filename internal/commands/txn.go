@@ -2,6 +2,7 @@ package commands
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"sync/atomic"
 
@@ -236,8 +237,13 @@ func (h *Handlers) startTransaction(ctx context.Context, req *Request, sa sessio
 		return mongoerr.Newf(mongoerr.ConflictingOperationInProg, "transaction %d has already been started on this session", sa.txnNumber)
 	}
 	s.Abort() // a newer transaction ends the session's open one
-	txn, prev, err := h.store.BeginRecorded(ctx, req.tier, true, sa.key(), sa.txnNumber)
+	txn, err := h.store.BeginRecorded(ctx, req.tier, true, sa.key(), sa.txnNumber)
 	if err != nil {
+		return err
+	}
+	prev, err := txn.Claim(ctx)
+	if err != nil {
+		txn.Rollback(context.WithoutCancel(ctx))
 		return err
 	}
 	if prev != nil {
@@ -360,17 +366,25 @@ func (h *Handlers) retryableWrite(ctx context.Context, req *Request, sa sessionA
 		return nil, err
 	}
 	for attempt := 0; ; attempt++ {
-		txn, prev, err := h.store.BeginRecorded(ctx, req.tier, false, sa.key(), sa.txnNumber)
+		txn, err := h.store.BeginRecorded(ctx, req.tier, false, sa.key(), sa.txnNumber)
 		if err != nil {
 			return nil, err
 		}
-		if prev != nil {
+		// The write runs in the transaction of its record; its first
+		// statement carries the claim, so nothing runs if this is a retry
+		// (Claim tells).
+		req.on.Txn = txn
+		reply, err := run(ctx, req)
+		req.on.Txn = nil
+		prev, cerr := txn.Claim(ctx)
+		if cerr != nil || prev != nil {
+			txn.Rollback(context.WithoutCancel(ctx))
+			if cerr != nil {
+				return nil, cmp.Or(err, cerr)
+			}
 			h.txnStats.retried.Add(1)
 			return retriedReply(prev, sa.txnNumber)
 		}
-		req.on.Txn = txn // the write runs in the transaction of its record
-		reply, err := run(ctx, req)
-		req.on.Txn = nil
 		if err == nil && txn.Failed() {
 			err = mongoerr.New(mongoerr.WriteConflict, "the write's transaction was aborted")
 		}

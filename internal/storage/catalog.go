@@ -182,6 +182,13 @@ CREATE TABLE IF NOT EXISTS `+catalogSchema+`.collections (
 
 // ddl runs fn in a transaction holding the DDL lock, on on's catalogPool.
 func (c *catalog) ddl(ctx context.Context, on On, fn func(tx pgx.Tx) error) error {
+	if on.Txn != nil {
+		// A retryable write's claim must hold before it creates anything
+		// (a retry must not recreate a dropped collection).
+		if err := on.Txn.flush(ctx); err != nil {
+			return err
+		}
+	}
 	tx, err := c.s.catalogPool(ctx, on).Begin(ctx)
 	if err != nil {
 		return fromPG(ctx, err)

@@ -93,7 +93,15 @@ const (
 	sqlConnectionFailure = "08"
 	sqlSerialization     = "40001"
 	sqlDeadlock          = "40P01"
+	sqlDivisionByZero    = "22012"
 )
+
+// isClaimLost: the session record's claim (claimSQL) found the statement
+// already run: it divides by zero on purpose.
+func isClaimLost(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == sqlDivisionByZero
+}
 
 // fromPG translates an error from pgx into a storage error. It is the only
 // place that looks at SQLSTATEs.

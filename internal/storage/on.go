@@ -78,7 +78,7 @@ func (s *Store) readPool(ctx context.Context, o On) *pgxpool.Pool {
 // else the tier's pool on the primary.
 func (s *Store) q(ctx context.Context, o On) querier {
 	if o.Txn != nil {
-		return o.Txn.conn
+		return o.Txn
 	}
 	return s.pool(ctx, o)
 }
@@ -88,7 +88,7 @@ func (s *Store) q(ctx context.Context, o On) querier {
 // routed to.
 func (s *Store) readQ(ctx context.Context, o On) querier {
 	if o.Txn != nil {
-		return o.Txn.conn
+		return o.Txn
 	}
 	return s.readPool(ctx, o)
 }

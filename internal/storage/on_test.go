@@ -46,11 +46,14 @@ func TestOnInTransaction(t *testing.T) {
 func TestCommitOfAnAbortedTransactionFails(t *testing.T) {
 	s := open(t)
 	ctx := context.Background()
-	txn, _, _, err := s.Begin(ctx, qos.Normal, false)
+	txn, err := s.Begin(ctx, qos.Normal, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := txn.conn.Exec(ctx, "SELECT 1/0"); err == nil {
+	if _, err := txn.Exec(ctx, "SELECT 1"); err != nil { // sends BEGIN
+		t.Fatal(err)
+	}
+	if _, err := txn.Exec(ctx, "SELECT 1/0"); err == nil {
 		t.Fatal("division by zero succeeded")
 	}
 	if _, err := txn.Commit(ctx, false); !IsCode(err, ErrWriteConflict) {

@@ -40,43 +40,77 @@ type Record struct {
 	Reply     []byte // nil while its transaction is open
 }
 
-// BeginRecorded begins a transaction (see Begin) that claims statement
-// txnNumber of session k, in the same round trip. If the session already
-// has that statement or a later one, nothing is begun and prev is the
-// session's record: a retry, or a stale txnNumber. A concurrent claim of
-// the same session waits until the other transaction ends.
-//
-// A MongoDB transaction (snapshot) begun while change streams are on also
-// leaves its session's logical message (changes.TxnMessage) in its
-// PostgreSQL transaction, right after the claim and in the same round
-// trip, before any of its writes, so that the change
-// events of its writes carry lsid and txnNumber.
-func (s *Store) BeginRecorded(ctx context.Context, t qos.Tier, snapshot bool, k SessionKey, txnNumber int64) (txn *Txn, prev *Record, err error) {
-	stmts := []Stmt{{SQL: `
+// claimSQL claims statement $3 of a session for the transaction it runs
+// in; if the session already has that statement or a later one it fails
+// with division_by_zero (see isClaimLost), which aborts the transaction
+// and skips the statements pipelined behind it. A concurrent claim of the
+// same session waits until the other transaction ends.
+const claimSQL = `WITH c AS (
 INSERT INTO ` + catalogSchema + `.txn_records AS r (lsid, uid, txn_number) VALUES ($1, $2, $3)
 ON CONFLICT (lsid, uid) DO UPDATE SET txn_number = EXCLUDED.txn_number, reply = NULL, last_use = now()
 WHERE r.txn_number < EXCLUDED.txn_number
-RETURNING true`, Args: []any{k.LSID, k.User, txnNumber}, Returning: 1}}
+RETURNING 1)
+SELECT 1 / count(*) FROM c`
+
+// errClaimLost is a transaction's claim of a statement the session has
+// already run (or a later one).
+var errClaimLost = newErr(ErrInternal, "the session has already run this statement")
+
+// BeginRecorded begins a transaction (see Begin) that claims statement
+// txnNumber of session k. Like BEGIN, the claim costs no round trip of its
+// own: it rides in front of the transaction's first statement, which does
+// not run if the claim fails. The caller must call Claim before it
+// answers or writes anything outside the transaction.
+//
+// A MongoDB transaction (snapshot) begun while change streams are on also
+// leaves its session's logical message (changes.TxnMessage) in its
+// PostgreSQL transaction, right after the claim, before any of its
+// writes, so that the change events of its writes carry lsid and
+// txnNumber.
+func (s *Store) BeginRecorded(ctx context.Context, t qos.Tier, snapshot bool, k SessionKey, txnNumber int64) (*Txn, error) {
+	txn, err := s.Begin(ctx, t, snapshot)
+	if err != nil {
+		return nil, err
+	}
+	txn.key, txn.claim = k, len(txn.pending)
+	txn.pending = append(txn.pending, Stmt{SQL: claimSQL, Args: []any{k.LSID, k.User, txnNumber}})
 	if snapshot && s.changesOn.Load() {
 		msg, err := changes.TxnMessage(k.LSID, k.User, txnNumber)
 		if err != nil {
-			return nil, nil, err
+			txn.Rollback(ctx)
+			return nil, err
 		}
-		stmts = append(stmts, Stmt{SQL: txnMessageSQL, Args: []any{msg}})
+		txn.pending = append(txn.pending, Stmt{SQL: txnMessageSQL, Args: []any{msg}})
 	}
-	txn, _, rows, err := s.Begin(ctx, t, snapshot, stmts...)
-	if err != nil {
-		return nil, nil, err
+	return txn, nil
+}
+
+// Claim settles the claim of a transaction from BeginRecorded, sending it
+// now if no statement has carried it yet. If the session had already run
+// the statement or a later one, the transaction is over (rolled back) and
+// prev is the session's record: the caller answers a retry from it, or
+// refuses a stale txnNumber.
+func (t *Txn) Claim(ctx context.Context) (prev *Record, err error) {
+	if t.claim < 0 {
+		return nil, newErr(ErrInternal, "the transaction claims no statement")
 	}
-	if rows[0] != nil {
-		return txn, nil, nil
+	if err := t.flush(ctx); err != nil && t.claimErr == nil {
+		return nil, err
 	}
-	txn.Rollback(ctx)
-	prev, err = s.LoadRecord(ctx, t, k)
+	switch {
+	case t.claimed:
+		return nil, nil
+	case t.claimErr == nil:
+		return nil, newErr(ErrInternal, "the transaction failed before its claim")
+	case t.claimErr != errClaimLost:
+		return nil, t.claimErr
+	}
+	t.Rollback(ctx)
+	prev, err = t.s.LoadRecord(ctx, t.tier, t.key)
 	if err == nil && prev == nil {
 		err = newErr(ErrInternal, "session record vanished")
 	}
-	return nil, prev, err
+	return prev, err
 }
 
 // CommitRecorded stores reply as the outcome of the statement the

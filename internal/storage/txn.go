@@ -25,9 +25,25 @@ type querier interface {
 // retryable write whose result is recorded with it. The backend is held
 // until Commit or Rollback. A Txn runs one statement at a time; its owner
 // serialises the use.
+//
+// Beginning costs no round trip: BEGIN (and a session record's claim, see
+// BeginRecorded) wait in pending and ride in front of the transaction's
+// first statement, in the same pipeline.
 type Txn struct {
 	s    *Store
 	conn *pgxpool.Conn
+	// pending: statements not sent yet that must run before any other.
+	pending []Stmt
+	// begun: BEGIN was sent, so the backend is inside a transaction.
+	begun bool
+	// claim: the index in pending of the session record's claim, or -1;
+	// claimed says it succeeded, claimErr why it failed (errClaimLost:
+	// the session ran the statement before).
+	claim    int
+	claimed  bool
+	claimErr error
+	key      SessionKey
+	tier     qos.Tier
 	// failed: a statement failed outside a savepoint (or the backend went
 	// away), so PostgreSQL has aborted the transaction.
 	failed bool
@@ -40,25 +56,18 @@ type Txn struct {
 // Begin starts a transaction on a backend of tier t's pool on the primary.
 // snapshot gives every statement one snapshot (REPEATABLE READ, a MongoDB
 // transaction's snapshot); otherwise each statement sees what is committed
-// when it starts (READ COMMITTED, as plain writes do). The first
-// statements, when given, run in the same round trip as BEGIN; their
-// results are returned in order.
-func (s *Store) Begin(ctx context.Context, t qos.Tier, snapshot bool, first ...Stmt) (*Txn, []pgconn.CommandTag, [][]any, error) {
+// when it starts (READ COMMITTED, as plain writes do). Only the backend is
+// taken now: BEGIN is sent with the first statement.
+func (s *Store) Begin(ctx context.Context, t qos.Tier, snapshot bool) (*Txn, error) {
 	conn, err := s.current(ctx).nodes[0].pools[t].Acquire(ctx)
 	if err != nil {
-		return nil, nil, nil, fromPG(ctx, err)
+		return nil, fromPG(ctx, err)
 	}
-	txn := &Txn{s: s, conn: conn, snapshot: snapshot}
 	begin := "BEGIN ISOLATION LEVEL READ COMMITTED"
 	if snapshot {
 		begin = "BEGIN ISOLATION LEVEL REPEATABLE READ"
 	}
-	tags, rows, err := txn.pipeline(ctx, append([]Stmt{{SQL: begin}}, first...))
-	if err != nil {
-		txn.Rollback(context.WithoutCancel(ctx))
-		return nil, nil, nil, err
-	}
-	return txn, tags[1:], rows[1:], nil
+	return &Txn{s: s, conn: conn, tier: t, snapshot: snapshot, claim: -1, pending: []Stmt{{SQL: begin}}}, nil
 }
 
 // Stmt is one statement of a pipeline; Returning says it yields one row,
@@ -69,17 +78,151 @@ type Stmt struct {
 	Returning int
 }
 
-// pipeline sends stmts in one round trip. The first failure aborts the
-// transaction (and skips the rest).
+// send sends b in one round trip behind the pending statements and reads
+// the pending statements' results: the caller reads b's own from the
+// results returned. A pending statement's failure closes the results and
+// is returned (the transaction is aborted and b did not run).
+func (t *Txn) send(ctx context.Context, b *pgx.Batch) (pgx.BatchResults, error) {
+	if t.failed {
+		return nil, newErr(ErrInternal, "transaction already aborted")
+	}
+	pending := t.pending
+	if len(pending) > 0 {
+		all := &pgx.Batch{}
+		for _, st := range pending {
+			all.Queue(st.SQL, st.Args...)
+		}
+		all.QueuedQueries = append(all.QueuedQueries, b.QueuedQueries...)
+		b = all
+		t.pending, t.begun = nil, true
+	}
+	br := t.conn.SendBatch(ctx, b)
+	for i := range pending {
+		_, err := br.Exec()
+		if err == nil {
+			t.claimed = t.claimed || i == t.claim
+			continue
+		}
+		br.Close()
+		t.failed = true
+		if i == t.claim && isClaimLost(err) {
+			err = errClaimLost
+		}
+		err = fromPG(ctx, err)
+		if i == t.claim {
+			t.claimErr = err
+		}
+		return nil, err
+	}
+	return br, nil
+}
+
+// flush sends the pending statements on their own, for a statement that
+// cannot ride behind them.
+func (t *Txn) flush(ctx context.Context) error {
+	if len(t.pending) == 0 {
+		return nil
+	}
+	br, err := t.send(ctx, &pgx.Batch{})
+	if err != nil {
+		return err
+	}
+	return fromPG(ctx, br.Close())
+}
+
+// Exec, Query, QueryRow and SendBatch make a Txn a querier: document
+// operations run in it as in a pool, and its first statement carries the
+// pending ones.
+func (t *Txn) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	if len(t.pending) == 0 {
+		return t.conn.Exec(ctx, sql, args...)
+	}
+	tags, _, err := t.pipeline(ctx, []Stmt{{SQL: sql, Args: args}})
+	if err != nil {
+		return pgconn.CommandTag{}, err
+	}
+	return tags[0], nil
+}
+
+func (t *Txn) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	if len(t.pending) == 0 {
+		return t.conn.Query(ctx, sql, args...)
+	}
+	b := &pgx.Batch{}
+	b.Queue(sql, args...)
+	br, err := t.send(ctx, b)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := br.Query()
+	if err != nil {
+		br.Close()
+		return nil, err
+	}
+	return batchRows{rows, br}, nil
+}
+
+func (t *Txn) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	rows, err := t.Query(ctx, sql, args...)
+	return txnRow{rows, err}
+}
+
+// SendBatch sends the pending statements first, on their own: a failure
+// surfaces in b's results, which run in an aborted transaction.
+func (t *Txn) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
+	t.flush(ctx) //nolint:errcheck // see above
+	return t.conn.SendBatch(ctx, b)
+}
+
+// batchRows are the rows of a query that rode behind pending statements:
+// closing them closes the batch.
+type batchRows struct {
+	pgx.Rows
+	br pgx.BatchResults
+}
+
+func (r batchRows) Close() {
+	r.Rows.Close()
+	r.br.Close()
+}
+
+// txnRow is pgx's QueryRow over Txn.Query.
+type txnRow struct {
+	rows pgx.Rows
+	err  error
+}
+
+func (r txnRow) Scan(dest ...any) error {
+	if r.err != nil {
+		return r.err
+	}
+	defer r.rows.Close()
+	if !r.rows.Next() {
+		if err := r.rows.Err(); err != nil {
+			return err
+		}
+		return pgx.ErrNoRows
+	}
+	if err := r.rows.Scan(dest...); err != nil {
+		return err
+	}
+	r.rows.Close()
+	return r.rows.Err()
+}
+
+// pipeline sends stmts in one round trip, behind the pending statements.
+// The first failure aborts the transaction (and skips the rest).
 func (t *Txn) pipeline(ctx context.Context, stmts []Stmt) ([]pgconn.CommandTag, [][]any, error) {
 	b := &pgx.Batch{}
 	for _, st := range stmts {
 		b.Queue(st.SQL, st.Args...)
 	}
-	br := t.conn.SendBatch(ctx, b)
+	br, err := t.send(ctx, b)
+	if err != nil {
+		return nil, nil, err
+	}
 	tags := make([]pgconn.CommandTag, len(stmts))
 	rows := make([][]any, len(stmts))
-	var err error
 	for i, st := range stmts {
 		if st.Returning == 0 {
 			tags[i], err = br.Exec()
@@ -116,9 +259,6 @@ func (t *Txn) pipeline(ctx context.Context, stmts []Stmt) ([]pgconn.CommandTag, 
 // happened).
 func (t *Txn) Commit(ctx context.Context, async bool, stmts ...Stmt) ([][]any, error) {
 	defer t.release()
-	if t.failed {
-		return nil, newErr(ErrInternal, "transaction already aborted")
-	}
 	if async {
 		stmts = append([]Stmt{{SQL: `SELECT set_config('synchronous_commit', 'off', true)`, Returning: 1}}, stmts...)
 		defer t.s.asyncCommits.Add(1)
@@ -139,7 +279,7 @@ func (t *Txn) Commit(ctx context.Context, async bool, stmts ...Stmt) ([][]any, e
 // back. It is safe to call more than once and after Commit.
 func (t *Txn) Rollback(ctx context.Context) {
 	t.once.Do(func() {
-		if !t.conn.Conn().IsClosed() {
+		if t.begun && !t.conn.Conn().IsClosed() {
 			if _, err := t.conn.Exec(ctx, "ROLLBACK"); err != nil {
 				// The pool drops a backend left inside a transaction.
 				t.s.log.Debug("rollback failed", "err", err)
@@ -156,15 +296,15 @@ func (t *Txn) release() { t.once.Do(t.conn.Release) }
 // plain write's connection usable. The savepoint costs no round trip: the
 // three statements share one pipeline.
 func (t *Txn) exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
-	if t.failed {
-		return pgconn.CommandTag{}, newErr(ErrInternal, "transaction already aborted")
-	}
 	b := &pgx.Batch{}
 	b.Queue("SAVEPOINT tierdb_stmt")
 	b.Queue(sql, args...)
 	b.Queue("RELEASE SAVEPOINT tierdb_stmt")
-	br := t.conn.SendBatch(ctx, b)
-	_, err := br.Exec()
+	br, err := t.send(ctx, b)
+	if err != nil {
+		return pgconn.CommandTag{}, err
+	}
+	_, err = br.Exec()
 	var tag pgconn.CommandTag
 	if err == nil {
 		tag, err = br.Exec()
@@ -202,7 +342,7 @@ func (t *Txn) Failed() bool { return t.failed || t.conn.Conn().IsClosed() }
 func (s *Store) WithRowLocked(ctx context.Context, on On, c *Collection, key []byte, fn func(on On, row *Row) error) error {
 	own := on.Txn == nil
 	if own {
-		txn, _, _, err := s.Begin(ctx, on.Tier(), false)
+		txn, err := s.Begin(ctx, on.Tier(), false)
 		if err != nil {
 			return err
 		}
@@ -210,7 +350,7 @@ func (s *Store) WithRowLocked(ctx context.Context, on On, c *Collection, key []b
 		on.Txn = txn
 	}
 	var r Row
-	err := on.Txn.conn.QueryRow(ctx, `SELECT _id, doc FROM `+c.table+` WHERE _id = $1 FOR UPDATE`, key).Scan(&r.Key, &r.Doc)
+	err := on.Txn.QueryRow(ctx, `SELECT _id, doc FROM `+c.table+` WHERE _id = $1 FOR UPDATE`, key).Scan(&r.Key, &r.Doc)
 	switch {
 	case err == pgx.ErrNoRows:
 		err = fn(on, nil)
