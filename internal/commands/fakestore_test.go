@@ -67,7 +67,10 @@ func (fakeStore) MaxBackends() int                                            { 
 func (fakeStore) AsyncCommits() int64                                         { return 0 }
 func (fakeStore) VersionCacheStats() (hits, misses int64, entries, bytes int) { return 0, 0, 0, 0 }
 
-func (fakeStore) BeginRecorded(context.Context, qos.Tier, bool, storage.SessionKey, int64) (*storage.Txn, error) {
+func (fakeStore) BeginRecorded(context.Context, qos.Tier, storage.SessionKey, int64) (*storage.Txn, *storage.Record, error) {
+	return nil, nil, errNotModelled
+}
+func (fakeStore) BeginWrite(context.Context, qos.Tier, storage.SessionKey, int64) (*storage.Txn, error) {
 	return nil, errNotModelled
 }
 func (fakeStore) LoadRecord(context.Context, qos.Tier, storage.SessionKey) (*storage.Record, error) {

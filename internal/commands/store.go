@@ -85,7 +85,8 @@ type Backends interface {
 // SessionRecords are the durable records of retryable writes: which
 // statement of a session ran last, and its reply.
 type SessionRecords interface {
-	BeginRecorded(ctx context.Context, t qos.Tier, snapshot bool, k storage.SessionKey, txnNumber int64) (*storage.Txn, error)
+	BeginRecorded(ctx context.Context, t qos.Tier, k storage.SessionKey, txnNumber int64) (txn *storage.Txn, prev *storage.Record, err error)
+	BeginWrite(ctx context.Context, t qos.Tier, k storage.SessionKey, txnNumber int64) (*storage.Txn, error)
 	LoadRecord(ctx context.Context, t qos.Tier, k storage.SessionKey) (*storage.Record, error)
 	TouchRecords(ctx context.Context, keys []storage.SessionKey) error
 	DeleteRecords(ctx context.Context, keys []storage.SessionKey) error

@@ -2,7 +2,6 @@ package commands
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"sync/atomic"
 
@@ -237,13 +236,8 @@ func (h *Handlers) startTransaction(ctx context.Context, req *Request, sa sessio
 		return mongoerr.Newf(mongoerr.ConflictingOperationInProg, "transaction %d has already been started on this session", sa.txnNumber)
 	}
 	s.Abort() // a newer transaction ends the session's open one
-	txn, err := h.store.BeginRecorded(ctx, req.tier, true, sa.key(), sa.txnNumber)
+	txn, prev, err := h.store.BeginRecorded(ctx, req.tier, sa.key(), sa.txnNumber)
 	if err != nil {
-		return err
-	}
-	prev, err := txn.Claim(ctx)
-	if err != nil {
-		txn.Rollback(context.WithoutCancel(ctx))
 		return err
 	}
 	if prev != nil {
@@ -356,52 +350,51 @@ func hasWriteErrors(reply bson.D) bool {
 }
 
 // retryableWrite runs a write with lsid and txnNumber exactly once: in one
-// PostgreSQL transaction with the session's durable record, which first
-// claims the txnNumber and finally stores the reply. A retry of a write
-// that committed (on this tierdb, another, or before a crash or failover)
-// gets the first reply without running again.
+// PostgreSQL transaction that commits the write together with the
+// session's durable record of its reply, unless the record shows the
+// session ran that txnNumber before (on this tierdb, another, or before a
+// crash or failover): then the write is rolled back and the first reply
+// answers the retry.
 func (h *Handlers) retryableWrite(ctx context.Context, req *Request, sa sessionArgs, run handlerFunc) (bson.D, error) {
 	// The session's open transaction, if older, would hold its record.
 	if err := h.sessions.Supersede(ctx, *sa.id, sa.txnNumber); err != nil {
 		return nil, err
 	}
 	for attempt := 0; ; attempt++ {
-		txn, err := h.store.BeginRecorded(ctx, req.tier, false, sa.key(), sa.txnNumber)
+		txn, err := h.store.BeginWrite(ctx, req.tier, sa.key(), sa.txnNumber)
 		if err != nil {
 			return nil, err
 		}
-		// The write runs in the transaction of its record; its first
-		// statement carries the claim, so nothing runs if this is a retry
-		// (Claim tells).
-		req.on.Txn = txn
+		req.on.Txn = txn // the write runs in the transaction of its record
 		reply, err := run(ctx, req)
 		req.on.Txn = nil
-		prev, cerr := txn.Claim(ctx)
-		if cerr != nil || prev != nil {
-			txn.Rollback(context.WithoutCancel(ctx))
-			if cerr != nil {
-				return nil, cmp.Or(err, cerr)
-			}
-			h.txnStats.retried.Add(1)
-			return retriedReply(prev, sa.txnNumber)
-		}
 		if err == nil && txn.Failed() {
 			err = mongoerr.New(mongoerr.WriteConflict, "the write's transaction was aborted")
 		}
+		var raw []byte
+		if err == nil {
+			raw, err = bsonx.Marshal(reply)
+		}
 		if err != nil {
 			txn.Rollback(context.WithoutCancel(ctx))
+			// A retry answers with the first reply, even where running
+			// again failed (its collection was dropped since, say).
+			if prev, lerr := txn.Settled(ctx); lerr == nil && prev != nil {
+				h.txnStats.retried.Add(1)
+				return retriedReply(prev, sa.txnNumber)
+			}
 			if storage.IsCode(err, storage.ErrWriteConflict) && attempt < 3 {
 				continue // a deadlock between two writers: PostgreSQL chose us
 			}
 			return nil, err
 		}
-		raw, err := bsonx.Marshal(reply)
+		prev, err := txn.CommitWrite(ctx, req.on.Async, raw)
 		if err != nil {
-			txn.Rollback(context.WithoutCancel(ctx))
 			return nil, err
 		}
-		if err := txn.CommitRecorded(ctx, req.on.Async, sa.key(), raw); err != nil {
-			return nil, err
+		if prev != nil {
+			h.txnStats.retried.Add(1)
+			return retriedReply(prev, sa.txnNumber)
 		}
 		return reply, nil
 	}

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -183,10 +184,10 @@ CREATE TABLE IF NOT EXISTS `+catalogSchema+`.collections (
 // ddl runs fn in a transaction holding the DDL lock, on on's catalogPool.
 func (c *catalog) ddl(ctx context.Context, on On, fn func(tx pgx.Tx) error) error {
 	if on.Txn != nil {
-		// A retryable write's claim must hold before it creates anything
-		// (a retry must not recreate a dropped collection).
-		if err := on.Txn.flush(ctx); err != nil {
-			return err
+		// A retryable write's retry must not create anything (a
+		// collection dropped since the first run, say).
+		if prev, err := on.Txn.Settled(ctx); err != nil || prev != nil {
+			return cmp.Or(err, errSettled)
 		}
 	}
 	tx, err := c.s.catalogPool(ctx, on).Begin(ctx)

@@ -96,9 +96,9 @@ const (
 	sqlDivisionByZero    = "22012"
 )
 
-// isClaimLost: the session record's claim (claimSQL) found the statement
-// already run: it divides by zero on purpose.
-func isClaimLost(err error) bool {
+// isRecorded: recordSQL found the statement already recorded: it divides
+// by zero on purpose.
+func isRecorded(err error) bool {
 	var pe *pgconn.PgError
 	return errors.As(err, &pe) && pe.Code == sqlDivisionByZero
 }

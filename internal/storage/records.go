@@ -40,87 +40,130 @@ type Record struct {
 	Reply     []byte // nil while its transaction is open
 }
 
-// claimSQL claims statement $3 of a session for the transaction it runs
-// in; if the session already has that statement or a later one it fails
-// with division_by_zero (see isClaimLost), which aborts the transaction
-// and skips the statements pipelined behind it. A concurrent claim of the
-// same session waits until the other transaction ends.
-const claimSQL = `WITH c AS (
+// BeginRecorded begins a MongoDB transaction (see Begin, snapshot) that
+// claims statement txnNumber of session k, in its first round trip. If the
+// session already has that statement or a later one, nothing is begun and
+// prev is the session's record: a retry, or a stale txnNumber. A
+// concurrent claim of the same session waits until the other transaction
+// ends.
+//
+// While change streams are on, the transaction also leaves its session's
+// logical message (changes.TxnMessage) right after the claim, before any
+// of its writes, so that the change events of its writes carry lsid and
+// txnNumber.
+func (s *Store) BeginRecorded(ctx context.Context, t qos.Tier, k SessionKey, txnNumber int64) (txn *Txn, prev *Record, err error) {
+	stmts := []Stmt{{SQL: `
 INSERT INTO ` + catalogSchema + `.txn_records AS r (lsid, uid, txn_number) VALUES ($1, $2, $3)
 ON CONFLICT (lsid, uid) DO UPDATE SET txn_number = EXCLUDED.txn_number, reply = NULL, last_use = now()
 WHERE r.txn_number < EXCLUDED.txn_number
-RETURNING 1)
-SELECT 1 / count(*) FROM c`
-
-// errClaimLost is a transaction's claim of a statement the session has
-// already run (or a later one).
-var errClaimLost = newErr(ErrInternal, "the session has already run this statement")
-
-// BeginRecorded begins a transaction (see Begin) that claims statement
-// txnNumber of session k. Like BEGIN, the claim costs no round trip of its
-// own: it rides in front of the transaction's first statement, which does
-// not run if the claim fails. The caller must call Claim before it
-// answers or writes anything outside the transaction.
-//
-// A MongoDB transaction (snapshot) begun while change streams are on also
-// leaves its session's logical message (changes.TxnMessage) in its
-// PostgreSQL transaction, right after the claim, before any of its
-// writes, so that the change events of its writes carry lsid and
-// txnNumber.
-func (s *Store) BeginRecorded(ctx context.Context, t qos.Tier, snapshot bool, k SessionKey, txnNumber int64) (*Txn, error) {
-	txn, err := s.Begin(ctx, t, snapshot)
-	if err != nil {
-		return nil, err
-	}
-	txn.key, txn.claim = k, len(txn.pending)
-	txn.pending = append(txn.pending, Stmt{SQL: claimSQL, Args: []any{k.LSID, k.User, txnNumber}})
-	if snapshot && s.changesOn.Load() {
+RETURNING true`, Args: []any{k.LSID, k.User, txnNumber}, Returning: 1}}
+	if s.changesOn.Load() {
 		msg, err := changes.TxnMessage(k.LSID, k.User, txnNumber)
 		if err != nil {
-			txn.Rollback(ctx)
-			return nil, err
+			return nil, nil, err
 		}
-		txn.pending = append(txn.pending, Stmt{SQL: txnMessageSQL, Args: []any{msg}})
+		stmts = append(stmts, Stmt{SQL: txnMessageSQL, Args: []any{msg}})
 	}
-	return txn, nil
+	txn, err = s.Begin(ctx, t, true)
+	if err != nil {
+		return nil, nil, err
+	}
+	_, rows, err := txn.pipeline(ctx, stmts)
+	if err == nil && rows[0] != nil {
+		return txn, nil, nil
+	}
+	txn.Rollback(context.WithoutCancel(ctx))
+	if err != nil {
+		return nil, nil, err
+	}
+	err = s.lostRecord(ctx, t, k, &prev)
+	return nil, prev, err
 }
 
-// Claim settles the claim of a transaction from BeginRecorded, sending it
-// now if no statement has carried it yet. If the session had already run
-// the statement or a later one, the transaction is over (rolled back) and
-// prev is the session's record: the caller answers a retry from it, or
-// refuses a stale txnNumber.
-func (t *Txn) Claim(ctx context.Context) (prev *Record, err error) {
-	if t.claim < 0 {
-		return nil, newErr(ErrInternal, "the transaction claims no statement")
-	}
-	if err := t.flush(ctx); err != nil && t.claimErr == nil {
-		return nil, err
-	}
-	switch {
-	case t.claimed:
-		return nil, nil
-	case t.claimErr == nil:
-		return nil, newErr(ErrInternal, "the transaction failed before its claim")
-	case t.claimErr != errClaimLost:
-		return nil, t.claimErr
-	}
-	t.Rollback(ctx)
-	prev, err = t.s.LoadRecord(ctx, t.tier, t.key)
-	if err == nil && prev == nil {
+// lostRecord loads into prev the record that made a claim fail.
+func (s *Store) lostRecord(ctx context.Context, t qos.Tier, k SessionKey, prev **Record) error {
+	r, err := s.LoadRecord(ctx, t, k)
+	if err == nil && r == nil {
 		err = newErr(ErrInternal, "session record vanished")
 	}
-	return prev, err
+	*prev = r
+	return err
 }
 
-// CommitRecorded stores reply as the outcome of the statement the
-// transaction claimed and commits both, in one round trip (async: see
+// CommitRecorded stores reply as the outcome of the transaction that
+// BeginRecorded claimed and commits both, in one round trip (async: see
 // Commit).
 func (t *Txn) CommitRecorded(ctx context.Context, async bool, k SessionKey, reply []byte) error {
 	_, err := t.Commit(ctx, async, Stmt{SQL: `UPDATE ` + catalogSchema + `.txn_records SET reply = $3, last_use = now() WHERE lsid = $1 AND uid = $2`,
 		Args: []any{k.LSID, k.User, reply}})
 	return err
 }
+
+// recordSQL records reply $4 as the outcome of statement $3 of a session,
+// unless the session already has that statement or a later one: then it
+// divides by zero (see isRecorded), which aborts the transaction before
+// its COMMIT. A concurrent run of the same statement (a driver's retry
+// racing the first attempt) waits here until the other transaction ends,
+// then fails.
+const recordSQL = `WITH c AS (
+INSERT INTO ` + catalogSchema + `.txn_records AS r (lsid, uid, txn_number, reply) VALUES ($1, $2, $3, $4)
+ON CONFLICT (lsid, uid) DO UPDATE SET txn_number = EXCLUDED.txn_number, reply = EXCLUDED.reply, last_use = now()
+WHERE r.txn_number < EXCLUDED.txn_number
+RETURNING 1)
+SELECT 1 / count(*) FROM c`
+
+// writeKey names a retryable write: statement n of a session.
+type writeKey struct {
+	k SessionKey
+	n int64
+}
+
+// BeginWrite begins the transaction (see Begin, READ COMMITTED) of a
+// retryable write, statement txnNumber of session k, which CommitWrite
+// commits with its reply. The statement's number is checked at commit,
+// not before: a retry runs the write again, inside the transaction, and
+// CommitWrite rolls it back. That costs nothing when the write is not a
+// retry, which is nearly always. Only DDL (an implicit collection) cannot
+// wait for the commit: the transaction checks first (see Settled).
+func (s *Store) BeginWrite(ctx context.Context, t qos.Tier, k SessionKey, txnNumber int64) (*Txn, error) {
+	txn, err := s.Begin(ctx, t, false)
+	if err == nil {
+		txn.write = &writeKey{k, txnNumber}
+	}
+	return txn, err
+}
+
+// CommitWrite commits the write of a transaction from BeginWrite together
+// with its reply, in one round trip, so that the write is applied once: if
+// the session already has the write's statement or a later one (a retry,
+// or a stale number), nothing commits and prev is the session's record,
+// to answer from.
+func (t *Txn) CommitWrite(ctx context.Context, async bool, reply []byte) (prev *Record, err error) {
+	w := t.write
+	_, err = t.Commit(ctx, async, Stmt{SQL: recordSQL, Args: []any{w.k.LSID, w.k.User, w.n, reply}})
+	if isRecorded(err) {
+		err = t.s.lostRecord(ctx, t.tier, w.k, &prev)
+	}
+	return prev, err
+}
+
+// Settled reports the session's record when it already has the write's
+// statement or a later one (the write is a retry, or its number is
+// stale); nil otherwise, and for a transaction that runs no retryable
+// write.
+func (t *Txn) Settled(ctx context.Context) (*Record, error) {
+	if t.write == nil {
+		return nil, nil
+	}
+	r, err := t.s.LoadRecord(ctx, t.tier, t.write.k)
+	if err != nil || r == nil || r.TxnNumber < t.write.n {
+		return nil, err
+	}
+	return r, nil
+}
+
+// errSettled stops DDL in the transaction of a write that ran before.
+var errSettled error = newErr(ErrInternal, "the session has already run this write")
 
 // LoadRecord reads session k's record, on a backend of tier t on the
 // primary; nil when it has none.

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -9,76 +10,137 @@ import (
 	"tierdb/internal/qos"
 )
 
-// A retryable write's claim rides in front of its first statement: the
-// first run of a txnNumber claims it and writes; a second run of the same
-// number (a retry) or of an older one loses the claim, its statement does
-// not run, and Claim returns the session's record.
-func TestClaimRidesWithTheFirstStatement(t *testing.T) {
+// recordedInsert inserts _id id as statement n of session k and commits it
+// with its reply ("reply <id>"), as a retryable write does.
+func recordedInsert(t *testing.T, s *Store, c *Collection, k SessionKey, n int64, id string) *Record {
+	t.Helper()
+	ctx := context.Background()
+	txn, err := s.BeginWrite(ctx, qos.Normal, k, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	on := At(qos.Normal)
+	on.Txn = txn
+	if _, werrs, err := s.Insert(ctx, on, c, []Doc{doc(t, bson.D{{Key: "_id", Value: id}})}, true); err != nil || len(werrs) > 0 {
+		t.Fatalf("insert %s: %v %v", id, err, werrs)
+	}
+	prev, err := txn.CommitWrite(ctx, false, []byte("reply "+id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return prev
+}
+
+func count(t *testing.T, s *Store, c *Collection) int64 {
+	t.Helper()
+	n, err := s.Count(context.Background(), At(qos.Normal), c, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// A retryable write commits with its record; running the same statement
+// again (a retry) or an older one rolls the new run back and returns the
+// record of the first.
+func TestRetryableWriteCommitsOnce(t *testing.T) {
 	s := open(t)
 	ctx := context.Background()
 	c, err := s.CollectionForWrite(ctx, On{}, "st", t.Name())
 	if err != nil {
 		t.Fatal(err)
 	}
-	k := SessionKey{LSID: []byte(t.Name()), User: ""}
-	insert := func(n int64, id string) (*Record, error) {
-		t.Helper()
-		txn, err := s.BeginRecorded(ctx, qos.Normal, false, k, n)
+	k := SessionKey{LSID: []byte(t.Name())}
+	if prev := recordedInsert(t, s, c, k, 5, "first"); prev != nil {
+		t.Fatalf("first run answered from a record: %+v", prev)
+	}
+	for _, n := range []int64{5, 4} {
+		prev := recordedInsert(t, s, c, k, n, "again")
+		if prev == nil || prev.TxnNumber != 5 || string(prev.Reply) != "reply first" {
+			t.Fatalf("statement %d again: record %+v, want statement 5 with the first reply", n, prev)
+		}
+	}
+	if n := count(t, s, c); n != 1 {
+		t.Fatalf("%d documents, want only the first run's", n)
+	}
+
+	// Settled tells a retry before it commits.
+	for _, n := range []int64{6, 5} {
+		want, name := n == 5, fmt.Sprintf("%s_%d", t.Name(), n)
+		txn, err := s.BeginWrite(ctx, qos.Normal, k, n)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer txn.Rollback(ctx)
+		if prev, err := txn.Settled(ctx); err != nil || (prev != nil) != want {
+			t.Fatalf("statement %d settled: %+v, %v, want %v", n, prev, err, want)
+		}
+		// A retry creates no collection (one dropped since, say).
 		on := At(qos.Normal)
 		on.Txn = txn
-		_, werrs, ierr := s.Insert(ctx, on, c, []Doc{doc(t, bson.D{{Key: "_id", Value: id}})}, true)
-		prev, err := txn.Claim(ctx)
-		if err != nil || prev != nil {
-			return prev, err
+		_, err = s.CollectionForWrite(ctx, on, "st", name)
+		if (err != nil) != want {
+			t.Fatalf("statement %d creating a collection: %v", n, err)
 		}
-		if ierr != nil || len(werrs) > 0 {
-			t.Fatalf("insert %s: %v %v", id, ierr, werrs)
-		}
-		return nil, txn.CommitRecorded(ctx, false, k, []byte("reply "+id))
-	}
-	if prev, err := insert(5, "first"); err != nil || prev != nil {
-		t.Fatalf("first run: %v, %+v", err, prev)
-	}
-	for _, n := range []int64{5, 4} {
-		prev, err := insert(n, "retry")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if prev == nil || prev.TxnNumber != 5 || string(prev.Reply) != "reply first" {
-			t.Fatalf("txnNumber %d again: record %+v, want number 5 with the first reply", n, prev)
+		txn.Rollback(ctx)
+		if _, err := s.Collection(ctx, On{}, "st", name); IsCode(err, ErrNamespaceNotFound) != want {
+			t.Fatalf("statement %d: collection lookup after: %v", n, err)
 		}
 	}
-	if n, err := s.Count(ctx, At(qos.Normal), c, "", nil); err != nil || n != 1 {
-		t.Fatalf("%d documents (%v), want only the first run's", n, err)
-	}
+}
 
-	// A claim no statement carried is sent by Claim itself.
-	txn, err := s.BeginRecorded(ctx, qos.Normal, false, k, 5)
+// Two runs of one write at once (a driver's retry racing a slow first
+// attempt): whichever commits first is the write; the other rolls back
+// and answers with its reply.
+func TestConcurrentRunsOfOneWriteCommitOnce(t *testing.T) {
+	s := open(t)
+	ctx := context.Background()
+	c, err := s.CollectionForWrite(ctx, On{}, "st", t.Name())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if prev, err := txn.Claim(ctx); err != nil || prev == nil || prev.TxnNumber != 5 {
-		t.Fatalf("claim without a statement: %+v, %v", prev, err)
-	}
-	txn, err = s.BeginRecorded(ctx, qos.Normal, false, k, 6)
+	k := SessionKey{LSID: []byte(t.Name())}
+	slow, err := s.BeginWrite(ctx, qos.Normal, k, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if prev, err := txn.Claim(ctx); err != nil || prev != nil {
-		t.Fatalf("claim of a new number without a statement: %+v, %v", prev, err)
+	on := At(qos.Normal)
+	on.Txn = slow
+	if _, _, err := s.Insert(ctx, on, c, []Doc{doc(t, bson.D{{Key: "_id", Value: "slow"}})}, true); err != nil {
+		t.Fatal(err)
 	}
-	txn.Rollback(ctx)
-	if r, err := s.LoadRecord(ctx, qos.Normal, k); err != nil || r.TxnNumber != 5 {
-		t.Fatalf("a rolled back claim stays: %+v, %v", r, err)
+	if prev := recordedInsert(t, s, c, k, 1, "fast"); prev != nil {
+		t.Fatalf("the run that committed first answered from a record: %+v", prev)
+	}
+	if prev, err := slow.CommitWrite(ctx, false, []byte("reply slow")); err != nil || prev == nil || string(prev.Reply) != "reply fast" {
+		t.Fatalf("the slow run: %+v, %v, want the fast run's reply", prev, err)
+	}
+	if n := count(t, s, c); n != 1 {
+		t.Fatalf("%d documents, want one", n)
+	}
+}
+
+// A transaction's claim comes first: a second start of the same number
+// gets the record and begins nothing.
+func TestTransactionClaimsItsNumber(t *testing.T) {
+	s := open(t)
+	ctx := context.Background()
+	k := SessionKey{LSID: []byte(t.Name())}
+	txn, prev, err := s.BeginRecorded(ctx, qos.Normal, k, 3)
+	if err != nil || prev != nil {
+		t.Fatalf("first start: %+v, %v", prev, err)
+	}
+	if err := txn.CommitRecorded(ctx, false, k, []byte("done")); err != nil {
+		t.Fatal(err)
+	}
+	txn, prev, err = s.BeginRecorded(ctx, qos.Normal, k, 3)
+	if err != nil || txn != nil || prev == nil || string(prev.Reply) != "done" {
+		t.Fatalf("second start: %v %+v, %v", txn, prev, err)
 	}
 }
 
 // A transaction that never sent a statement ends without a round trip and
-// gives its backend back.
+// gives its backend back; the first statement runs inside its BEGIN.
 func TestUnsentTransactionRollsBack(t *testing.T) {
 	s := open(t)
 	ctx := context.Background()

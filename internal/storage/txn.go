@@ -26,9 +26,8 @@ type querier interface {
 // until Commit or Rollback. A Txn runs one statement at a time; its owner
 // serialises the use.
 //
-// Beginning costs no round trip: BEGIN (and a session record's claim, see
-// BeginRecorded) wait in pending and ride in front of the transaction's
-// first statement, in the same pipeline.
+// Beginning costs no round trip: BEGIN waits in pending and rides in front
+// of the transaction's first statement, in the same pipeline.
 type Txn struct {
 	s    *Store
 	conn *pgxpool.Conn
@@ -36,14 +35,9 @@ type Txn struct {
 	pending []Stmt
 	// begun: BEGIN was sent, so the backend is inside a transaction.
 	begun bool
-	// claim: the index in pending of the session record's claim, or -1;
-	// claimed says it succeeded, claimErr why it failed (errClaimLost:
-	// the session ran the statement before).
-	claim    int
-	claimed  bool
-	claimErr error
-	key      SessionKey
-	tier     qos.Tier
+	tier    qos.Tier
+	// write: the retryable write this transaction runs (BeginWrite).
+	write *writeKey
 	// failed: a statement failed outside a savepoint (or the backend went
 	// away), so PostgreSQL has aborted the transaction.
 	failed bool
@@ -67,7 +61,7 @@ func (s *Store) Begin(ctx context.Context, t qos.Tier, snapshot bool) (*Txn, err
 	if snapshot {
 		begin = "BEGIN ISOLATION LEVEL REPEATABLE READ"
 	}
-	return &Txn{s: s, conn: conn, tier: t, snapshot: snapshot, claim: -1, pending: []Stmt{{SQL: begin}}}, nil
+	return &Txn{s: s, conn: conn, tier: t, snapshot: snapshot, pending: []Stmt{{SQL: begin}}}, nil
 }
 
 // Stmt is one statement of a pipeline; Returning says it yields one row,
@@ -97,22 +91,12 @@ func (t *Txn) send(ctx context.Context, b *pgx.Batch) (pgx.BatchResults, error) 
 		t.pending, t.begun = nil, true
 	}
 	br := t.conn.SendBatch(ctx, b)
-	for i := range pending {
-		_, err := br.Exec()
-		if err == nil {
-			t.claimed = t.claimed || i == t.claim
-			continue
+	for range pending {
+		if _, err := br.Exec(); err != nil {
+			br.Close()
+			t.failed = true
+			return nil, fromPG(ctx, err)
 		}
-		br.Close()
-		t.failed = true
-		if i == t.claim && isClaimLost(err) {
-			err = errClaimLost
-		}
-		err = fromPG(ctx, err)
-		if i == t.claim {
-			t.claimErr = err
-		}
-		return nil, err
 	}
 	return br, nil
 }
@@ -258,15 +242,18 @@ func (t *Txn) pipeline(ctx context.Context, stmts []Stmt) ([]pgconn.CommandTag, 
 // the outcome; an ErrUnavailable outcome is unknown (the commit may have
 // happened).
 func (t *Txn) Commit(ctx context.Context, async bool, stmts ...Stmt) ([][]any, error) {
-	defer t.release()
 	if async {
 		stmts = append([]Stmt{{SQL: `SELECT set_config('synchronous_commit', 'off', true)`, Returning: 1}}, stmts...)
 		defer t.s.asyncCommits.Add(1)
 	}
 	tags, rows, err := t.pipeline(ctx, append(stmts, Stmt{SQL: "COMMIT"}))
 	if err != nil {
+		// A statement before COMMIT failed, so COMMIT did not run: the
+		// backend goes back to its pool only out of its transaction.
+		t.Rollback(context.WithoutCancel(ctx))
 		return nil, err
 	}
+	t.release()
 	if tag := tags[len(tags)-1].String(); tag != "COMMIT" {
 		// PostgreSQL answers COMMIT of a transaction it had aborted with
 		// ROLLBACK, and no error.
