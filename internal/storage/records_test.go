@@ -163,3 +163,38 @@ func TestUnsentTransactionRollsBack(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A statement that fails before the transaction has written anything
+// restarts it (no savepoint needed); one that fails after a write rolls
+// back to its savepoint. Either way the transaction stays usable and what
+// was written commits with the record.
+func TestFailedStatementsInARetryableWrite(t *testing.T) {
+	s, c, _ := oneCounter(t) // holds _id "a"
+	ctx := context.Background()
+	k := SessionKey{LSID: []byte(t.Name())}
+	txn, err := s.BeginWrite(ctx, qos.Normal, k, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer txn.Rollback(ctx)
+	on := At(qos.Normal)
+	on.Txn = txn
+	for i, id := range []string{"a", "b", "a", "c"} {
+		_, werrs, err := s.Insert(ctx, on, c, []Doc{doc(t, bson.D{{Key: "_id", Value: id}})}, true)
+		if err != nil || (len(werrs) > 0) != (id == "a") {
+			t.Fatalf("insert %d (%s): %v %v", i, id, err, werrs)
+		}
+		if txn.Failed() {
+			t.Fatalf("insert %d (%s) left the transaction aborted", i, id)
+		}
+	}
+	if prev, err := txn.CommitWrite(ctx, false, []byte("r")); err != nil || prev != nil {
+		t.Fatalf("commit: %+v %v", prev, err)
+	}
+	if n := count(t, s, c); n != 3 {
+		t.Fatalf("%d documents, want a, b and c", n)
+	}
+	if r, err := s.LoadRecord(ctx, qos.Normal, k); err != nil || r == nil || r.TxnNumber != 1 {
+		t.Fatalf("record: %+v %v", r, err)
+	}
+}

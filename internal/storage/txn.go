@@ -38,6 +38,9 @@ type Txn struct {
 	tier    qos.Tier
 	// write: the retryable write this transaction runs (BeginWrite).
 	write *writeKey
+	// dirty: the transaction has written or locked something that a
+	// failed statement must not undo (see exec).
+	dirty bool
 	// failed: a statement failed outside a savepoint (or the backend went
 	// away), so PostgreSQL has aborted the transaction.
 	failed bool
@@ -57,12 +60,14 @@ func (s *Store) Begin(ctx context.Context, t qos.Tier, snapshot bool) (*Txn, err
 	if err != nil {
 		return nil, fromPG(ctx, err)
 	}
-	begin := "BEGIN ISOLATION LEVEL READ COMMITTED"
+	begin := beginReadCommitted
 	if snapshot {
 		begin = "BEGIN ISOLATION LEVEL REPEATABLE READ"
 	}
 	return &Txn{s: s, conn: conn, tier: t, snapshot: snapshot, pending: []Stmt{{SQL: begin}}}, nil
 }
+
+const beginReadCommitted = "BEGIN ISOLATION LEVEL READ COMMITTED"
 
 // Stmt is one statement of a pipeline; Returning says it yields one row,
 // scanned into as many values as Returning has.
@@ -278,11 +283,46 @@ func (t *Txn) Rollback(ctx context.Context) {
 
 func (t *Txn) release() { t.once.Do(t.conn.Release) }
 
-// exec runs one document-changing statement inside a savepoint, so a
-// failure (a duplicate key) leaves the transaction usable, as it leaves a
-// plain write's connection usable. The savepoint costs no round trip: the
-// three statements share one pipeline.
+// exec runs one document-changing statement so that its failure (a
+// duplicate key) leaves the transaction usable, as it leaves a plain
+// write's connection usable. Until the transaction has something to keep
+// (a write, a row lock, or any statement of a MongoDB transaction), a
+// failure just rolls it back and begins afresh (the BEGIN riding in front
+// of the next statement); after that the statement runs inside a
+// savepoint. Either way a success costs one round trip, a failure two.
 func (t *Txn) exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	if t.snapshot || t.dirty {
+		return t.execInSavepoint(ctx, sql, args...)
+	}
+	b := &pgx.Batch{}
+	b.Queue(sql, args...)
+	br, err := t.send(ctx, b)
+	if err != nil {
+		return pgconn.CommandTag{}, err
+	}
+	tag, err := br.Exec()
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		t.dirty = true
+		return tag, nil
+	}
+	t.failed = true
+	if ctx.Err() == nil && !t.conn.Conn().IsClosed() {
+		// (Not riding with the next statement: pgx prepares a new
+		// statement before the batch runs, which an aborted transaction
+		// refuses.)
+		if _, rerr := t.conn.Exec(ctx, "ROLLBACK"); rerr == nil {
+			t.failed, t.pending = false, []Stmt{{SQL: beginReadCommitted}}
+		}
+	}
+	return tag, err
+}
+
+// execInSavepoint is exec inside a savepoint: three statements, one
+// pipeline.
+func (t *Txn) execInSavepoint(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
 	b := &pgx.Batch{}
 	b.Queue("SAVEPOINT tierdb_stmt")
 	b.Queue(sql, args...)
@@ -337,6 +377,7 @@ func (s *Store) WithRowLocked(ctx context.Context, on On, c *Collection, key []b
 		on.Txn = txn
 	}
 	var r Row
+	on.Txn.dirty = true // the lock must outlast a failed write
 	err := on.Txn.QueryRow(ctx, `SELECT _id, doc FROM `+c.table+` WHERE _id = $1 FOR UPDATE`, key).Scan(&r.Key, &r.Doc)
 	switch {
 	case err == pgx.ErrNoRows:
