@@ -431,3 +431,16 @@ def test_idle_sessions_expire_with_their_records(new_server):
     finally:
         raw.close()
         t.cleanup()
+
+
+def test_retryable_write_creating_its_collection_with_one_backend_per_tier(new_server):
+    # The write's transaction holds its tier's only backend while it
+    # creates the collection: the check that it is not a retry must not
+    # wait for a second backend of that tier.
+    t = new_server(extra_args=["--backends-per-tier", "1"]).start()
+    c = t.client(retryWrites=True, socketTimeoutMS=20000)
+    try:
+        c.test.one_backend.insert_one({"_id": 1})
+        assert c.test.one_backend.count_documents({}) == 1
+    finally:
+        c.close()

@@ -155,7 +155,9 @@ func (t *Txn) Settled(ctx context.Context) (*Record, error) {
 	if t.write == nil {
 		return nil, nil
 	}
-	r, err := t.s.LoadRecord(ctx, t.tier, t.write.k)
+	// On the monitor pool, as catalogPool: the transaction may hold the
+	// last backend of its tier's pool, and DDL asks while it does.
+	r, err := loadRecord(ctx, t.s.current(ctx).nodes[0].probe, t.write.k)
 	if err != nil || r == nil || r.TxnNumber < t.write.n {
 		return nil, err
 	}
@@ -168,8 +170,13 @@ var errSettled error = newErr(ErrInternal, "the session has already run this wri
 // LoadRecord reads session k's record, on a backend of tier t on the
 // primary; nil when it has none.
 func (s *Store) LoadRecord(ctx context.Context, t qos.Tier, k SessionKey) (*Record, error) {
+	return loadRecord(ctx, s.current(ctx).nodes[0].pools[t], k)
+}
+
+// loadRecord is LoadRecord on q.
+func loadRecord(ctx context.Context, q querier, k SessionKey) (*Record, error) {
 	var r Record
-	err := s.current(ctx).nodes[0].pools[t].QueryRow(ctx,
+	err := q.QueryRow(ctx,
 		`SELECT txn_number, reply FROM `+catalogSchema+`.txn_records WHERE lsid = $1 AND uid = $2`, k.LSID, k.User).Scan(&r.TxnNumber, &r.Reply)
 	if err != nil {
 		if errors.Is(err, pgx.ErrNoRows) {

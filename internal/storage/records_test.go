@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
@@ -196,5 +197,36 @@ func TestFailedStatementsInARetryableWrite(t *testing.T) {
 	}
 	if r, err := s.LoadRecord(ctx, qos.Normal, k); err != nil || r == nil || r.TxnNumber != 1 {
 		t.Fatalf("record: %+v %v", r, err)
+	}
+}
+
+// A retryable write that creates its collection checks its record first
+// (Settled) while its transaction holds a backend of its tier: the check
+// must not wait for another backend of that pool, which may have none
+// left (a pool of one, or every backend held by such a write).
+func TestSettledNeedsNoSecondBackendOfTheTier(t *testing.T) {
+	s, err := Open(context.Background(), Options{ConnString: connString, BackendsPerTier: [qos.NumTiers]int{1, 1, 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	txn, err := s.BeginWrite(ctx, qos.Normal, SessionKey{LSID: []byte(t.Name())}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer txn.Rollback(context.Background())
+	on := At(qos.Normal)
+	on.Txn = txn
+	c, err := s.CollectionForWrite(ctx, on, "st", t.Name())
+	if err != nil {
+		t.Fatalf("creating the collection in a retryable write: %v", err)
+	}
+	if _, werrs, err := s.Insert(ctx, on, c, []Doc{doc(t, bson.D{{Key: "_id", Value: 1}})}, true); err != nil || len(werrs) > 0 {
+		t.Fatalf("insert: %v %v", err, werrs)
+	}
+	if prev, err := txn.CommitWrite(ctx, false, []byte("r")); err != nil || prev != nil {
+		t.Fatalf("commit: %+v %v", prev, err)
 	}
 }

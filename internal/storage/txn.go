@@ -35,7 +35,7 @@ type Txn struct {
 	pending []Stmt
 	// begun: BEGIN was sent, so the backend is inside a transaction.
 	begun bool
-	tier    qos.Tier
+	tier  qos.Tier
 	// write: the retryable write this transaction runs (BeginWrite).
 	write *writeKey
 	// dirty: the transaction has written or locked something that a
