@@ -17,7 +17,6 @@ type querier interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }
 
 // Txn is one PostgreSQL transaction on one backend of a tier's pool on the
@@ -69,6 +68,10 @@ func (s *Store) Begin(ctx context.Context, t qos.Tier, snapshot bool) (*Txn, err
 
 const beginReadCommitted = "BEGIN ISOLATION LEVEL READ COMMITTED"
 
+// errAborted answers a statement of a transaction that PostgreSQL has
+// aborted (or that failed before it began).
+var errAborted error = newErr(ErrInternal, "transaction already aborted")
+
 // Stmt is one statement of a pipeline; Returning says it yields one row,
 // scanned into as many values as Returning has.
 type Stmt struct {
@@ -83,7 +86,7 @@ type Stmt struct {
 // is returned (the transaction is aborted and b did not run).
 func (t *Txn) send(ctx context.Context, b *pgx.Batch) (pgx.BatchResults, error) {
 	if t.failed {
-		return nil, newErr(ErrInternal, "transaction already aborted")
+		return nil, errAborted
 	}
 	pending := t.pending
 	if len(pending) > 0 {
@@ -119,10 +122,13 @@ func (t *Txn) flush(ctx context.Context) error {
 	return fromPG(ctx, br.Close())
 }
 
-// Exec, Query, QueryRow and SendBatch make a Txn a querier: document
+// Exec, Query and QueryRow make a Txn a querier: document
 // operations run in it as in a pool, and its first statement carries the
 // pending ones.
 func (t *Txn) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	if t.failed {
+		return pgconn.CommandTag{}, errAborted
+	}
 	if len(t.pending) == 0 {
 		return t.conn.Exec(ctx, sql, args...)
 	}
@@ -134,6 +140,9 @@ func (t *Txn) Exec(ctx context.Context, sql string, args ...any) (pgconn.Command
 }
 
 func (t *Txn) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	if t.failed {
+		return nil, errAborted
+	}
 	if len(t.pending) == 0 {
 		return t.conn.Query(ctx, sql, args...)
 	}
@@ -154,13 +163,6 @@ func (t *Txn) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, err
 func (t *Txn) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
 	rows, err := t.Query(ctx, sql, args...)
 	return txnRow{rows, err}
-}
-
-// SendBatch sends the pending statements first, on their own: a failure
-// surfaces in b's results, which run in an aborted transaction.
-func (t *Txn) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
-	t.flush(ctx) //nolint:errcheck // see above
-	return t.conn.SendBatch(ctx, b)
 }
 
 // batchRows are the rows of a query that rode behind pending statements:
@@ -314,7 +316,7 @@ func (t *Txn) exec(ctx context.Context, sql string, args ...any) (pgconn.Command
 		// statement before the batch runs, which an aborted transaction
 		// refuses.)
 		if _, rerr := t.conn.Exec(ctx, "ROLLBACK"); rerr == nil {
-			t.failed, t.pending = false, []Stmt{{SQL: beginReadCommitted}}
+			t.failed, t.begun, t.pending = false, false, []Stmt{{SQL: beginReadCommitted}}
 		}
 	}
 	return tag, err
