@@ -325,6 +325,25 @@ def test_ordered_batch_error_is_recorded_with_its_writes(raw, db):
     assert sorted(d["_id"] for d in db.ob.find()) == [1, 2]
 
 
+def test_retry_answers_first_reply_whatever_changed_since(raw, db):
+    # The number is checked when the write commits, so a retry runs again first:
+    # neither what its rerun meets nor what it would create may show.
+    sid = lsid()
+    cmd = {"insert": "gone", "documents": [{"_id": 1}], "lsid": sid, "txnNumber": bson.Int64(1)}
+    assert raw(db.name, cmd)["n"] == 1
+    db.drop_collection("gone")
+    assert raw(db.name, cmd)["n"] == 1
+    assert "gone" not in db.list_collection_names()  # the retry created nothing
+    # A view in its place since refuses the rerun; the retry still gets the first reply.
+    ins = {"insert": "now_view", "documents": [{"_id": 1}], "lsid": sid, "txnNumber": bson.Int64(2)}
+    first = raw(db.name, ins)
+    db.drop_collection("now_view")
+    db.command("create", "now_view", viewOn="other", pipeline=[])
+    with pytest.raises(OperationFailure):
+        raw(db.name, {**ins, "txnNumber": bson.Int64(3)})  # a new write is refused
+    assert raw(db.name, ins) == first
+
+
 def test_retry_after_kill_9_is_not_applied_twice(new_server):
     t = new_server().start()
     c = t.client()
