@@ -510,7 +510,9 @@ func (s *Store) ScanChunk(ctx context.Context, on On, c *Collection, p ScanParam
 		ncols = 3
 	}
 	if p.Limit > 0 {
-		ch.Rows = make([]Row, 0, min(p.Limit, 128))
+		// Small at first: most reads are point reads, and a larger
+		// scan's appends double it.
+		ch.Rows = make([]Row, 0, min(p.Limit, 4))
 	}
 	binary := !natural // seq is read with Scan
 	for i, fd := range rows.FieldDescriptions() {
