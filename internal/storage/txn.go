@@ -109,19 +109,6 @@ func (t *Txn) send(ctx context.Context, b *pgx.Batch) (pgx.BatchResults, error) 
 	return br, nil
 }
 
-// flush sends the pending statements on their own, for a statement that
-// cannot ride behind them.
-func (t *Txn) flush(ctx context.Context) error {
-	if len(t.pending) == 0 {
-		return nil
-	}
-	br, err := t.send(ctx, &pgx.Batch{})
-	if err != nil {
-		return err
-	}
-	return fromPG(ctx, br.Close())
-}
-
 // Exec, Query and QueryRow make a Txn a querier: document
 // operations run in it as in a pool, and its first statement carries the
 // pending ones.
