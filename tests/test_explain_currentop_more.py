@@ -204,3 +204,28 @@ def test_explain_is_bounded_by_the_explained_commands_max_time(db):
     with pytest.raises(OperationFailure) as e:
         db.command("explain", {"count": "c", "query": slow, "maxTimeMS": 1}, verbosity="executionStats")
     assert e.value.code == 50
+
+
+def test_current_op_truncates_as_asked(client):
+    # The currentOp command shows commands over 1 KB truncated; $currentOp shows
+    # them whole unless truncateOps is true (mongosh's db.currentOp() asks with
+    # truncateOps: false and expects whole commands).
+    long = "x" * 3000
+
+    def mine(ops):
+        return [op for op in ops if op.get("command", {}).get("comment") == long]
+
+    cmd = client.admin.command("currentOp", comment=long)["inprog"]
+    shown = [op["command"] for op in cmd if "$truncated" in op.get("command", {})]
+    assert shown and shown[0]["comment"] == "command larger than 1 KB"
+    whole = list(client.admin.aggregate([{"$currentOp": {"truncateOps": False}}], comment=long))
+    assert [op["command"]["comment"] for op in mine(whole)] == [long]
+    default = list(client.admin.aggregate([{"$currentOp": {}}], comment=long))
+    assert [op["command"]["comment"] for op in mine(default)] == [long]
+    cut = list(client.admin.aggregate([{"$currentOp": {"truncateOps": True}}], comment=long))
+    assert not mine(cut)
+    assert any('"aggregate"' in op["command"].get("$truncated", "") for op in cut)
+    with pytest.raises(OperationFailure) as e:
+        list(client.admin.aggregate([{"$currentOp": {"backtrace": True}}]))
+    assert e.value.code == 238  # NotImplemented
+    assert list(client.admin.aggregate([{"$currentOp": {"backtrace": False}}, {"$limit": 1}]))

@@ -17,14 +17,23 @@ import (
 // The commands over the requests in process (ops.go): currentOp, the
 // $currentOp stage and killOp.
 
-// currentOps lists the operations the caller may see: everyone's with
+// opsView says what currentOps lists: everyone's operations with
 // allUsers (which needs inprog), else the caller's own; with idle, the
 // connections without a request in process too (active: false; whose
 // they are is not known, so with authentication on only with allUsers,
 // and without it every connection is the caller's); with idleSessions, the
 // sessions whose transaction is open between statements; with idleCursors,
-// the cursors no getMore is using (idlecursors.go); matching filter.
-func (h *Handlers) currentOps(req *Request, allUsers, idle, idleSessions, idleCursors bool, filter *query.Filter) (bson.A, error) {
+// the cursors no getMore is using (idlecursors.go); matching filter. With
+// truncate, commands over 1 KB are shown truncated (the currentOp
+// command's way); otherwise whole, within BSON's document limit.
+type opsView struct {
+	allUsers, idle, idleSessions, idleCursors, truncate bool
+	filter                                              *query.Filter
+}
+
+// currentOps lists the operations of v.
+func (h *Handlers) currentOps(req *Request, v opsView) (bson.A, error) {
+	allUsers, filter := v.allUsers, v.filter
 	if allUsers && !h.mayCluster(req.Session, auth.Actions(auth.ActInprog)) {
 		return nil, mongoerr.New(mongoerr.Unauthorized, "not authorized on admin to execute command { currentOp: 1 }: allUsers needs the inprog privilege")
 	}
@@ -36,20 +45,20 @@ func (h *Handlers) currentOps(req *Request, allUsers, idle, idleSessions, idleCu
 			busy[op.connID] = true
 		}
 		if allUsers || op.ownedBy(req.Session) {
-			docs = append(docs, op.doc(now))
+			docs = append(docs, op.doc(now, v.truncate))
 		}
 	}
-	if idleSessions {
+	if v.idleSessions {
 		docs = append(docs, h.idleSessionDocs(req, allUsers, now)...)
 	}
-	if idleCursors {
+	if v.idleCursors {
 		docs = append(docs, h.idleCursorDocs(req, allUsers)...)
 	}
-	if idle && !allUsers && h.opts.Auth != nil && h.opts.Auth.Required() {
+	if v.idle && !allUsers && h.opts.Auth != nil && h.opts.Auth.Required() {
 		// An idle connection's user is not known here.
 		return nil, mongoerr.New(mongoerr.NotImplemented, "tierdb lists idle connections only with allUsers: true (or without $ownOps) while authentication is on")
 	}
-	if idle && h.opts.Clients != nil {
+	if v.idle && h.opts.Clients != nil {
 		clients := h.opts.Clients()
 		sort.Slice(clients, func(i, j int) bool { return clients[i].ID < clients[j].ID })
 		for _, c := range clients {
@@ -107,7 +116,7 @@ func (h *Handlers) currentOp(_ context.Context, req *Request) (bson.D, error) {
 		return nil, err
 	}
 	// As MongoDB's, the command lists idle sessions whatever $all says.
-	inprog, err := h.currentOps(req, !ownOps, all, true, false, filter)
+	inprog, err := h.currentOps(req, opsView{allUsers: !ownOps, idle: all, idleSessions: true, truncate: true, filter: filter})
 	if err != nil {
 		return nil, err
 	}
@@ -118,7 +127,8 @@ func (h *Handlers) currentOp(_ context.Context, req *Request) (bson.D, error) {
 // Options: allUsers, idleConnections, idleCursors, idleSessions,
 // localOps, truncateOps, backtrace, as MongoDB's. Idle sessions (open
 // transactions between statements) are listed unless idleSessions is
-// false, idle cursors with idleCursors.
+// false, idle cursors with idleCursors; commands are shown whole unless
+// truncateOps (mongosh's db.currentOp() asks for them whole).
 func (h *Handlers) currentOpStage(req *Request, arg any) (bson.A, error) {
 	if req.DB != "admin" {
 		return nil, mongoerr.New(mongoerr.InvalidNamespace, "$currentOp must be run against the 'admin' database with {aggregate: 1}")
@@ -127,7 +137,7 @@ func (h *Handlers) currentOpStage(req *Request, arg any) (bson.A, error) {
 	if !ok {
 		return nil, mongoerr.Newf(mongoerr.FailedToParse, "$currentOp options must be specified in an object, but found: %s", query.TypeName(arg))
 	}
-	allUsers, idle, idleSessions, idleCursors := false, false, true, false
+	v := opsView{idleSessions: true}
 	for _, e := range spec {
 		b, isBool := e.Value.(bool)
 		if !isBool {
@@ -135,21 +145,26 @@ func (h *Handlers) currentOpStage(req *Request, arg any) (bson.A, error) {
 		}
 		switch e.Key {
 		case "allUsers":
-			allUsers = b
-		case "localOps", "truncateOps", "backtrace":
-			// localOps: there is one server; truncateOps: commands are
-			// always shown truncated past 1 KB; no backtraces.
+			v.allUsers = b
+		case "truncateOps":
+			v.truncate = b
+		case "localOps":
+			// there is one server
+		case "backtrace":
+			if b {
+				return nil, mongoerr.New(mongoerr.NotImplemented, "$currentOp's backtrace is not supported by tierdb")
+			}
 		case "idleCursors":
-			idleCursors = b
+			v.idleCursors = b
 		case "idleSessions":
-			idleSessions = b
+			v.idleSessions = b
 		case "idleConnections":
-			idle = b
+			v.idle = b
 		default:
 			return nil, mongoerr.Newf(mongoerr.FailedToParse, "Unrecognized option '%s' in $currentOp stage.", e.Key)
 		}
 	}
-	return h.currentOps(req, allUsers, idle, idleSessions, idleCursors, nil)
+	return h.currentOps(req, v)
 }
 
 // idleSessionDocs describes the sessions whose transaction is open between

@@ -13,6 +13,7 @@ import (
 	"tierdb/internal/bsonx"
 	"tierdb/internal/mongoerr"
 	"tierdb/internal/qos"
+	"tierdb/internal/wire"
 )
 
 // liveOps are the requests in process (queued for admission or running),
@@ -151,9 +152,15 @@ func interrupted() error {
 	return mongoerr.New(mongoerr.Interrupted, "operation was interrupted")
 }
 
-// maxOpCommandBytes bounds the command document shown for one operation;
-// a larger one is shown as MongoDB shows a truncated one ($truncated).
-const maxOpCommandBytes = 1024
+// maxOpCommandBytes bounds the command document shown for one operation
+// where MongoDB truncates it (the currentOp command, truncateOps, idle
+// cursors); maxWholeCommandBytes where it shows it whole, so that the
+// operation's document stays within BSON's limit. A larger one is shown
+// as MongoDB shows a truncated one ($truncated).
+const (
+	maxOpCommandBytes    = 1024
+	maxWholeCommandBytes = wire.MaxBSONObjectSize - 64<<10
+)
 
 // sensitiveCommands carry passwords or keys: only their name is shown.
 var sensitiveCommands = map[string]bool{
@@ -164,8 +171,12 @@ var sensitiveCommands = map[string]bool{
 // doc describes the operation as MongoDB's currentOp does, plus its tier
 // and whether it still waits for admission (the priority channel, the
 // user's fair share, delivered parallelism).
-func (op *liveOp) doc(now time.Time) bson.D {
+func (op *liveOp) doc(now time.Time, truncate bool) bson.D {
 	running := now.Sub(op.start)
+	limit := maxWholeCommandBytes
+	if truncate {
+		limit = maxOpCommandBytes
+	}
 	d := bson.D{
 		{Key: "type", Value: "op"},
 		{Key: "host", Value: hostname()},
@@ -201,7 +212,7 @@ func (op *liveOp) doc(now time.Time) bson.D {
 		bson.E{Key: "microsecs_running", Value: running.Microseconds()},
 		bson.E{Key: "op", Value: opKind(op.name)},
 		bson.E{Key: "ns", Value: op.ns},
-		bson.E{Key: "command", Value: shownCommand(op.name, op.cmd)},
+		bson.E{Key: "command", Value: shownCommand(op.name, op.cmd, limit)},
 		bson.E{Key: "numYields", Value: int32(0)},
 		bson.E{Key: "waitingForLock", Value: false},
 		bson.E{Key: "killPending", Value: op.killed.Load()},
@@ -229,9 +240,10 @@ func opKind(name string) string {
 }
 
 // shownCommand is the command document as shown: the whole document
-// (lsid and $db included, as MongoDB shows them) while small, else its
-// head marked $truncated; never a sensitive command's arguments.
-func shownCommand(name string, doc bson.D) bson.D {
+// (lsid and $db included, as MongoDB shows them) while it is at most limit
+// bytes, else its head marked $truncated; never a sensitive command's
+// arguments.
+func shownCommand(name string, doc bson.D, limit int) bson.D {
 	if len(doc) == 0 {
 		return bson.D{}
 	}
@@ -239,8 +251,8 @@ func shownCommand(name string, doc bson.D) bson.D {
 		return bson.D{{Key: name, Value: doc[0].Value}}
 	}
 	cmd := doc
-	if fitsIn(cmd, maxOpCommandBytes) {
-		if raw, err := bsonx.AppendDocument(nil, cmd); err == nil && len(raw) <= maxOpCommandBytes {
+	if fitsIn(cmd, limit) {
+		if raw, err := bsonx.AppendDocument(nil, cmd); err == nil && len(raw) <= limit {
 			return cmd
 		}
 	}
@@ -248,7 +260,11 @@ func shownCommand(name string, doc bson.D) bson.D {
 	if b, err := bson.MarshalExtJSON(cmd[:1], false, false); err == nil {
 		text = string(b)
 	}
-	return bson.D{{Key: "$truncated", Value: text}, {Key: "comment", Value: "command larger than 1 KB"}}
+	why := "command larger than 1 KB"
+	if limit != maxOpCommandBytes {
+		why = "command too large to show whole"
+	}
+	return bson.D{{Key: "$truncated", Value: text}, {Key: "comment", Value: why}}
 }
 
 // fitsIn reports whether v's BSON is about budget bytes or less, looking

@@ -132,18 +132,22 @@ func TestGetCount(t *testing.T) {
 	}
 }
 
-// A large command is shown truncated, a sensitive one without arguments.
+// A command over the limit is shown truncated, a sensitive one without
+// arguments whatever the limit.
 func TestShownCommand(t *testing.T) {
 	big := bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: bson.A{bson.D{{Key: "s", Value: strings.Repeat("x", 4000)}}}}}
-	if d := shownCommand("insert", big); d[0].Key != "$truncated" {
+	if d := shownCommand("insert", big, maxOpCommandBytes); d[0].Key != "$truncated" {
 		t.Fatalf("big command shown as %v", d)
 	}
+	if d := shownCommand("insert", big, maxWholeCommandBytes); d[0].Key != "insert" || len(d) != 2 {
+		t.Fatalf("big command not shown whole: %v", d)
+	}
 	pw := bson.D{{Key: "createUser", Value: "u"}, {Key: "pwd", Value: "secret"}}
-	if d := shownCommand("createUser", pw); len(d) != 1 {
+	if d := shownCommand("createUser", pw, maxWholeCommandBytes); len(d) != 1 {
 		t.Fatalf("createUser shown as %v", d)
 	}
 	small := bson.D{{Key: "find", Value: "c"}, {Key: "filter", Value: bson.D{}}, {Key: "lsid", Value: bson.D{}}}
-	if d := shownCommand("find", small); len(d) != 3 {
+	if d := shownCommand("find", small, maxOpCommandBytes); len(d) != 3 {
 		t.Fatalf("find shown as %v", d)
 	}
 }
