@@ -40,12 +40,22 @@ func (h *Handlers) currentOps(req *Request, v opsView) (bson.A, error) {
 	now := time.Now()
 	var docs []bson.D
 	busy := map[int64]bool{}
+	// Whole commands are shown while together they fit in one document's
+	// worth of bytes, then truncated: a listing's memory stays bounded
+	// whatever the operations carry.
+	budget := maxWholeCommandBytes
 	for _, op := range h.live.snapshot() {
 		if op.hasConn {
 			busy[op.connID] = true
 		}
 		if allUsers || op.ownedBy(req.Session) {
-			docs = append(docs, op.doc(now, v.truncate))
+			limit := maxOpCommandBytes
+			if !v.truncate {
+				limit = max(budget, maxOpCommandBytes)
+			}
+			d, shown := op.doc(now, limit)
+			docs = append(docs, d)
+			budget -= shown
 		}
 	}
 	if v.idleSessions {

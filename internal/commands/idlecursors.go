@@ -31,7 +31,8 @@ type cursorOrigin struct {
 // newCursorOrigin describes a cursor req opens over src, whose first batch
 // returned n documents.
 func newCursorOrigin(req *Request, src exec.Source, n int) *cursorOrigin {
-	o := &cursorOrigin{created: time.Now(), cmd: shownCommand(req.Name, req.Cmd, maxOpCommandBytes)}
+	shown, _ := shownCommand(req.Name, req.Cmd, maxOpCommandBytes)
+	o := &cursorOrigin{created: time.Now(), cmd: shown}
 	o.lsid, _ = lookup(req.Cmd, "lsid")
 	switch s := src.(type) {
 	case *exec.TailSource:

@@ -170,13 +170,11 @@ var sensitiveCommands = map[string]bool{
 
 // doc describes the operation as MongoDB's currentOp does, plus its tier
 // and whether it still waits for admission (the priority channel, the
-// user's fair share, delivered parallelism).
-func (op *liveOp) doc(now time.Time, truncate bool) bson.D {
+// user's fair share, delivered parallelism); its command is shown whole
+// up to limit bytes (shownCommand), which are returned.
+func (op *liveOp) doc(now time.Time, limit int) (bson.D, int) {
 	running := now.Sub(op.start)
-	limit := maxWholeCommandBytes
-	if truncate {
-		limit = maxOpCommandBytes
-	}
+	cmd, shown := shownCommand(op.name, op.cmd, limit)
 	d := bson.D{
 		{Key: "type", Value: "op"},
 		{Key: "host", Value: hostname()},
@@ -212,14 +210,14 @@ func (op *liveOp) doc(now time.Time, truncate bool) bson.D {
 		bson.E{Key: "microsecs_running", Value: running.Microseconds()},
 		bson.E{Key: "op", Value: opKind(op.name)},
 		bson.E{Key: "ns", Value: op.ns},
-		bson.E{Key: "command", Value: shownCommand(op.name, op.cmd, limit)},
+		bson.E{Key: "command", Value: cmd},
 		bson.E{Key: "numYields", Value: int32(0)},
 		bson.E{Key: "waitingForLock", Value: false},
 		bson.E{Key: "killPending", Value: op.killed.Load()},
 		bson.E{Key: "tier", Value: qos.Tier(op.tier.Load()).String()},
 		bson.E{Key: "waitingForAdmission", Value: op.queued.Load()},
 	)
-	return d
+	return d, shown
 }
 
 // opKind is MongoDB's op field: the CRUD kind, else "command".
@@ -239,21 +237,21 @@ func opKind(name string) string {
 	return "command"
 }
 
-// shownCommand is the command document as shown: the whole document
-// (lsid and $db included, as MongoDB shows them) while it is at most limit
-// bytes, else its head marked $truncated; never a sensitive command's
-// arguments.
-func shownCommand(name string, doc bson.D, limit int) bson.D {
+// shownCommand is the command document as shown, and its size in bytes:
+// the whole document (lsid and $db included, as MongoDB shows them) while
+// it is at most limit bytes, else its head marked $truncated; never a
+// sensitive command's arguments.
+func shownCommand(name string, doc bson.D, limit int) (bson.D, int) {
 	if len(doc) == 0 {
-		return bson.D{}
+		return bson.D{}, 5
 	}
 	if sensitiveCommands[name] {
-		return bson.D{{Key: name, Value: doc[0].Value}}
+		return bson.D{{Key: name, Value: doc[0].Value}}, len(name) + 16
 	}
 	cmd := doc
 	if fitsIn(cmd, limit) {
 		if raw, err := bsonx.AppendDocument(nil, cmd); err == nil && len(raw) <= limit {
-			return cmd
+			return cmd, len(raw)
 		}
 	}
 	text := ""
@@ -264,7 +262,7 @@ func shownCommand(name string, doc bson.D, limit int) bson.D {
 	if limit != maxOpCommandBytes {
 		why = "command too large to show whole"
 	}
-	return bson.D{{Key: "$truncated", Value: text}, {Key: "comment", Value: why}}
+	return bson.D{{Key: "$truncated", Value: text}, {Key: "comment", Value: why}}, len(text) + 64
 }
 
 // fitsIn reports whether v's BSON is about budget bytes or less, looking

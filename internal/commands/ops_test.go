@@ -136,18 +136,21 @@ func TestGetCount(t *testing.T) {
 // arguments whatever the limit.
 func TestShownCommand(t *testing.T) {
 	big := bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: bson.A{bson.D{{Key: "s", Value: strings.Repeat("x", 4000)}}}}}
-	if d := shownCommand("insert", big, maxOpCommandBytes); d[0].Key != "$truncated" {
+	if d, _ := shownCommand("insert", big, maxOpCommandBytes); d[0].Key != "$truncated" {
 		t.Fatalf("big command shown as %v", d)
 	}
-	if d := shownCommand("insert", big, maxWholeCommandBytes); d[0].Key != "insert" || len(d) != 2 {
-		t.Fatalf("big command not shown whole: %v", d)
+	if d, n := shownCommand("insert", big, maxWholeCommandBytes); d[0].Key != "insert" || len(d) != 2 || n < 4000 {
+		t.Fatalf("big command not shown whole: %v (%d bytes)", d, n)
+	}
+	if d, _ := shownCommand("insert", big, 3000); d[0].Key != "$truncated" {
+		t.Fatalf("big command over a 3000-byte limit shown as %v", d)
 	}
 	pw := bson.D{{Key: "createUser", Value: "u"}, {Key: "pwd", Value: "secret"}}
-	if d := shownCommand("createUser", pw, maxWholeCommandBytes); len(d) != 1 {
+	if d, _ := shownCommand("createUser", pw, maxWholeCommandBytes); len(d) != 1 {
 		t.Fatalf("createUser shown as %v", d)
 	}
 	small := bson.D{{Key: "find", Value: "c"}, {Key: "filter", Value: bson.D{}}, {Key: "lsid", Value: bson.D{}}}
-	if d := shownCommand("find", small, maxOpCommandBytes); len(d) != 3 {
+	if d, _ := shownCommand("find", small, maxOpCommandBytes); len(d) != 3 {
 		t.Fatalf("find shown as %v", d)
 	}
 }
