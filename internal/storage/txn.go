@@ -34,7 +34,8 @@ type Txn struct {
 	pending []Stmt
 	// begun: BEGIN was sent, so the backend is inside a transaction.
 	begun bool
-	tier  qos.Tier
+	// tier: the pool the backend came from.
+	tier qos.Tier
 	// write: the retryable write this transaction runs (BeginWrite).
 	write *writeKey
 	// dirty: the transaction has written or locked something that a
