@@ -41,17 +41,24 @@ func count(t *testing.T, s *Store, c *Collection) int64 {
 	return n
 }
 
+// sessionAndCollection opens a store with a collection and a session key,
+// both named after the test.
+func sessionAndCollection(t *testing.T) (*Store, *Collection, SessionKey) {
+	t.Helper()
+	s := open(t)
+	c, err := s.CollectionForWrite(context.Background(), On{}, "st", t.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, c, SessionKey{LSID: []byte(t.Name())}
+}
+
 // A retryable write commits with its record; running the same statement
 // again (a retry) or an older one rolls the new run back and returns the
 // record of the first.
 func TestRetryableWriteCommitsOnce(t *testing.T) {
-	s := open(t)
+	s, c, k := sessionAndCollection(t)
 	ctx := context.Background()
-	c, err := s.CollectionForWrite(ctx, On{}, "st", t.Name())
-	if err != nil {
-		t.Fatal(err)
-	}
-	k := SessionKey{LSID: []byte(t.Name())}
 	if prev := recordedInsert(t, s, c, k, 5, "first"); prev != nil {
 		t.Fatalf("first run answered from a record: %+v", prev)
 	}
@@ -94,13 +101,8 @@ func TestRetryableWriteCommitsOnce(t *testing.T) {
 // attempt): whichever commits first is the write; the other rolls back
 // and answers with its reply.
 func TestConcurrentRunsOfOneWriteCommitOnce(t *testing.T) {
-	s := open(t)
+	s, c, k := sessionAndCollection(t)
 	ctx := context.Background()
-	c, err := s.CollectionForWrite(ctx, On{}, "st", t.Name())
-	if err != nil {
-		t.Fatal(err)
-	}
-	k := SessionKey{LSID: []byte(t.Name())}
 	slow, err := s.BeginWrite(ctx, qos.Normal, k, 1)
 	if err != nil {
 		t.Fatal(err)
