@@ -224,6 +224,40 @@ def test_a_bad_parallelism_flag_is_refused(new_server):
     assert "--parallelism must be a number" in str(e.value)
 
 
+def test_round_anticipation_is_found_by_default_fixed_by_flag_and_bad_values_refused(new_server):
+    import socket
+    import urllib.request
+    t = new_server().start()
+    try:
+        c = t.client()
+        fair = c.admin.command("qosStatus")["fair"]
+        assert fair["autoAnticipation"] is True, fair
+        # Nobody waits: the control holds no slot.
+        assert fair["tiers"]["normal"]["anticipationMS"] == 0 and fair["tiers"]["low"]["anticipationMS"] == 0, fair
+        c.close()
+    finally:
+        t.cleanup()
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    t = new_server(extra_args=["--fair-anticipation", "300us", "--metrics-listen", f"127.0.0.1:{port}"]).start()
+    try:
+        c = t.client()
+        fair = c.admin.command("qosStatus")["fair"]
+        assert fair["autoAnticipation"] is False, fair
+        assert fair["tiers"]["normal"]["anticipationMS"] == pytest.approx(0.3), fair
+        body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+        assert 'tierdb_fair_anticipation_seconds{tier="normal"} 0.0003' in body
+        c.close()
+    finally:
+        t.cleanup()
+    for bad in ("soon", "-1ms"):
+        t = new_server(extra_args=["--fair-anticipation", bad])
+        with pytest.raises(RuntimeError) as e:
+            t.start()
+        assert "--fair-anticipation must be a duration" in str(e.value)
+
+
 def test_latency_objectives_are_set_checked_and_reported(authed):
     t, admin = authed
     admin.admin.command("createUser", "ls", pwd="ls", roles=[{"role": "readWrite", "db": "app"}], slo={"p999Ms": 20})

@@ -221,7 +221,7 @@ func (f *serveFlags) run() error {
 			return err
 		}
 		gate, err := qos.NewGate(qos.GateOptions{Parallelism: qcfg.Fair.Parallelism, Restricted: qcfg.Fair.Restricted, HighHold: qcfg.Fair.HighHold,
-			Anticipation: qcfg.Fair.Anticipation, UnfairnessBound: qcfg.Fair.UnfairnessBound, CVBound: qcfg.Fair.CVBound})
+			Anticipation: qcfg.Fair.Anticipation, AutoAnticipation: qcfg.Fair.AutoAnticipation, UnfairnessBound: qcfg.Fair.UnfairnessBound, CVBound: qcfg.Fair.CVBound})
 		if err != nil {
 			return err
 		}

@@ -32,6 +32,8 @@ type qosFlags struct {
 	// parallelism is --parallelism as given: a number, or auto.
 	parallelism string
 	auto        bool
+	// fairAnticipation is --fair-anticipation as given: a duration, or auto.
+	fairAnticipation string
 }
 
 func (q *qosFlags) register(fs *flag.FlagSet) {
@@ -46,7 +48,7 @@ func (q *qosFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&q.parallelism, "parallelism", "auto", "P: the most requests of all tiers in PostgreSQL at once; users of a tier share it fairly when it is reached (auto: no limit until tierdb has found P itself under sustained load, and again every 10 minutes of it; a number: that limit; 0: no limit)")
 	fs.IntVar(&q.fair.Restricted, "restricted", 1, "how many normal and low requests may be in PostgreSQL while the high tier is active (0: no restriction)")
 	fs.DurationVar(&q.fair.HighHold, "restricted-hold", d.Fair.HighHold, "the high tier stays active for --restricted this long after its last request ends")
-	fs.DurationVar(&q.fair.Anticipation, "fair-anticipation", d.Fair.Anticipation, "how long a fair-share round may wait, with slots free, for a user that has quota left and a request in process or just ended (0: never; rounds are then work-conserving)")
+	fs.StringVar(&q.fairAnticipation, "fair-anticipation", "auto", "how long a fair-share round may wait, with slots free, for a user that has quota left and a request in process or just ended (auto: as long as the tier's users need to stay within --fair-unfairness, up to 1ms, found per tier; a duration: that long; 0: never, rounds are then work-conserving)")
 	fs.Float64Var(&q.fair.UnfairnessBound, "fair-unfairness", d.Fair.UnfairnessBound, "U_f bound of the fair-share round quota control")
 	fs.Float64Var(&q.fair.CVBound, "fair-cv", d.Fair.CVBound, "latency CV bound of the fair-share round quota control")
 	fs.DurationVar(&q.inherit, "priority-inheritance", 0, "while high-tier requests are in process, ask PostgreSQL this often whom they wait for and give those backends the high tier's priorities (0: off)")
@@ -70,6 +72,13 @@ func (q *qosFlags) config() (qos.Config, error) {
 			return c, fmt.Errorf("--parallelism must be a number ≥ 0 or auto, got %q", q.parallelism)
 		}
 		c.Fair.Parallelism = p
+	}
+	if c.Fair.AutoAnticipation = q.fairAnticipation == "auto"; !c.Fair.AutoAnticipation {
+		d, err := time.ParseDuration(q.fairAnticipation)
+		if err != nil || d < 0 {
+			return c, fmt.Errorf("--fair-anticipation must be a duration ≥ 0 (e.g. 250us) or auto, got %q", q.fairAnticipation)
+		}
+		c.Fair.Anticipation = d
 	}
 	c.StarvationGuard = q.guard
 	c.Anticipation = q.anticipation

@@ -97,6 +97,7 @@ func (h *Handlers) qosStatus(_ context.Context, req *Request) (bson.D, error) {
 		{Key: "tiers", Value: tiers},
 		{Key: "fair", Value: append(fairStatus(m.Gate.Stats()),
 			bson.E{Key: "autoParallelism", Value: m.Auto()},
+			bson.E{Key: "autoAnticipation", Value: cfg.Fair.AutoAnticipation},
 			bson.E{Key: "calibration", Value: calibrationStatus(m.Calibration())},
 			bson.E{Key: "slos", Value: sloStatus(m.Gate.SLOs())})},
 		{Key: "cpuPools", Value: pools},
@@ -217,6 +218,7 @@ func fairStatus(st qos.GateStats) bson.D {
 			{Key: "latencyCV", Value: ts.CV},
 			{Key: "zetaGrown", Value: int64(ts.Grown)},
 			{Key: "zetaHalved", Value: int64(ts.Halved)},
+			{Key: "anticipationMS", Value: float64(ts.Anticipation) / float64(time.Millisecond)},
 			{Key: "users", Value: users},
 		}})
 	}

@@ -41,8 +41,10 @@ type FairConfig struct {
 	HighHold                time.Duration
 	// Anticipation is how long a tier's scheduling round may wait for a
 	// user with quota left whose next request is likely on its way
-	// (tierRound.anticipate; 0: never, work-conserving).
-	Anticipation time.Duration
+	// (tierRound.anticipate; 0: never, work-conserving); with
+	// AutoAnticipation the ζ control sets it per tier (the default).
+	Anticipation     time.Duration
+	AutoAnticipation bool
 	// UnfairnessBound and CVBound bound the ζ control (U_f°, V_l°).
 	UnfairnessBound, CVBound float64
 }
@@ -90,7 +92,7 @@ func DefaultConfig() Config {
 		Enabled:   true,
 		Threshold: 1,
 		Nice:      [NumTiers]int{-19, 0, 19},
-		Fair:      FairConfig{UnfairnessBound: 0.10, CVBound: 1.0, HighHold: 100 * time.Millisecond},
+		Fair:      FairConfig{UnfairnessBound: 0.10, CVBound: 1.0, HighHold: 100 * time.Millisecond, AutoAnticipation: true},
 		IO: IOConfig{
 			Background: IOPrio{Class: IOIdle},
 			WALWriter:  IOPrio{Class: IOBestEffort, Level: 0},

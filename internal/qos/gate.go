@@ -29,7 +29,10 @@ type GateOptions struct {
 	// Anticipation is how long a scheduling round may wait for a user
 	// that has quota left and whose next request is likely on its way
 	// (tierRound.anticipate). Zero: the round never waits (work-conserving).
-	Anticipation time.Duration
+	// With AutoAnticipation the ζ control sets it per tier instead
+	// (zetaControl), and Anticipation is not used.
+	Anticipation     time.Duration
+	AutoAnticipation bool
 	// Zeta is the initial scheduling-round quota ζ (default 8 per user
 	// that waits, see newRound).
 	Zeta int
@@ -71,13 +74,12 @@ type Gate struct {
 	// holdTimer dispatches the waiters it kept back then.
 	highUntil time.Time
 	holdTimer Timer
-	// anticipation is GateOptions.Anticipation; roundTimer asks the
-	// tiers again when a round that waits for anticipated users must end.
-	anticipation time.Duration
-	roundTimer   Timer
-	running      [NumTiers]int
-	tiers        [NumTiers]tierRound // High's stays empty
-	tokens       tokenTable
+	// roundTimer asks the tiers again when a round that waits for
+	// anticipated users must end (each tier's d is in its zetaControl).
+	roundTimer Timer
+	running    [NumTiers]int
+	tiers      [NumTiers]tierRound // High's stays empty
+	tokens     tokenTable
 	// completed counts requests that ran to their done: the throughput
 	// the calibration of P samples.
 	completed uint64
@@ -102,7 +104,7 @@ func NewGate(opts GateOptions) (*Gate, error) {
 	if clock == nil {
 		clock = RealClock()
 	}
-	g := &Gate{clock: clock, p: opts.Parallelism, restricted: opts.Restricted, hold: opts.HighHold, anticipation: opts.Anticipation, slos: map[string]*sloState{}}
+	g := &Gate{clock: clock, p: opts.Parallelism, restricted: opts.Restricted, hold: opts.HighHold, slos: map[string]*sloState{}}
 	for t := range g.tiers {
 		g.tiers[t].users = map[string]*fairUser{}
 		g.tiers[t].ctl = newZetaControl(opts, clock.Now())
@@ -153,7 +155,7 @@ func (g *Gate) Admit(ctx context.Context, t Tier, p Principal) (done func(), err
 		return nil, err
 	}
 	w := &gateWaiter{user: u, tier: t, since: now, wake: make(chan struct{}, 1)}
-	g.tiers[t].enqueue(w, g.anticipation > 0)
+	g.tiers[t].enqueue(w, g.tiers[t].ctl.anticipation > 0)
 	g.mu.Unlock()
 	select {
 	case <-w.wake:
@@ -257,7 +259,7 @@ func (g *Gate) dispatchLocked() {
 			w := tr.urgent(now)
 			if w == nil {
 				var wait time.Duration
-				if w, wait = tr.next(now, g.anticipation); w == nil {
+				if w, wait = tr.next(now, tr.ctl.anticipation); w == nil {
 					g.armRoundTimerLocked(wait)
 					return
 				}
@@ -297,13 +299,17 @@ func (g *Gate) startHoldLocked() {
 }
 
 // SetLimits changes P, the restricted share, the high tier's hold and the
-// rounds' anticipation at run time (0: none); raising them may admit waiters at once.
+// rounds' anticipation (fixed, 0: none, or auto) at run time; raising them
+// may admit waiters at once.
 func (g *Gate) SetLimits(c FairConfig) error {
 	if c.Parallelism < 0 || c.Restricted < 0 || c.HighHold < 0 || c.Anticipation < 0 {
 		return mongoerr.Newf(mongoerr.BadValue, "parallelism, the restricted share, the hold and the anticipation must not be negative, got %d, %d, %v and %v", c.Parallelism, c.Restricted, c.HighHold, c.Anticipation)
 	}
 	g.mu.Lock()
-	g.p, g.restricted, g.hold, g.anticipation = c.Parallelism, c.Restricted, c.HighHold, c.Anticipation
+	g.p, g.restricted, g.hold = c.Parallelism, c.Restricted, c.HighHold
+	for t := range g.tiers {
+		g.tiers[t].ctl.setAnticipation(c.Anticipation, c.AutoAnticipation)
+	}
 	g.dispatchLocked()
 	g.mu.Unlock()
 	return nil
@@ -331,7 +337,10 @@ type FairStats struct {
 	// measured over the last window in which at least two users waited.
 	Zeta, Unfairness, CV float64
 	Grown, Halved        uint64
-	Users                []UserStats
+	// Anticipation is the rounds' anticipation d now (fixed or found by
+	// the control).
+	Anticipation time.Duration
+	Users        []UserStats
 }
 
 // UserStats describes one user of one tier.
@@ -353,7 +362,7 @@ func (g *Gate) Stats() GateStats {
 	st := GateStats{Parallelism: g.p, Restricted: g.restricted, InProcess: g.running}
 	for t := range g.tiers {
 		tr := &g.tiers[t]
-		fs := FairStats{Waiting: tr.waiting, Zeta: tr.ctl.zeta, Unfairness: tr.ctl.uf, CV: tr.ctl.cv, Grown: tr.ctl.grown, Halved: tr.ctl.halved}
+		fs := FairStats{Waiting: tr.waiting, Zeta: tr.ctl.zeta, Unfairness: tr.ctl.uf, CV: tr.ctl.cv, Grown: tr.ctl.grown, Halved: tr.ctl.halved, Anticipation: tr.ctl.anticipation}
 		for _, u := range tr.users {
 			us := UserStats{User: u.key, Weight: u.weight, Waiting: u.pending, InProcess: u.inProcess, Served: u.served}
 			if u.served > 0 {

@@ -498,3 +498,116 @@ func TestGateMeanWait(t *testing.T) {
 	}
 	done()
 }
+
+// The adaptive anticipation: ζ is the first knob both ways. While U_f is
+// over its bound, ζ halves down to 1, and only then does d grow, one step
+// per long span (anticipationWindows windows, U_f over the span), up to
+// its ceiling; while the users are served fairly, d shrinks back to zero
+// before ζ grows again; a span in which fewer than two users waited
+// shrinks d too. A fixed d never moves.
+func TestAdaptiveAnticipation(t *testing.T) {
+	at := time.Unix(0, 0)
+	// span runs one long span whose every window serves the users so.
+	span := func(tr *tierRound, served ...int) {
+		for range anticipationWindows {
+			at = at.Add(time.Second)
+			for i, n := range served {
+				u := tr.user(string(rune('a'+i)), 1, at)
+				u.backlogged, u.served = true, n
+			}
+			tr.ctl.roundEnded(tr, at)
+		}
+	}
+	tr := tierRound{users: map[string]*fairUser{}}
+	tr.ctl = newZetaControl(GateOptions{Zeta: 4, AutoAnticipation: true, Anticipation: time.Hour}, at)
+	if tr.ctl.anticipation != 0 {
+		t.Fatalf("auto starts at %v, want 0", tr.ctl.anticipation)
+	}
+	// U_f = 0.5: ζ halves in the span's first windows (4 → 2 → 1), d
+	// grows one step at its end.
+	span(&tr, 30, 10)
+	if tr.ctl.zeta != 1 || tr.ctl.anticipation != anticipationStep || tr.ctl.ufLong != 0.5 {
+		t.Fatalf("ζ %v, d %v, long U_f %v; want 1, one step, 0.5", tr.ctl.zeta, tr.ctl.anticipation, tr.ctl.ufLong)
+	}
+	for range int(maxAnticipation/anticipationStep) + 3 {
+		span(&tr, 30, 10)
+	}
+	if tr.ctl.anticipation != maxAnticipation {
+		t.Fatalf("d %v after many unfair spans, want the ceiling %v", tr.ctl.anticipation, maxAnticipation)
+	}
+	// A span that is fair over its whole length although no window is:
+	// the long U_f decides d.
+	for range anticipationWindows / 2 {
+		at = at.Add(time.Second)
+		a, b := tr.user("a", 1, at), tr.user("b", 1, at)
+		a.backlogged, b.backlogged, a.served, b.served = true, true, 30, 10
+		tr.ctl.roundEnded(&tr, at)
+		at = at.Add(time.Second)
+		a.backlogged, b.backlogged, a.served, b.served = true, true, 10, 30
+		tr.ctl.roundEnded(&tr, at)
+	}
+	if tr.ctl.ufLong != 0 || tr.ctl.anticipation != maxAnticipation-anticipationStep || tr.ctl.zeta != 1 {
+		t.Fatalf("long U_f %v, d %v, ζ %v; want 0, one step down, ζ 1", tr.ctl.ufLong, tr.ctl.anticipation, tr.ctl.zeta)
+	}
+	// Within the bound but over half of it: d stays.
+	span(&tr, 22, 18) // U_f = 0.1
+	if tr.ctl.anticipation != maxAnticipation-anticipationStep {
+		t.Fatalf("d %v moved inside the dead band", tr.ctl.anticipation)
+	}
+	// One user waiting: d shrinks.
+	span(&tr, 20)
+	if tr.ctl.anticipation != maxAnticipation-2*anticipationStep {
+		t.Fatalf("one user: d %v, want two steps down", tr.ctl.anticipation)
+	}
+	// Fair: d shrinks to zero while ζ stays; then ζ grows.
+	for range int(maxAnticipation/anticipationStep) - 2 {
+		span(&tr, 20, 20)
+		if tr.ctl.anticipation > 0 && tr.ctl.zeta != 1 {
+			t.Fatalf("ζ %v grew while d was %v", tr.ctl.zeta, tr.ctl.anticipation)
+		}
+	}
+	span(&tr, 20, 20)
+	if tr.ctl.anticipation != 0 || tr.ctl.zeta <= 1 {
+		t.Fatalf("d %v, ζ %v after fair spans; want 0 and ζ grown again", tr.ctl.anticipation, tr.ctl.zeta)
+	}
+
+	// Fixed: never moves; switching to auto at run time starts from zero,
+	// and a second auto keeps what the control found.
+	fixed := tierRound{users: map[string]*fairUser{}}
+	fixed.ctl = newZetaControl(GateOptions{Zeta: 1, Anticipation: 250 * time.Microsecond}, at)
+	span(&fixed, 30, 10)
+	span(&fixed, 20, 20) // a fixed d does not keep ζ from growing
+	if fixed.ctl.anticipation != 250*time.Microsecond || fixed.ctl.zeta <= 1 {
+		t.Fatalf("fixed d moved to %v, or ζ %v did not grow", fixed.ctl.anticipation, fixed.ctl.zeta)
+	}
+	span(&fixed, 30, 10)
+	fixed.ctl.setAnticipation(0, true)
+	span(&fixed, 30, 10)
+	fixed.ctl.setAnticipation(time.Hour, true)
+	if fixed.ctl.anticipation != anticipationStep {
+		t.Fatalf("auto after fixed: d %v, want one step", fixed.ctl.anticipation)
+	}
+}
+
+// The gate reports each tier's d and SetLimits switches between fixed and
+// auto.
+func TestGateAnticipationLimits(t *testing.T) {
+	g, _ := newTestGate(t, GateOptions{Parallelism: 2, AutoAnticipation: true})
+	if d := g.Stats().Tiers[Normal].Anticipation; d != 0 {
+		t.Fatalf("auto d %v at start, want 0", d)
+	}
+	if err := g.SetLimits(FairConfig{Parallelism: 2, Anticipation: 300 * time.Microsecond}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tier := range []Tier{Normal, Low} {
+		if d := g.Stats().Tiers[tier].Anticipation; d != 300*time.Microsecond {
+			t.Fatalf("%v: fixed d %v, want 300µs", tier, d)
+		}
+	}
+	if err := g.SetLimits(FairConfig{Parallelism: 2, AutoAnticipation: true}); err != nil {
+		t.Fatal(err)
+	}
+	if d := g.Stats().Tiers[Normal].Anticipation; d != 0 {
+		t.Fatalf("back to auto: d %v, want 0", d)
+	}
+}

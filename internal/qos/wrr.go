@@ -27,8 +27,12 @@ type fairUser struct {
 	served     int
 	waited     time.Duration // in all, by the requests admitted
 	backlogged bool
-	lat        latencyStats
-	lastSeen   time.Time
+	// servedLong and backloggedLong are served and backlogged over the
+	// anticipation's longer span, up to the current window.
+	servedLong     int
+	backloggedLong bool
+	lat            latencyStats
+	lastSeen       time.Time
 	// lastDone is when its last request in process ended (anticipation).
 	lastDone time.Time
 	slo      *sloState // the user's latency objective, if any
