@@ -26,8 +26,9 @@ import (
 // shares are equal): while U_f is over its bound, d doubles (from
 // anticipationStep) up to maxAnticipation, so it reaches what the server
 // needs in a few spans; while U_f is under half its bound, or fewer than
-// two users waited, d shrinks by a step. A tier whose users' shares are
-// fair without holding slots never holds any.
+// two users waited (or too few requests to tell, see measure), d shrinks
+// by a step. A tier whose users' shares are fair without holding slots
+// never holds any.
 type zetaControl struct {
 	zeta          float64
 	minZeta       float64
@@ -46,13 +47,15 @@ type zetaControl struct {
 	windows          int
 }
 
-// The adaptive anticipation's timescale (in windows), its step and its
-// ceiling. The ceiling is about one request's service time on a busy
-// server: holding slots longer costs more throughput than it buys.
+// The adaptive anticipation's timescale (in windows), its step, its
+// ceiling and the admissions per user a span needs (measure). The ceiling
+// is about one request's service time on a busy server: holding slots
+// longer costs more throughput than it buys.
 const (
 	anticipationWindows = 10
 	anticipationStep    = 100 * time.Microsecond
 	maxAnticipation     = time.Millisecond
+	minLongServed       = 100
 )
 
 func newZetaControl(opts GateOptions, now time.Time) zetaControl {
@@ -148,12 +151,16 @@ func (c *zetaControl) adjustAnticipation(tr *tierRound) {
 }
 
 // measure computes U_f and V_l over the tier's users that waited in the
-// window, or with long U_f alone over the anticipation's longer span; ok
-// is false with fewer than two such users.
+// window; ok is false with fewer than two such users. With long it
+// computes U_f alone, over the anticipation's longer span and over the
+// users without a latency objective (SLO mode sends theirs ahead on
+// purpose), and ok is also false when those users had fewer than
+// minLongServed admissions each on average: with fewer, U_f measures the
+// counts' own granularity, not the round-robin.
 func measure(tr *tierRound, long bool) (uf, cv float64, ok bool) {
 	counts := func(u *fairUser) (served float64, backlogged bool) {
 		if long {
-			return float64(u.servedLong+u.served) / u.weight, u.backloggedLong || u.backlogged
+			return float64(u.servedLong+u.served) / u.weight, (u.backloggedLong || u.backlogged) && u.slo == nil
 		}
 		return float64(u.served) / u.weight, u.backlogged
 	}
@@ -165,7 +172,7 @@ func measure(tr *tierRound, long bool) (uf, cv float64, ok bool) {
 			h += served
 		}
 	}
-	if n < 2 || h == 0 {
+	if n < 2 || h == 0 || (long && h < minLongServed*float64(n)) {
 		return 0, 0, false
 	}
 	h /= float64(n)

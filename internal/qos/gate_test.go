@@ -559,8 +559,22 @@ func TestAdaptiveAnticipation(t *testing.T) {
 	if tr.ctl.anticipation != maxAnticipation-2*anticipationStep {
 		t.Fatalf("one user: d %v, want two steps down", tr.ctl.anticipation)
 	}
+	// Too few admissions to tell (fewer than minLongServed a user): d
+	// shrinks however uneven the counts.
+	span(&tr, 3, 1)
+	if tr.ctl.anticipation != maxAnticipation-3*anticipationStep {
+		t.Fatalf("few admissions: d %v, want three steps down", tr.ctl.anticipation)
+	}
+	// A user with a latency objective goes ahead on purpose: it does not
+	// count, and the others are fair.
+	tr.user("a", 1, at).slo = newSLOState(time.Second)
+	span(&tr, 60, 20, 20)
+	if tr.ctl.anticipation != maxAnticipation-4*anticipationStep {
+		t.Fatalf("objective: d %v, want four steps down", tr.ctl.anticipation)
+	}
+	tr.user("a", 1, at).slo = nil
 	// Fair: d shrinks to zero while ζ stays; then ζ grows.
-	for range int(maxAnticipation/anticipationStep) - 2 {
+	for range int(maxAnticipation/anticipationStep) - 4 {
 		span(&tr, 20, 20)
 		if tr.ctl.anticipation > 0 && tr.ctl.zeta != 1 {
 			t.Fatalf("ζ %v grew while d was %v", tr.ctl.zeta, tr.ctl.anticipation)
