@@ -111,6 +111,37 @@ def test_parallelism_changes_at_run_time_and_bad_values_change_nothing(authed):
     assert (fair["parallelism"], fair["restricted"]) == (6, 2)
 
 
+def test_fair_share_settings_change_at_run_time_and_bad_values_change_nothing(authed):
+    t, admin = authed
+    r = admin.admin.command("setQoSConfig", fairAnticipationMS=0.3, fairUnfairness=0.2, fairCV=2, zeta=3)
+    assert (r["fairAnticipationMS"], r["fairUnfairness"], r["fairCV"]) == (pytest.approx(0.3), 0.2, 2)
+    fair = admin.admin.command("qosStatus")["fair"]
+    assert fair["autoAnticipation"] is False and (fair["unfairnessBound"], fair["cvBound"]) == (0.2, 2)
+    for tier in ("normal", "low"):
+        assert fair["tiers"][tier]["anticipationMS"] == pytest.approx(0.3)
+        assert fair["tiers"][tier]["zeta"] == 3  # nothing waits, so the control has not moved it
+    bad = (
+        {"zeta": 0}, {"zeta": -1}, {"zeta": 2.5}, {"zeta": "x"},
+        {"fairUnfairness": 0}, {"fairUnfairness": -1}, {"fairUnfairness": float("nan")}, {"fairCV": "x"},
+        {"fairAnticipationMS": "soon"}, {"fairAnticipationMS": -1}, {"fairAnticipationMS": 5000},
+        {"fairUnfairness": 0.5, "zeta": 0},  # one bad field: the good one is not applied either
+        {"zeta": 5, "fairCV": 0},
+        {"fairZeta": 2},
+    )
+    for fields in bad:
+        with pytest.raises(OperationFailure) as e:
+            admin.admin.command("setQoSConfig", **fields)
+        assert e.value.code == 2, fields
+    fair = admin.admin.command("qosStatus")["fair"]
+    assert (fair["unfairnessBound"], fair["cvBound"], fair["autoAnticipation"]) == (0.2, 2, False), fair
+    assert fair["tiers"]["normal"]["zeta"] == 3 and fair["tiers"]["normal"]["anticipationMS"] == pytest.approx(0.3)
+    r = admin.admin.command("setQoSConfig", fairAnticipationMS="auto")
+    assert r["fairAnticipationMS"] == "auto"
+    fair = admin.admin.command("qosStatus")["fair"]
+    assert fair["autoAnticipation"] is True and fair["tiers"]["normal"]["anticipationMS"] == 0
+    admin.admin.command("setQoSConfig", fairUnfairness=0.1, fairCV=1, zeta=8)  # the defaults, for the next tests
+
+
 def test_fair_metrics_are_exported(new_server):
     import socket
     import urllib.request

@@ -98,6 +98,8 @@ func (h *Handlers) qosStatus(_ context.Context, req *Request) (bson.D, error) {
 		{Key: "fair", Value: append(fairStatus(m.Gate.Stats()),
 			bson.E{Key: "autoParallelism", Value: m.Auto()},
 			bson.E{Key: "autoAnticipation", Value: cfg.Fair.AutoAnticipation},
+			bson.E{Key: "unfairnessBound", Value: cfg.Fair.UnfairnessBound},
+			bson.E{Key: "cvBound", Value: cfg.Fair.CVBound},
 			bson.E{Key: "calibration", Value: calibrationStatus(m.Calibration())},
 			bson.E{Key: "slos", Value: sloStatus(m.Gate.SLOs())})},
 		{Key: "cpuPools", Value: pools},
@@ -116,7 +118,7 @@ func (h *Handlers) qosStatus(_ context.Context, req *Request) (bson.D, error) {
 }
 
 // setQoSConfig changes threshold, starvation guard, nice levels, I/O
-// priorities and CPU pools at run time. The whole change is validated first;
+// priorities, CPU pools and the fair-share gate's settings at run time. The whole change is validated first;
 // on any error the running configuration stays as it was.
 func (h *Handlers) setQoSConfig(_ context.Context, req *Request) (bson.D, error) {
 	if h.opts.QoS == nil {
@@ -130,9 +132,17 @@ func (h *Handlers) setQoSConfig(_ context.Context, req *Request) (bson.D, error)
 	if err != nil {
 		return nil, err
 	}
+	// zeta resets the round quota ζ, which the control then moves on from:
+	// an action, like recalibrate, not part of the configuration.
+	var zeta int64
+	if v, ok := lookup(req.Cmd, "zeta"); ok {
+		if zeta, ok = query.AsInt(v); !ok || zeta < 1 || zeta > 1<<20 {
+			return nil, mongoerr.New(mongoerr.BadValue, "zeta must be an integer from 1 to 1048576 (the round quota per unit of weight; the ζ control moves it on from there)")
+		}
+	}
 	cfg, err := h.opts.QoS.Update(func(c *qos.Config) error {
 		for _, e := range req.Cmd[1:] {
-			if isGenericField(e.Key) || e.Key == "recalibrate" || e.Key == "calibrationWindowMS" {
+			if isGenericField(e.Key) || e.Key == "recalibrate" || e.Key == "calibrationWindowMS" || e.Key == "zeta" {
 				continue
 			}
 			if err := applyQoSField(c, e); err != nil {
@@ -144,10 +154,17 @@ func (h *Handlers) setQoSConfig(_ context.Context, req *Request) (bson.D, error)
 	if err != nil {
 		return nil, err
 	}
+	if zeta > 0 {
+		h.opts.QoS.Gate.SetZeta(int(zeta))
+	}
 	if recalibrate {
 		if err := h.opts.QoS.Recalibrate(time.Duration(windowMS)*time.Millisecond, h.store.MaxBackends()); err != nil {
 			return nil, err
 		}
+	}
+	var fairAnticipation any = float64(cfg.Fair.Anticipation) / float64(time.Millisecond)
+	if cfg.Fair.AutoAnticipation {
+		fairAnticipation = "auto"
 	}
 	return bson.D{
 		{Key: "threshold", Value: int32(cfg.Threshold)},
@@ -155,6 +172,9 @@ func (h *Handlers) setQoSConfig(_ context.Context, req *Request) (bson.D, error)
 		{Key: "anticipationMS", Value: float64(cfg.Anticipation) / float64(time.Millisecond)},
 		{Key: "parallelism", Value: int32(cfg.Fair.Parallelism)},
 		{Key: "restricted", Value: int32(cfg.Fair.Restricted)},
+		{Key: "fairAnticipationMS", Value: fairAnticipation},
+		{Key: "fairUnfairness", Value: cfg.Fair.UnfairnessBound},
+		{Key: "fairCV", Value: cfg.Fair.CVBound},
 		{Key: "calibrating", Value: recalibrate},
 	}, nil
 }
@@ -324,6 +344,26 @@ func applyQoSField(c *qos.Config, e bson.E) error {
 		} else {
 			c.Fair.Restricted = int(n)
 		}
+	case "fairAnticipationMS":
+		if e.Value == "auto" {
+			c.Fair.AutoAnticipation = true
+			return nil
+		}
+		ms, ok := asNumber(e.Value)
+		if !ok || !(ms >= 0 && ms <= 1000) {
+			return mongoerr.New(mongoerr.BadValue, "fairAnticipationMS must be \"auto\" or a number from 0 to 1000 (0: rounds never hold a slot)")
+		}
+		c.Fair.AutoAnticipation, c.Fair.Anticipation = false, time.Duration(ms*float64(time.Millisecond))
+	case "fairUnfairness", "fairCV":
+		v, ok := asNumber(e.Value)
+		if !ok {
+			return mongoerr.Newf(mongoerr.BadValue, "%s must be a number", e.Key)
+		}
+		if e.Key == "fairUnfairness" {
+			c.Fair.UnfairnessBound = v
+		} else {
+			c.Fair.CVBound = v
+		}
 	case "cpuPools":
 		d, ok := e.Value.(bson.D)
 		if !ok {
@@ -335,7 +375,7 @@ func applyQoSField(c *qos.Config, e bson.E) error {
 		}
 		c.Pools = pools
 	default:
-		return mongoerr.Newf(mongoerr.BadValue, "unknown setQoSConfig field %q; allowed: threshold, starvationGuardMS, anticipationMS, nice, ioPriority, cpuPools, parallelism, restricted, recalibrate, calibrationWindowMS", e.Key)
+		return mongoerr.Newf(mongoerr.BadValue, "unknown setQoSConfig field %q; allowed: threshold, starvationGuardMS, anticipationMS, nice, ioPriority, cpuPools, parallelism, restricted, fairAnticipationMS, fairUnfairness, fairCV, zeta, recalibrate, calibrationWindowMS", e.Key)
 	}
 	return nil
 }

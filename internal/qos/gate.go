@@ -299,8 +299,8 @@ func (g *Gate) startHoldLocked() {
 }
 
 // SetLimits changes P, the restricted share, the high tier's hold and the
-// rounds' anticipation (fixed, 0: none, or auto) at run time; raising them
-// may admit waiters at once.
+// rounds' anticipation (fixed, 0: none, or auto) and the ζ control's
+// bounds (0: keep) at run time; raising them may admit waiters at once.
 func (g *Gate) SetLimits(c FairConfig) error {
 	if c.Parallelism < 0 || c.Restricted < 0 || c.HighHold < 0 || c.Anticipation < 0 {
 		return mongoerr.Newf(mongoerr.BadValue, "parallelism, the restricted share, the hold and the anticipation must not be negative, got %d, %d, %v and %v", c.Parallelism, c.Restricted, c.HighHold, c.Anticipation)
@@ -308,11 +308,28 @@ func (g *Gate) SetLimits(c FairConfig) error {
 	g.mu.Lock()
 	g.p, g.restricted, g.hold = c.Parallelism, c.Restricted, c.HighHold
 	for t := range g.tiers {
-		g.tiers[t].ctl.setAnticipation(c.Anticipation, c.AutoAnticipation)
+		ctl := &g.tiers[t].ctl
+		ctl.setAnticipation(c.Anticipation, c.AutoAnticipation)
+		if c.UnfairnessBound > 0 {
+			ctl.ufBound = c.UnfairnessBound
+		}
+		if c.CVBound > 0 {
+			ctl.cvBound = c.CVBound
+		}
 	}
 	g.dispatchLocked()
 	g.mu.Unlock()
 	return nil
+}
+
+// SetZeta resets every tier's round quota ζ to n (at least 1); the ζ
+// control moves it on from there.
+func (g *Gate) SetZeta(n int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for t := range g.tiers {
+		g.tiers[t].ctl.zeta = float64(max(n, 1))
+	}
 }
 
 // Completed is how many requests have run to their done, and whether the

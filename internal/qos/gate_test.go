@@ -618,10 +618,22 @@ func TestGateAnticipationLimits(t *testing.T) {
 			t.Fatalf("%v: fixed d %v, want 300µs", tier, d)
 		}
 	}
-	if err := g.SetLimits(FairConfig{Parallelism: 2, AutoAnticipation: true}); err != nil {
+	if err := g.SetLimits(FairConfig{Parallelism: 2, AutoAnticipation: true, UnfairnessBound: 0.2}); err != nil {
 		t.Fatal(err)
 	}
 	if d := g.Stats().Tiers[Normal].Anticipation; d != 0 {
 		t.Fatalf("back to auto: d %v, want 0", d)
+	}
+	// Bounds: a new one replaces the old, 0 keeps it.
+	if ctl := g.tiers[Low].ctl; ctl.ufBound != 0.2 || ctl.cvBound != 1.0 {
+		t.Fatalf("bounds %v and %v, want 0.2 and the default 1.0", ctl.ufBound, ctl.cvBound)
+	}
+	g.SetZeta(3)
+	if z := g.Stats().Tiers[Normal].Zeta; z != 3 {
+		t.Fatalf("ζ %v after SetZeta(3)", z)
+	}
+	g.SetZeta(0)
+	if z := g.Stats().Tiers[Low].Zeta; z != 1 {
+		t.Fatalf("ζ %v after SetZeta(0), want at least 1", z)
 	}
 }

@@ -64,7 +64,7 @@ func (m *Manager) Update(change func(*qos.Config) error) (qos.Config, error) {
 		return m.cfg, err
 	}
 	if m.calibrating && next.Fair != m.cfg.Fair {
-		return m.cfg, mongoerr.New(mongoerr.ConflictingOperationInProg, "parallelism is being calibrated; change it when the calibration ends (qosStatus.fair.calibration)")
+		return m.cfg, mongoerr.New(mongoerr.ConflictingOperationInProg, "parallelism is being calibrated; change the fair-share settings when the calibration ends (qosStatus.fair.calibration)")
 	}
 	if err := m.Channel.SetThreshold(next.Threshold); err != nil {
 		return m.cfg, err
