@@ -193,6 +193,7 @@ func calibrationStatus(running bool, c *qos.Calibration) bson.D {
 		bson.E{Key: "at", Value: bson.NewDateTimeFromTime(c.At)},
 		bson.E{Key: "samples", Value: samples},
 		bson.E{Key: "fitted", Value: c.Fitted},
+		bson.E{Key: "noise", Value: c.Noise},
 		bson.E{Key: "parallelism", Value: int32(c.P)},
 	)
 	if c.Fitted {

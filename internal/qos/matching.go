@@ -96,6 +96,10 @@ type Calibration struct {
 	// Check is the throughput measured at C when C was not one of the
 	// three samples (P 0 otherwise).
 	Check ThroughputSample
+	// Noise is how far apart the two half windows of one P measured, at
+	// most, relative to their mean: what the machine's own variation is
+	// worth in throughput while the calibration ran (see decide).
+	Noise float64
 	// P is the outcome: the smallest measured point (a sample or C) whose
 	// throughput is within 5 % of the most measured; 0 (no limit) when
 	// that is the largest sample, i.e. only no limit reached the peak; -1
@@ -141,7 +145,9 @@ type Calibrator struct {
 	count     uint64
 	done      [4]uint64
 	secs      [4]float64
-	fit       *Calibration
+	// rates are each point's half windows' throughputs, for the noise.
+	rates [4][]float64
+	fit   *Calibration
 }
 
 // NewCalibrator samples at p0 < p1 < p2, window each.
@@ -178,8 +184,10 @@ func (c *Calibrator) Tick(now time.Time, completed uint64, highActive bool) (p i
 		c.measuring, c.since, c.count = true, now, completed
 	case c.measuring && now.Sub(c.since) >= half-settle:
 		i := c.order[0]
-		c.done[i] += completed - c.count
-		c.secs[i] += now.Sub(c.since).Seconds()
+		n, secs := completed-c.count, now.Sub(c.since).Seconds()
+		c.done[i] += n
+		c.secs[i] += secs
+		c.rates[i] = append(c.rates[i], float64(n)/secs)
 		c.measuring, c.since, c.order = false, now, c.order[1:]
 		if len(c.order) > 0 {
 			break
@@ -209,14 +217,35 @@ func (c *Calibrator) model() *Calibration {
 // nearPeak is how close to the most throughput measured a smaller P's
 // must be to win: seed 004 wants the smallest P at which throughput peaks,
 // and on a busy machine two windows at the same P differ by more than a
-// few per cent.
-const nearPeak = 0.95
+// few per cent. When the half windows of one P lie further apart than
+// that from their mean (half of Calibration.Noise), the margin widens to
+// that, up to maxMargin: a smaller P whose throughput the machine's own
+// variation cannot tell from the peak's is as good as the peak, and is
+// better for latency and fairness.
+const (
+	nearPeak  = 0.95
+	maxMargin = 0.25
+)
 
-// decide picks the smallest measured P whose throughput is within nearPeak
-// of the most measured.
+// noise is the largest relative difference between the two halves of one
+// point's measurement.
+func (c *Calibrator) noise() float64 {
+	var worst float64
+	for _, r := range c.rates {
+		if len(r) == 2 && r[0]+r[1] > 0 {
+			worst = max(worst, math.Abs(r[0]-r[1])/((r[0]+r[1])/2))
+		}
+	}
+	return worst
+}
+
+// decide picks the smallest measured P whose throughput is within the
+// margin (nearPeak, or the noise) of the most measured.
 func (c *Calibrator) decide(now time.Time) *Calibration {
 	r := c.fit
 	r.At = now
+	r.Noise = c.noise()
+	margin := min(max(1-nearPeak, r.Noise/2), maxMargin)
 	measured := r.Samples[:]
 	if r.Check.P > 0 {
 		measured = append(measured, r.Check)
@@ -231,7 +260,7 @@ func (c *Calibrator) decide(now time.Time) *Calibration {
 	}
 	best := c.points[2]
 	for _, s := range measured {
-		if s.Lambda >= nearPeak*peak && s.P < best {
+		if s.Lambda >= (1-margin)*peak && s.P < best {
 			best = s.P
 		}
 	}

@@ -211,3 +211,52 @@ func TestCalibrationUnderADrift(t *testing.T) {
 		}
 	}
 }
+
+// On a noisy machine the margin widens to the noise: here each P's first
+// half window measures 15 % over its truth and its second 15 % under, so a
+// P within 15 % of the peak is as good as the peak; without the noise only
+// one within 5 % would be.
+func TestCalibrationMarginFollowsTheNoise(t *testing.T) {
+	truth := func(p int) float64 {
+		switch {
+		case p < 4:
+			return 700
+		case p < 16:
+			return 900
+		}
+		return 1000
+	}
+	for _, noisy := range []bool{false, true} {
+		c := NewCalibrator(1, 4, 16, time.Second)
+		now := time.Unix(0, 0)
+		var done float64
+		p := c.Start(now)
+		var res *Calibration
+		for step := 0; res == nil && step < 10000; step++ {
+			f := 1.0
+			switch {
+			case !noisy || c.points[3] != 0: // the check is not noisy
+			case len(c.order) > 3: // P0 P1 P2: each P's first half
+				f = 1.15
+			default:
+				f = 0.85
+			}
+			now = now.Add(10 * time.Millisecond)
+			done += truth(p) * f * 0.010
+			p, res = c.Tick(now, uint64(done), false)
+		}
+		if res == nil {
+			t.Fatal("calibration never ended")
+		}
+		want := 0 // the largest sample: no limit
+		if noisy {
+			want = 4
+			if math.Abs(res.Noise-0.30) > 0.02 {
+				t.Errorf("noise %.3f, want 0.30", res.Noise)
+			}
+		}
+		if res.P != want {
+			t.Errorf("noisy %v: P = %d (noise %.2f, samples %+v, check %+v), want %d", noisy, res.P, res.Noise, res.Samples, res.Check, want)
+		}
+	}
+}
