@@ -156,8 +156,13 @@ def test_no_lower_tier_request_is_processed_while_a_high_one_is(qserver):
         th.join()
     for out in (out_high, out_low, out_norm):
         assert "error" not in out, out
-    assert out_low["end"] >= out_high["end"], "a low request finished while the high one was in process"
-    assert out_norm["end"] >= out_high["end"], "a normal request finished while the high one was in process"
+    # The ends are taken by the client threads, each when it next runs: on a
+    # busy machine the high one's can come a few ms after the server let the
+    # others through. A request processed during the 1 s hold would end
+    # about a second early.
+    slack = 0.05
+    assert out_low["end"] >= out_high["end"] - slack, "a low request finished while the high one was in process"
+    assert out_norm["end"] >= out_high["end"] - slack, "a normal request finished while the high one was in process"
     st = status(qserver)["tiers"]
     assert st["low"]["waited"] >= 1 and st["normal"]["waited"] >= 1
     for c in (high, normal, low):
