@@ -118,6 +118,7 @@ def test_fair_share_settings_change_at_run_time_and_bad_values_change_nothing(au
     fair = admin.admin.command("qosStatus")["fair"]
     assert fair["autoAnticipation"] is False and (fair["unfairnessBound"], fair["cvBound"]) == (0.2, 2)
     for tier in ("normal", "low"):
+        assert fair["tiers"][tier]["unfairnessLong"] == 0  # nothing measured yet
         assert fair["tiers"][tier]["anticipationMS"] == pytest.approx(0.3)
         assert fair["tiers"][tier]["zeta"] == 3  # nothing waits, so the control has not moved it
     bad = (
@@ -155,6 +156,8 @@ def test_fair_metrics_are_exported(new_server):
         body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
         assert "tierdb_fair_parallelism 4" in body
         assert 'tierdb_fair_zeta{tier="normal"}' in body
+        assert 'tierdb_fair_unfairness_long{tier="normal"} 0' in body  # nothing measured yet
+        assert 'tierdb_fair_anticipation_seconds{tier="low"} 0' in body  # found by tierdb: none held yet
         assert 'tierdb_fair_user_weight{tier="normal",user="peer 127.0.0.1"} 1' in body
         c.close()
     finally:

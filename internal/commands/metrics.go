@@ -127,6 +127,7 @@ func (h *Handlers) writeFairMetrics(w *metrics.Writer, st qos.GateStats) {
 		{"tierdb_fair_zeta", "Round quota per unit of weight, by tier.", func(f qos.FairStats) float64 { return f.Zeta }},
 		{"tierdb_fair_unfairness", "U_f over the last window with at least two waiting users, by tier.", func(f qos.FairStats) float64 { return f.Unfairness }},
 		{"tierdb_fair_latency_cv", "Latency coefficient of variation averaged over users, last window, by tier.", func(f qos.FairStats) float64 { return f.CV }},
+		{"tierdb_fair_unfairness_long", "U_f over the last second with enough admissions to measure, which sets the rounds' anticipation, by tier.", func(f qos.FairStats) float64 { return f.UnfairnessLong }},
 		{"tierdb_fair_anticipation_seconds", "How long a scheduling round may hold free slots for a user whose next request is on its way (fixed, or found by the control), by tier.", func(f qos.FairStats) float64 { return f.Anticipation.Seconds() }},
 	}
 	for _, m := range perTier {

@@ -239,6 +239,7 @@ func fairStatus(st qos.GateStats) bson.D {
 			{Key: "latencyCV", Value: ts.CV},
 			{Key: "zetaGrown", Value: int64(ts.Grown)},
 			{Key: "zetaHalved", Value: int64(ts.Halved)},
+			{Key: "unfairnessLong", Value: ts.UnfairnessLong},
 			{Key: "anticipationMS", Value: float64(ts.Anticipation) / float64(time.Millisecond)},
 			{Key: "users", Value: users},
 		}})

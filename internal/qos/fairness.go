@@ -39,8 +39,9 @@ type zetaControl struct {
 	uf, cv        float64 // last measured
 	grown, halved uint64
 	// anticipation is d; autoAnticipation says the control sets it, from
-	// ufLong, U_f over the last anticipationWindows windows; windows
-	// counts the windows of the span in progress.
+	// ufLong, U_f over the last span of anticipationWindows windows that
+	// could be measured; windows counts the windows of the span in
+	// progress.
 	anticipation     time.Duration
 	autoAnticipation bool
 	ufLong           float64
@@ -141,7 +142,9 @@ func (c *zetaControl) roundEnded(tr *tierRound, now time.Time) {
 // adjustAnticipation moves d by U_f over the span that just ended.
 func (c *zetaControl) adjustAnticipation(tr *tierRound) {
 	uf, _, ok := measure(tr, true)
-	c.ufLong = uf
+	if ok {
+		c.ufLong = uf
+	}
 	switch {
 	case !ok || uf < c.ufBound/2:
 		c.anticipation = max(0, c.anticipation-anticipationStep)

@@ -355,9 +355,11 @@ type FairStats struct {
 	Zeta, Unfairness, CV float64
 	Grown, Halved        uint64
 	// Anticipation is the rounds' anticipation d now (fixed or found by
-	// the control).
-	Anticipation time.Duration
-	Users        []UserStats
+	// the control); UnfairnessLong the U_f over the last long span that
+	// could be measured, which the control sets d by.
+	Anticipation   time.Duration
+	UnfairnessLong float64
+	Users          []UserStats
 }
 
 // UserStats describes one user of one tier.
@@ -379,7 +381,7 @@ func (g *Gate) Stats() GateStats {
 	st := GateStats{Parallelism: g.p, Restricted: g.restricted, InProcess: g.running}
 	for t := range g.tiers {
 		tr := &g.tiers[t]
-		fs := FairStats{Waiting: tr.waiting, Zeta: tr.ctl.zeta, Unfairness: tr.ctl.uf, CV: tr.ctl.cv, Grown: tr.ctl.grown, Halved: tr.ctl.halved, Anticipation: tr.ctl.anticipation}
+		fs := FairStats{Waiting: tr.waiting, Zeta: tr.ctl.zeta, Unfairness: tr.ctl.uf, CV: tr.ctl.cv, Grown: tr.ctl.grown, Halved: tr.ctl.halved, Anticipation: tr.ctl.anticipation, UnfairnessLong: tr.ctl.ufLong}
 		for _, u := range tr.users {
 			us := UserStats{User: u.key, Weight: u.weight, Waiting: u.pending, InProcess: u.inProcess, Served: u.served}
 			if u.served > 0 {

@@ -537,13 +537,13 @@ func TestAdaptiveAnticipation(t *testing.T) {
 	}
 	// A span that is fair over its whole length although no window is:
 	// the long U_f decides d.
-	for range anticipationWindows / 2 {
+	for i := range anticipationWindows {
 		at = at.Add(time.Second)
 		a, b := tr.user("a", 1, at), tr.user("b", 1, at)
 		a.backlogged, b.backlogged, a.served, b.served = true, true, 30, 10
-		tr.ctl.roundEnded(&tr, at)
-		at = at.Add(time.Second)
-		a.backlogged, b.backlogged, a.served, b.served = true, true, 10, 30
+		if i%2 == 1 {
+			a.served, b.served = 10, 30
+		}
 		tr.ctl.roundEnded(&tr, at)
 	}
 	if tr.ctl.ufLong != 0 || tr.ctl.anticipation != maxAnticipation-anticipationStep || tr.ctl.zeta != 1 {
