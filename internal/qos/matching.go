@@ -224,7 +224,7 @@ func (c *Calibrator) model() *Calibration {
 // better for latency and fairness.
 const (
 	nearPeak  = 0.95
-	maxMargin = 0.25
+	maxMargin = 0.15
 )
 
 // noise is the largest relative difference between the two halves of one
