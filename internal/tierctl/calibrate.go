@@ -67,7 +67,7 @@ func (m *Manager) calibrate(c *qos.Calibrator) {
 			_ = m.Gate.SetLimits(m.cfg.Fair)
 			m.mu.Unlock()
 			s := res.Samples
-			m.Controller.log.Info("parallelism calibrated", "p", res.P, "fitted", res.Fitted, "predicted", res.Predicted,
+			m.Controller.log.Info("parallelism calibrated", "p", res.P, "fitted", res.Fitted, "predicted", res.Predicted, "noise", res.Noise,
 				"samples", fmt.Sprintf("P=%d %.0f/s, P=%d %.0f/s, P=%d %.0f/s, check P=%d %.0f/s", s[0].P, s[0].Lambda, s[1].P, s[1].Lambda, s[2].P, s[2].Lambda, res.Check.P, res.Check.Lambda))
 			return
 		}
