@@ -5,10 +5,18 @@ import os
 import threading
 import time
 
+import urllib.request
+
 import pytest
 from pymongo.errors import OperationFailure
 
+from conftest import free_port
+
 PW = "pw"
+
+
+def metrics_body(port):
+    return urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
 
 
 @pytest.fixture
@@ -144,16 +152,12 @@ def test_fair_share_settings_change_at_run_time_and_bad_values_change_nothing(au
 
 
 def test_fair_metrics_are_exported(new_server):
-    import socket
-    import urllib.request
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     t = new_server(extra_args=["--parallelism", "4", "--metrics-listen", f"127.0.0.1:{port}"]).start()
     try:
         c = t.client()
         c.app.c.insert_one({"x": 1})
-        body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+        body = metrics_body(port)
         assert "tierdb_fair_parallelism 4" in body
         assert 'tierdb_fair_zeta{tier="normal"}' in body
         assert 'tierdb_fair_unfairness_long{tier="normal"} 0' in body  # nothing measured yet
@@ -262,8 +266,6 @@ def test_a_bad_parallelism_flag_is_refused(new_server):
 
 
 def test_round_anticipation_is_found_by_default_fixed_by_flag_and_bad_values_refused(new_server):
-    import socket
-    import urllib.request
     t = new_server().start()
     try:
         c = t.client()
@@ -274,16 +276,14 @@ def test_round_anticipation_is_found_by_default_fixed_by_flag_and_bad_values_ref
         c.close()
     finally:
         t.cleanup()
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     t = new_server(extra_args=["--fair-anticipation", "300us", "--metrics-listen", f"127.0.0.1:{port}"]).start()
     try:
         c = t.client()
         fair = c.admin.command("qosStatus")["fair"]
         assert fair["autoAnticipation"] is False, fair
         assert fair["tiers"]["normal"]["anticipationMS"] == pytest.approx(0.3), fair
-        body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+        body = metrics_body(port)
         assert 'tierdb_fair_anticipation_seconds{tier="normal"} 0.0003' in body
         c.close()
     finally:

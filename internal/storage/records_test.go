@@ -45,11 +45,7 @@ func count(t *testing.T, s *Store, c *Collection) int64 {
 // both named after the test.
 func sessionAndCollection(t *testing.T) (*Store, *Collection, SessionKey) {
 	t.Helper()
-	s := open(t)
-	c, err := s.CollectionForWrite(context.Background(), On{}, "st", t.Name())
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, c := testCollection(t)
 	return s, c, SessionKey{LSID: []byte(t.Name())}
 }
 

@@ -100,14 +100,21 @@ func TestInsertReportsDuplicatesOrderedAndUnordered(t *testing.T) {
 	}
 }
 
-// oneCounter is a collection of the test's own holding {_id: "a", n: 1}.
-func oneCounter(t *testing.T) (*Store, *Collection, Doc) {
+// testCollection opens a store with a collection named after the test.
+func testCollection(t *testing.T) (*Store, *Collection) {
 	t.Helper()
 	s := open(t)
 	c, err := s.CollectionForWrite(context.Background(), On{}, "st", t.Name())
 	if err != nil {
 		t.Fatal(err)
 	}
+	return s, c
+}
+
+// oneCounter is a collection of the test's own holding {_id: "a", n: 1}.
+func oneCounter(t *testing.T) (*Store, *Collection, Doc) {
+	t.Helper()
+	s, c := testCollection(t)
 	v1 := doc(t, bson.D{{Key: "_id", Value: "a"}, {Key: "n", Value: int32(1)}})
 	if _, _, err := s.Insert(context.Background(), On{}, c, []Doc{v1}, true); err != nil {
 		t.Fatal(err)
