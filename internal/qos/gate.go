@@ -156,6 +156,11 @@ func (g *Gate) Admit(ctx context.Context, t Tier, p Principal) (done func(), err
 	}
 	w := &gateWaiter{user: u, tier: t, since: now, wake: make(chan struct{}, 1)}
 	g.tiers[t].enqueue(w, g.tiers[t].ctl.anticipation > 0)
+	if g.mayRunLocked(t) {
+		// A slot is free while others wait: a round holds it for users
+		// with quota left (tierRound.anticipate), w's perhaps.
+		g.dispatchLocked()
+	}
 	g.mu.Unlock()
 	select {
 	case <-w.wake:

@@ -458,6 +458,37 @@ func TestGateAnticipationTimer(t *testing.T) {
 	}
 }
 
+// The slot a round holds free is the anticipated user's: when its request
+// comes, it is admitted at once, not at the next request's end.
+func TestAnticipatedUserTakesTheHeldSlotOnArrival(t *testing.T) {
+	g, _ := newTestGate(t, GateOptions{Parallelism: 2, Zeta: 2, Anticipation: time.Second})
+	ctx := context.Background()
+	busy, _ := g.Admit(ctx, Normal, Principal{User: "busy", Weight: 1}) // holds a slot throughout
+	defer busy()
+	first, _ := g.Admit(ctx, Normal, Principal{User: "first", Weight: 1})
+	polite := admitAsync(g, ctx, Normal, "polite", 1)
+	waitQueued(t, g, Normal, 1)
+	var greedy []<-chan func()
+	for i := range 3 {
+		greedy = append(greedy, admitAsync(g, ctx, Normal, "greedy", 1))
+		waitQueued(t, g, Normal, 2+i)
+	}
+	first()
+	(<-polite)() // polite's first of 2: it leaves the ring with quota left
+	(<-greedy[0])()
+	(<-greedy[1])() // greedy's quota is spent: the round holds the free slot for polite
+	again := admitAsync(g, ctx, Normal, "polite", 1)
+	select {
+	case done := <-again:
+		done()
+	case <-greedy[2]:
+		t.Fatal("greedy went beyond its quota while polite was anticipated")
+	case <-time.After(2 * time.Second):
+		t.Fatal("polite waited with the slot held for it free")
+	}
+	(<-greedy[2])() // polite's quota is spent: a new round
+}
+
 // A user the round anticipates (away with quota left) goes ahead when it
 // comes back; without anticipation it joins the end.
 func TestAnticipatedUserGoesAhead(t *testing.T) {
