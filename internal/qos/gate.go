@@ -77,6 +77,7 @@ type Gate struct {
 	// roundTimer asks the tiers again when a round that waits for
 	// anticipated users must end (each tier's d is in its zetaControl).
 	roundTimer Timer
+	roundAt    time.Time
 	running    [NumTiers]int
 	tiers      [NumTiers]tierRound // High's stays empty
 	tokens     tokenTable
@@ -265,7 +266,7 @@ func (g *Gate) dispatchLocked() {
 			if w == nil {
 				var wait time.Duration
 				if w, wait = tr.next(now, tr.ctl.anticipation); w == nil {
-					g.armRoundTimerLocked(wait)
+					g.armRoundTimerLocked(now, wait)
 					return
 				}
 			}
@@ -277,11 +278,18 @@ func (g *Gate) dispatchLocked() {
 	}
 }
 
-// armRoundTimerLocked dispatches again after wait.
-func (g *Gate) armRoundTimerLocked(wait time.Duration) {
+// armRoundTimerLocked dispatches again after wait, when a round's wait
+// ends. A round waits until a fixed time (tierRound.anticipate), so the
+// timer armed for it is kept while it waits, however often the gate asks.
+func (g *Gate) armRoundTimerLocked(now time.Time, wait time.Duration) {
+	at := now.Add(wait)
 	if g.roundTimer != nil {
+		if at.Equal(g.roundAt) {
+			return
+		}
 		g.roundTimer.Stop()
 	}
+	g.roundAt = at
 	g.roundTimer = g.clock.AfterFunc(wait, func() {
 		g.mu.Lock()
 		g.dispatchLocked()
