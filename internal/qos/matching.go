@@ -96,9 +96,10 @@ type Calibration struct {
 	// Check is the throughput measured at C when C was not one of the
 	// three samples (P 0 otherwise).
 	Check ThroughputSample
-	// Noise is how far apart the two half windows of one P measured, at
-	// most, relative to their mean: what the machine's own variation is
-	// worth in throughput while the calibration ran (see decide).
+	// Noise is how far one P's slices lie from their median (the median
+	// absolute deviation relative to the median, the largest over the
+	// points): what the machine's own variation is worth in throughput
+	// while the calibration ran (see decide).
 	Noise float64
 	// P is the outcome: the smallest measured point (a sample or C) whose
 	// throughput is within 5 % of the most measured; 0 (no limit) when
@@ -113,42 +114,44 @@ type Calibration struct {
 }
 
 // Calibrator measures the three samples of §4.3.1 on live traffic: it asks
-// for P = P0, P1, P2, each for a window whose fifths at the start of each
-// half are left to settle, counts the requests completed, and fits Eq. 2.
-// The halves run in the order P0 P1 P2 P2 P1 P0, so that a load which
-// drifts during the calibration (a client slowing down, a neighbour on
-// the machine) weighs on every sample alike instead of on the last. The
-// fit's matching point C is then measured too, for one more window (the
-// check): Eq. 2 is a model, and on a machine whose curve it does not match
-// its peak can fall where the throughput is lower than at a sampled P. The
-// check costs nothing a calibration would not spend anyway, since P = C
-// is where the traffic would run next.
+// for P = P0, P1, P2 for a window each, taken as calibrationSlices slices
+// interleaved in the order P0 P1 P2, P2 P1 P0, P0 P1 P2, P2 P1 P0, each
+// slice's first fifth left to settle, and takes the median of each P's
+// slice rates. A busy machine's own swings (a neighbour's burst, a stall
+// of the disk) last from a fraction of a second to seconds: interleaved,
+// they fall on every P alike instead of on one P's whole window, the
+// order cancels a steady drift, and the median leaves out the slice a
+// burst hit. The fit's matching point C is then measured too, for one
+// more window (the check): Eq. 2 is a model, and on a machine whose curve
+// it does not match its peak can fall where the throughput is lower than
+// at a sampled P. The check costs nothing a calibration would not spend
+// anyway, since P = C is where the traffic would run next.
 //
 // A sample is only taken while the high tier is idle: while it is active
-// the restricted share, not P, bounds the lower tiers, so a half window
-// the high tier interrupts starts again once it is idle. A calibration
-// that cannot get its samples within twenty windows gives up
-// (Calibration.P is then -1: keep the P there was). It is pure logic: its
-// driver sets the gate's P and feeds it the clock and the gate's
-// completion count.
+// the restricted share, not P, bounds the lower tiers, so a slice the
+// high tier interrupts starts again once it is idle. A calibration that
+// cannot get its samples within twenty windows gives up (Calibration.P is
+// then -1: keep the P there was). It is pure logic: its driver sets the
+// gate's P and feeds it the clock and the gate's completion count.
 type Calibrator struct {
 	// points are P0, P1, P2 and, once the fit asks for it, the check's C.
 	points [4]int
 	window time.Duration
-	// order is the half windows still to take, by index into points.
+	// order is the slices still to take, by index into points.
 	order []int
-	// The half window being taken: when its settling ended and the count
-	// then; completions and seconds measured so far at each point.
+	// The slice being taken: when its settling ended and the count then.
 	measuring bool
 	started   time.Time
 	since     time.Time
 	count     uint64
-	done      [4]uint64
-	secs      [4]float64
-	// rates are each point's half windows' throughputs, for the noise.
+	// rates are each point's slices' throughputs.
 	rates [4][]float64
 	fit   *Calibration
 }
+
+// calibrationSlices is how many slices each point's window is taken in:
+// even, so that the order's halves mirror each other.
+const calibrationSlices = 4
 
 // NewCalibrator samples at p0 < p1 < p2, window each.
 func NewCalibrator(p0, p1, p2 int, window time.Duration) *Calibrator {
@@ -158,14 +161,30 @@ func NewCalibrator(p0, p1, p2 int, window time.Duration) *Calibrator {
 // Start begins the first sample at now; the driver sets P to the value
 // returned.
 func (c *Calibrator) Start(now time.Time) int {
-	*c = Calibrator{points: c.points, window: c.window, order: []int{0, 1, 2, 2, 1, 0}, started: now, since: now}
+	*c = Calibrator{points: c.points, window: c.window, started: now, since: now}
 	c.points[3] = 0
+	for i := range calibrationSlices {
+		if i%2 == 0 {
+			c.order = append(c.order, 0, 1, 2)
+		} else {
+			c.order = append(c.order, 2, 1, 0)
+		}
+	}
 	return c.points[0]
 }
 
-// sample is what was measured at points[i].
+// sample is what was measured at points[i]: the median of its slices.
 func (c *Calibrator) sample(i int) ThroughputSample {
-	return ThroughputSample{P: c.points[i], Lambda: float64(c.done[i]) / c.secs[i]}
+	return ThroughputSample{P: c.points[i], Lambda: median(c.rates[i])}
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Sorted(slices.Values(xs))
+	n := len(s)
+	return (s[(n-1)/2] + s[n/2]) / 2
 }
 
 // Tick advances the calibration: completed is the gate's completion count
@@ -173,8 +192,8 @@ func (c *Calibrator) sample(i int) ThroughputSample {
 // driver must set next (unchanged while a sample runs) and, once the last
 // sample is taken, the result.
 func (c *Calibrator) Tick(now time.Time, completed uint64, highActive bool) (p int, result *Calibration) {
-	half := c.window / 2
-	settle := half / 5
+	slice := c.window / calibrationSlices
+	settle := slice / 5
 	switch {
 	case now.Sub(c.started) > 20*c.window:
 		return 0, &Calibration{P: -1, Interrupted: true, At: now}
@@ -182,12 +201,9 @@ func (c *Calibrator) Tick(now time.Time, completed uint64, highActive bool) (p i
 		c.measuring, c.since = false, now // settle again once it is idle
 	case !c.measuring && now.Sub(c.since) >= settle:
 		c.measuring, c.since, c.count = true, now, completed
-	case c.measuring && now.Sub(c.since) >= half-settle:
+	case c.measuring && now.Sub(c.since) >= slice-settle:
 		i := c.order[0]
-		n, secs := completed-c.count, now.Sub(c.since).Seconds()
-		c.done[i] += n
-		c.secs[i] += secs
-		c.rates[i] = append(c.rates[i], float64(n)/secs)
+		c.rates[i] = append(c.rates[i], float64(completed-c.count)/now.Sub(c.since).Seconds())
 		c.measuring, c.since, c.order = false, now, c.order[1:]
 		if len(c.order) > 0 {
 			break
@@ -200,7 +216,10 @@ func (c *Calibrator) Tick(now time.Time, completed uint64, highActive bool) (p i
 		if !c.fit.Fitted || slices.Contains(c.points[:3], c.fit.Predicted) {
 			return 0, c.decide(now)
 		}
-		c.points[3], c.order = c.fit.Predicted, []int{3, 3}
+		c.points[3] = c.fit.Predicted
+		for range calibrationSlices {
+			c.order = append(c.order, 3)
+		}
 	}
 	return c.points[c.order[0]], nil
 }
@@ -217,24 +236,30 @@ func (c *Calibrator) model() *Calibration {
 // nearPeak is how close to the most throughput measured a smaller P's
 // must be to win: seed 004 wants the smallest P at which throughput peaks,
 // and on a busy machine two windows at the same P differ by more than a
-// few per cent. When the half windows of one P lie further apart than
-// that from their mean (half of Calibration.Noise), the margin widens to
-// that, up to maxMargin: a smaller P whose throughput the machine's own
-// variation cannot tell from the peak's is as good as the peak, and is
-// better for latency and fairness.
+// few per cent. When the slices of one P lie further apart than that
+// (Calibration.Noise), the margin widens to that, up to maxMargin: a
+// smaller P whose throughput the machine's own variation cannot tell
+// from the peak's is as good as the peak, and is better for latency and
+// fairness.
 const (
 	nearPeak  = 0.95
 	maxMargin = 0.15
 )
 
-// noise is the largest relative difference between the two halves of one
-// point's measurement.
+// noise is the largest median absolute deviation of one point's slice
+// rates, relative to their median.
 func (c *Calibrator) noise() float64 {
 	var worst float64
 	for _, r := range c.rates {
-		if len(r) == 2 && r[0]+r[1] > 0 {
-			worst = max(worst, math.Abs(r[0]-r[1])/((r[0]+r[1])/2))
+		m := median(r)
+		if len(r) < 2 || m <= 0 {
+			continue
 		}
+		dev := make([]float64, len(r))
+		for i, x := range r {
+			dev[i] = math.Abs(x - m)
+		}
+		worst = max(worst, median(dev)/m)
 	}
 	return worst
 }
@@ -245,7 +270,7 @@ func (c *Calibrator) decide(now time.Time) *Calibration {
 	r := c.fit
 	r.At = now
 	r.Noise = c.noise()
-	margin := min(max(1-nearPeak, r.Noise/2), maxMargin)
+	margin := min(max(1-nearPeak, r.Noise), maxMargin)
 	measured := r.Samples[:]
 	if r.Check.P > 0 {
 		measured = append(measured, r.Check)
