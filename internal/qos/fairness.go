@@ -50,12 +50,14 @@ type zetaControl struct {
 
 // The adaptive anticipation's timescale (in windows), its step, its
 // ceiling and the admissions per user a span needs (measure). The ceiling
-// is about one request's service time on a busy server: holding slots
-// longer costs more throughput than it buys.
+// is about one request's latency on a busy server (a polite user's on
+// greedy-polite: 2–3 ms on this machine): holding slots longer costs more
+// throughput than it buys. Holding only costs while the user does not
+// come back: its request takes the held slot as it arrives.
 const (
 	anticipationWindows = 10
 	anticipationStep    = 100 * time.Microsecond
-	maxAnticipation     = time.Millisecond
+	maxAnticipation     = 2 * time.Millisecond
 	minLongServed       = 100
 )
 
