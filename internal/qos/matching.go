@@ -102,7 +102,8 @@ type Calibration struct {
 	// while the calibration ran (see decide).
 	Noise float64
 	// P is the outcome: the smallest measured point (a sample or C) whose
-	// throughput is within 5 % of the most measured; 0 (no limit) when
+	// throughput is within the margin (5 % to 15 %, see decide) of the most
+	// measured; 0 (no limit) when
 	// that is the largest sample, i.e. only no limit reached the peak; -1
 	// when the calibration gave up (the high tier never left it a window,
 	// or no request completed in any).
