@@ -14,10 +14,11 @@ const calibrationTick = 20 * time.Millisecond
 
 // Recalibrate finds P, the delivered parallelism, on the live traffic
 // (seed 004 §4.3.1): it runs the gate at P0 = 2, P1 = max(3, maxP/4) and
-// P2 = maxP for window each, fits Eq. 2, checks the matching point with a
-// fourth window and makes the smallest measured point within 5 % of the
-// most throughput the running P (0, no limit, when that is P2: only no
-// limit reached the peak). P0 is 2 rather than 1 because one request at a time leaves
+// P2 = maxP for window each (interleaved slices, see qos.Calibrator), fits
+// Eq. 2, checks the matching point with a fourth window and makes the
+// smallest measured point within the margin (5 % to 15 %) of the most
+// throughput the running P (0, no limit, when that is P2: only no limit
+// reached the peak). P0 is 2 rather than 1 because one request at a time leaves
 // PostgreSQL's group commit nothing to group: on write-heavy traffic that
 // window would cost a sixth of the throughput for no information. It returns
 // at once; the calibration runs in the background, and qosStatus reports
