@@ -52,8 +52,8 @@ type zetaControl struct {
 // ceiling and the admissions per user a span needs (measure). The ceiling
 // is about one request's latency on a busy server (a polite user's on
 // greedy-polite: 2–3 ms on this machine): holding slots longer costs more
-// throughput than it buys. Holding only costs while the user does not
-// come back: its request takes the held slot as it arrives.
+// throughput than it buys. A held slot is idle only until the user's
+// request arrives: it takes the slot at once.
 const (
 	anticipationWindows = 10
 	anticipationStep    = 100 * time.Microsecond
