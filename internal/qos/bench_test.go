@@ -83,3 +83,24 @@ func BenchmarkGateAdmitDone(b *testing.B) {
 		done()
 	}
 }
+
+// BenchmarkGateAdmitDoneQueued measures the gate's waiting path: 16
+// goroutines per P share P = 4 slots, so most requests wait at the gate (a
+// waiter, a park and a wake each), as 16 clients of one user do with P
+// found by tierdb on qos-overhead.
+func BenchmarkGateAdmitDoneQueued(b *testing.B) {
+	ctx := context.Background()
+	g, _ := NewGate(GateOptions{Parallelism: 4})
+	b.ReportAllocs()
+	b.SetParallelism(16)
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			done, err := g.Admit(ctx, Normal, Principal{User: "peer 127.0.0.1", Weight: 1})
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			done()
+		}
+	})
+}
