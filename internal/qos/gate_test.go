@@ -426,11 +426,13 @@ func TestRoundAnticipationIsBounded(t *testing.T) {
 	}
 }
 
-// At the gate: while a round waits for an anticipated user, a free slot
-// stays free; the round timer ends the wait after the anticipation period.
-func TestGateAnticipationTimer(t *testing.T) {
-	const d = 2 * time.Millisecond
-	g, clk := newTestGate(t, GateOptions{Parallelism: 1, Zeta: 2, Anticipation: d})
+// anticipatePolite brings g (Zeta 2, one slot free) to a round that waits
+// for polite: "first" holds the slot while polite and greedy queue; then
+// polite runs the first of its two requests and leaves the ring with quota
+// left, greedy spends its quota, and greedy's third request, returned,
+// waits for the round to end.
+func anticipatePolite(t *testing.T, g *Gate) <-chan func() {
+	t.Helper()
 	ctx := context.Background()
 	first, _ := g.Admit(ctx, Normal, Principal{User: "first", Weight: 1})
 	polite := admitAsync(g, ctx, Normal, "polite", 1)
@@ -441,17 +443,26 @@ func TestGateAnticipationTimer(t *testing.T) {
 		waitQueued(t, g, Normal, 2+i)
 	}
 	first()
-	(<-polite)() // polite's first of 2: it leaves the ring with quota left
+	(<-polite)()
 	(<-greedy[0])()
-	(<-greedy[1])() // greedy's quota is spent; polite ended 0 ago
+	(<-greedy[1])()
+	return greedy[2]
+}
+
+// At the gate: while a round waits for an anticipated user, a free slot
+// stays free; the round timer ends the wait after the anticipation period.
+func TestGateAnticipationTimer(t *testing.T) {
+	const d = 2 * time.Millisecond
+	g, clk := newTestGate(t, GateOptions{Parallelism: 1, Zeta: 2, Anticipation: d})
+	last := anticipatePolite(t, g)
 	select {
-	case <-greedy[2]:
+	case <-last:
 		t.Fatal("a new round began while polite was anticipated")
 	case <-time.After(20 * time.Millisecond):
 	}
 	clk.Advance(d)
 	select {
-	case done := <-greedy[2]:
+	case done := <-last:
 		done()
 	case <-time.After(2 * time.Second):
 		t.Fatal("the round never ended after the anticipation period")
@@ -465,28 +476,17 @@ func TestAnticipatedUserTakesTheHeldSlotOnArrival(t *testing.T) {
 	ctx := context.Background()
 	busy, _ := g.Admit(ctx, Normal, Principal{User: "busy", Weight: 1}) // holds a slot throughout
 	defer busy()
-	first, _ := g.Admit(ctx, Normal, Principal{User: "first", Weight: 1})
-	polite := admitAsync(g, ctx, Normal, "polite", 1)
-	waitQueued(t, g, Normal, 1)
-	var greedy []<-chan func()
-	for i := range 3 {
-		greedy = append(greedy, admitAsync(g, ctx, Normal, "greedy", 1))
-		waitQueued(t, g, Normal, 2+i)
-	}
-	first()
-	(<-polite)() // polite's first of 2: it leaves the ring with quota left
-	(<-greedy[0])()
-	(<-greedy[1])() // greedy's quota is spent: the round holds the free slot for polite
+	last := anticipatePolite(t, g) // the round holds the other slot for polite
 	again := admitAsync(g, ctx, Normal, "polite", 1)
 	select {
 	case done := <-again:
 		done()
-	case <-greedy[2]:
+	case <-last:
 		t.Fatal("greedy went beyond its quota while polite was anticipated")
 	case <-time.After(2 * time.Second):
 		t.Fatal("polite waited with the slot held for it free")
 	}
-	(<-greedy[2])() // polite's quota is spent: a new round
+	(<-last)() // polite's quota is spent: a new round
 }
 
 // A user the round anticipates (away with quota left) goes ahead when it

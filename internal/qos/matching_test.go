@@ -89,12 +89,18 @@ func TestCalibratorOnASyntheticServer(t *testing.T) {
 // calibrate runs a calibration on a server whose throughput at P is
 // lambda(P), ticking every 10 ms.
 func calibrate(c *Calibrator, lambda func(p int) float64) *Calibration {
+	return calibrateOverTime(c, func(p, _ int) float64 { return lambda(p) })
+}
+
+// calibrateOverTime is calibrate on a server whose throughput changes with
+// time: rate(P, ms) at ms milliseconds into the calibration.
+func calibrateOverTime(c *Calibrator, rate func(p, ms int) float64) *Calibration {
 	now := time.Unix(0, 0)
 	var done float64
 	p := c.Start(now)
-	for {
+	for ms := 10; ; ms += 10 {
 		now = now.Add(10 * time.Millisecond)
-		done += lambda(p) * 0.010
+		done += rate(p, ms) * 0.010
 		var res *Calibration
 		if p, res = c.Tick(now, uint64(done), false); res != nil {
 			return res
@@ -194,16 +200,9 @@ func TestCalibrationSamplesOnlyWhileTheHighTierIsIdle(t *testing.T) {
 // undisturbed curve.
 func TestCalibrationUnderADrift(t *testing.T) {
 	truth := ThroughputModel{P0: 1, Lambda0: 1000, B: 0.3, G: 0.05}
-	c := NewCalibrator(1, 8, 32, time.Second)
-	now := time.Unix(0, 0)
-	var done float64
-	p := c.Start(now)
-	var res *Calibration
-	for ms := 10; res == nil; ms += 10 {
-		now = now.Add(10 * time.Millisecond)
-		done += truth.Lambda(p) * (1 - float64(ms)/6000) * 0.010
-		p, res = c.Tick(now, uint64(done), false)
-	}
+	res := calibrateOverTime(NewCalibrator(1, 8, 32, time.Second), func(p, ms int) float64 {
+		return truth.Lambda(p) * (1 - float64(ms)/6000)
+	})
 	r0 := res.Samples[0].Lambda / truth.Lambda(1)
 	for i, s := range res.Samples {
 		if got := s.Lambda / truth.Lambda(s.P) / r0; math.Abs(got-1) > 0.03 {
@@ -218,20 +217,12 @@ func TestCalibrationUnderADrift(t *testing.T) {
 func TestCalibrationLeavesABurstOut(t *testing.T) {
 	truth := ThroughputModel{P0: 1, Lambda0: 1000, B: 0.3, G: 0.05}
 	quiet := calibrate(NewCalibrator(1, 5, 32, time.Second), truth.Lambda)
-	c := NewCalibrator(1, 5, 32, time.Second)
-	now := time.Unix(0, 0)
-	var done float64
-	p := c.Start(now)
-	var res *Calibration
-	for ms := 10; res == nil; ms += 10 {
-		now = now.Add(10 * time.Millisecond)
-		speed := 1.0
+	res := calibrateOverTime(NewCalibrator(1, 5, 32, time.Second), func(p, ms int) float64 {
 		if ms > 1050 && ms <= 1450 {
-			speed = 1.0 / 3
+			return truth.Lambda(p) / 3
 		}
-		done += truth.Lambda(p) * speed * 0.010
-		p, res = c.Tick(now, uint64(done), false)
-	}
+		return truth.Lambda(p)
+	})
 	for i, s := range res.Samples {
 		if want := truth.Lambda(s.P); math.Abs(s.Lambda-want)/want > 0.02 {
 			t.Errorf("sample %d: λ(%d) = %.0f, want %.0f (undisturbed)", i, s.P, s.Lambda, want)
