@@ -225,6 +225,11 @@ def test_recalibration_samples_three_parallelisms_and_sets_p(new_server):
         best = min(s["p"] for s in measured if s["opsPerSec"] >= (1 - margin) * peak)
         assert cal["parallelism"] == (0 if best == ps[2] else best), cal
         assert fair["parallelism"] == cal["parallelism"]
+        # a limit that no limit was as fast as only serves fairness: it holds
+        # while two or more users have requests
+        no_limit_as_fast = cal["samples"][2]["opsPerSec"] >= (1 - margin) * peak
+        assert cal["forFairness"] is (cal["parallelism"] > 0 and no_limit_as_fast), cal
+        assert fair["parallelismWhileShared"] is cal["forFairness"], fair
         with pytest.raises(OperationFailure) as e:
             c.admin.command("setQoSConfig", recalibrate=True, calibrationWindowMS=5)
         assert e.value.code == 2
@@ -252,6 +257,7 @@ def test_parallelism_auto_is_the_default_and_calibrates_under_sustained_load_unt
         c.admin.command("setQoSConfig", parallelism=3)
         fair = c.admin.command("qosStatus")["fair"]
         assert fair["autoParallelism"] is False and fair["parallelism"] == 3, fair
+        assert fair["parallelismWhileShared"] is False, fair  # by hand: it always holds
     finally:
         load.end()
         c.close()

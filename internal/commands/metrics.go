@@ -119,6 +119,7 @@ func b2f(b bool) float64 {
 // together as the exposition format wants.
 func (h *Handlers) writeFairMetrics(w *metrics.Writer, st qos.GateStats) {
 	w.Gauge("tierdb_fair_parallelism", "P: the most requests of all tiers in PostgreSQL at once (0: no limit).", nil, float64(st.Parallelism))
+	w.Gauge("tierdb_fair_parallelism_while_shared", "1: P holds only while two or more users have requests (it buys no throughput, only fairness); 0: always.", nil, b2f(st.WhileShared))
 	perTier := []struct {
 		name, help string
 		value      func(qos.FairStats) float64

@@ -195,6 +195,7 @@ func calibrationStatus(running bool, c *qos.Calibration) bson.D {
 		bson.E{Key: "fitted", Value: c.Fitted},
 		bson.E{Key: "noise", Value: c.Noise},
 		bson.E{Key: "parallelism", Value: int32(c.P)},
+		bson.E{Key: "forFairness", Value: c.ForFairness},
 	)
 	if c.Fitted {
 		d = append(d, bson.E{Key: "model", Value: bson.D{{Key: "B", Value: c.Model.B}, {Key: "gamma", Value: c.Model.G}}},
@@ -246,6 +247,7 @@ func fairStatus(st qos.GateStats) bson.D {
 	}
 	return bson.D{
 		{Key: "parallelism", Value: int32(st.Parallelism)},
+		{Key: "parallelismWhileShared", Value: st.WhileShared},
 		{Key: "restricted", Value: int32(st.Restricted)},
 		{Key: "highInProcess", Value: int32(st.InProcess[qos.High])},
 		{Key: "tiers", Value: tiers},
@@ -342,7 +344,7 @@ func applyQoSField(c *qos.Config, e bson.E) error {
 			return mongoerr.Newf(mongoerr.BadValue, "%s must be an integer ≥ 0 (0: no limit)", e.Key)
 		}
 		if e.Key == "parallelism" {
-			c.Fair.Parallelism = int(n)
+			c.Fair.Parallelism, c.Fair.ParallelismForFairness = int(n), false // by hand: it always holds
 		} else {
 			c.Fair.Restricted = int(n)
 		}

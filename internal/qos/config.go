@@ -39,6 +39,13 @@ type FairConfig struct {
 	// stays for HighHold after its last request ends.
 	Parallelism, Restricted int
 	HighHold                time.Duration
+	// ParallelismForFairness: P buys no throughput, only fairness between
+	// users (the calibration found no limit as fast, Calibration.ForFairness),
+	// so the gate applies it only while two or more users have requests at
+	// the normal and low tiers, in process or waiting; one user alone runs
+	// without a limit, and its requests never queue at the gate. A P set by
+	// hand always holds.
+	ParallelismForFairness bool
 	// Anticipation is how long a tier's scheduling round may wait for a
 	// user with quota left whose next request is likely on its way
 	// (tierRound.anticipate; 0: never, work-conserving); with

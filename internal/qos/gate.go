@@ -56,7 +56,11 @@ type GateOptions struct {
 //     φ_i being its weight over the weights of the users waiting (wrr.go);
 //   - across tiers, at most P requests are in process at once, and while a
 //     high-tier request is in process the lower tiers together hold at most
-//     Restricted of them.
+//     Restricted of them. A P that buys no throughput, only fairness
+//     (FairConfig.ParallelismForFairness), holds only while two or more
+//     users have requests at the normal and low tiers: one user alone has
+//     nobody to be fair to, and queueing its requests at the gate would
+//     only cost it CPU time and latency.
 //
 // High-tier requests never wait at the gate (as in the channel) but count
 // towards P. Normal waiters go before low ones. Waiting is only ever for a
@@ -70,6 +74,11 @@ type Gate struct {
 	p          int
 	restricted int
 	hold       time.Duration
+	// forFairness: p holds only while users share the lower tiers
+	// (FairConfig.ParallelismForFairness); users counts the users of the
+	// normal and low tiers with requests in process or waiting.
+	forFairness bool
+	users       int
 	// highUntil is when the hold after the last high-tier request ends;
 	// holdTimer dispatches the waiters it kept back then.
 	highUntil time.Time
@@ -146,12 +155,14 @@ func (g *Gate) Admit(ctx context.Context, t Tier, p Principal) (done func(), err
 	}
 	u := g.tiers[t].user(p.User, weight, now)
 	u.slo = slo
+	g.arrivingLocked(t, u)
 	if t == High || g.tiers[t].waiting == 0 && g.mayRunLocked(t) {
 		slot, gen := g.takeLocked(t, u)
 		g.mu.Unlock()
 		return g.doneFunc(t, u, now, slot, gen), nil
 	}
 	if err := ctx.Err(); err != nil {
+		g.leftLocked(t, u)
 		g.mu.Unlock()
 		return nil, err
 	}
@@ -177,14 +188,30 @@ func (g *Gate) Admit(ctx context.Context, t Tier, p Principal) (done func(), err
 	}
 	w.cancelled = true
 	g.tiers[t].withdraw(w)
+	g.leftLocked(t, u)
+	g.dispatchLocked() // a user left: one alone may run past P (forFairness)
 	g.mu.Unlock()
 	return nil, ctx.Err()
+}
+
+// arrivingLocked counts u's request before it is taken or queued.
+func (g *Gate) arrivingLocked(t Tier, u *fairUser) {
+	if t != High && u.pending+u.inProcess == 0 {
+		g.users++
+	}
+}
+
+// leftLocked counts u's request out after it ended or was withdrawn.
+func (g *Gate) leftLocked(t Tier, u *fairUser) {
+	if t != High && u.pending+u.inProcess == 0 {
+		g.users--
+	}
 }
 
 // mayRunLocked says whether a request of tier t may take a slot now.
 func (g *Gate) mayRunLocked(t Tier) bool {
 	total := g.running[High] + g.running[Normal] + g.running[Low]
-	if g.p > 0 && total >= g.p {
+	if g.p > 0 && total >= g.p && !(g.forFairness && g.users <= 1) {
 		return false
 	}
 	if t == High || g.restricted <= 0 || !g.highActiveLocked() {
@@ -236,6 +263,7 @@ func (g *Gate) releaseLocked(t Tier, u *fairUser, slot uint32, gen uint64, laten
 	}
 	g.running[t]--
 	u.inProcess--
+	g.leftLocked(t, u)
 	if t == High && g.running[High] == 0 && g.hold > 0 && g.restricted > 0 {
 		g.startHoldLocked()
 	}
@@ -319,7 +347,7 @@ func (g *Gate) SetLimits(c FairConfig) error {
 		return mongoerr.Newf(mongoerr.BadValue, "parallelism, the restricted share, the hold and the anticipation must not be negative, got %d, %d, %v and %v", c.Parallelism, c.Restricted, c.HighHold, c.Anticipation)
 	}
 	g.mu.Lock()
-	g.p, g.restricted, g.hold = c.Parallelism, c.Restricted, c.HighHold
+	g.p, g.restricted, g.hold, g.forFairness = c.Parallelism, c.Restricted, c.HighHold, c.ParallelismForFairness
 	for t := range g.tiers {
 		ctl := &g.tiers[t].ctl
 		ctl.setAnticipation(c.Anticipation, c.AutoAnticipation)
@@ -356,6 +384,9 @@ func (g *Gate) Completed() (n uint64, highActive bool) {
 // GateStats is a snapshot of a Gate.
 type GateStats struct {
 	Parallelism, Restricted int
+	// WhileShared: P holds only while two or more users have requests
+	// (FairConfig.ParallelismForFairness).
+	WhileShared bool
 	InProcess               [NumTiers]int
 	Tiers                   [NumTiers]FairStats
 }
@@ -391,7 +422,7 @@ type UserStats struct {
 func (g *Gate) Stats() GateStats {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	st := GateStats{Parallelism: g.p, Restricted: g.restricted, InProcess: g.running}
+	st := GateStats{Parallelism: g.p, Restricted: g.restricted, WhileShared: g.forFairness, InProcess: g.running}
 	for t := range g.tiers {
 		tr := &g.tiers[t]
 		fs := FairStats{Waiting: tr.waiting, Zeta: tr.ctl.zeta, Unfairness: tr.ctl.uf, CV: tr.ctl.cv, Grown: tr.ctl.grown, Halved: tr.ctl.halved, Anticipation: tr.ctl.anticipation, UnfairnessLong: tr.ctl.ufLong}

@@ -91,6 +91,77 @@ func TestParallelismBoundsInProcess(t *testing.T) {
 	}
 }
 
+// A P for fairness only (FairConfig.ParallelismForFairness) holds while
+// two or more users have requests: one user alone runs past it; when a
+// second arrives both wait for P; when it leaves, by its request ending or
+// by giving up, the first runs past P again at once.
+func TestParallelismForFairnessHoldsOnlyWhileShared(t *testing.T) {
+	g, _ := newTestGate(t, GateOptions{})
+	if err := g.SetLimits(FairConfig{Parallelism: 2, ParallelismForFairness: true}); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	admitted := func(ch <-chan func()) func() {
+		t.Helper()
+		select {
+		case d := <-ch:
+			return d
+		case <-time.After(2 * time.Second):
+			t.Fatal("not admitted")
+			return nil
+		}
+	}
+	var alone []func()
+	for range 4 { // past P = 2: nobody to be fair to
+		alone = append(alone, admitted(admitAsync(g, ctx, Normal, "a", 1)))
+	}
+	if dh, err := g.Admit(ctx, High, Principal{User: "h", Weight: 1}); err != nil { // the high tier is nobody's share
+		t.Fatal(err)
+	} else {
+		defer dh()
+	}
+	b := admitAsync(g, ctx, Low, "b", 1)
+	waitQueued(t, g, Low, 1)
+	a5 := admitAsync(g, ctx, Normal, "a", 1) // shared now: P holds for a too
+	waitQueued(t, g, Normal, 1)
+	for _, d := range alone[:3] {
+		d()
+	}
+	// a 1 and the high tier's 1 in process: P = 2 is full.
+	select {
+	case <-a5:
+		t.Fatal("admitted past P while two users have requests")
+	case <-b:
+		t.Fatal("admitted past P while two users have requests")
+	case <-time.After(20 * time.Millisecond):
+	}
+	alone[3]()
+	admitted(a5)() // normal goes before low
+	db := admitted(b)
+	a6 := admitAsync(g, ctx, Normal, "a", 1)
+	waitQueued(t, g, Normal, 1)
+	db() // b leaves: a is alone again
+	d6 := admitted(a6)
+	// b waits again and gives up: a's next request runs past P at once.
+	bctx, cancel := context.WithCancel(ctx)
+	d7 := admitted(admitAsync(g, ctx, Normal, "a", 1))
+	b2 := admitAsync(g, bctx, Low, "b", 1)
+	waitQueued(t, g, Low, 1)
+	a8 := admitAsync(g, ctx, Normal, "a", 1)
+	waitQueued(t, g, Normal, 1)
+	cancel()
+	if _, ok := <-b2; ok {
+		t.Fatal("a cancelled request was admitted")
+	}
+	d8 := admitted(a8)
+	if st := g.Stats(); st.InProcess[Normal] != 3 || !st.WhileShared {
+		t.Fatalf("stats %+v, want 3 normal in process past P = 2, P while shared", st)
+	}
+	d6()
+	d7()
+	d8()
+}
+
 // While a high-tier request is in process, the lower tiers hold at most
 // their restricted share; when it ends they get all of P again.
 func TestRestrictedShareWhileHighActive(t *testing.T) {

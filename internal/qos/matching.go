@@ -108,6 +108,12 @@ type Calibration struct {
 	// when the calibration gave up (the high tier never left it a window,
 	// or no request completed in any).
 	P int
+	// ForFairness says that P (> 0) buys no throughput the calibration
+	// could tell: the largest sample, no limit, was within the margin of
+	// the peak too. A smaller P then only serves fairness and latency
+	// between users, and the gate applies it only while two or more users
+	// have requests (FairConfig.ParallelismForFairness).
+	ForFairness bool
 	// Interrupted says it gave up because the high tier left it no window
 	// (worth trying again soon, unlike a traffic on which nothing completes).
 	Interrupted bool
@@ -266,7 +272,8 @@ func (c *Calibrator) noise() float64 {
 }
 
 // decide picks the smallest measured P whose throughput is within the
-// margin (nearPeak, or the noise) of the most measured.
+// margin (nearPeak, or the noise) of the most measured, and says whether
+// no limit was within it too (ForFairness).
 func (c *Calibrator) decide(now time.Time) *Calibration {
 	r := c.fit
 	r.At = now
@@ -284,14 +291,16 @@ func (c *Calibrator) decide(now time.Time) *Calibration {
 		r.P = -1
 		return r
 	}
+	near := func(s ThroughputSample) bool { return s.Lambda >= (1-margin)*peak }
 	best := c.points[2]
 	for _, s := range measured {
-		if s.Lambda >= (1-margin)*peak && s.P < best {
+		if near(s) && s.P < best {
 			best = s.P
 		}
 	}
 	if best != c.points[2] {
 		r.P = best
+		r.ForFairness = near(r.Samples[2])
 	}
 	return r
 }

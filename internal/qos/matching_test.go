@@ -114,8 +114,13 @@ func calibrateOverTime(c *Calibrator, rate func(p, ms int) float64) *Calibration
 func TestCalibrationPrefersTheSmallestPNearThePeak(t *testing.T) {
 	truth := ThroughputModel{P0: 1, Lambda0: 1000, B: 0.3, G: 0.05}
 	r := calibrate(NewCalibrator(1, 8, 32, time.Second), truth.Lambda)
-	if !r.Fitted || r.Predicted != 11 || r.Check.P != 11 || r.P != 8 {
-		t.Errorf("calibration %+v, want C = 11 checked and P = 8", r)
+	if !r.Fitted || r.Predicted != 11 || r.Check.P != 11 || r.P != 8 || r.ForFairness {
+		t.Errorf("calibration %+v, want C = 11 checked and P = 8, for throughput (λ(32) is %.0f %% of the peak)", r, 100*truth.Lambda(32)/truth.Lambda(11))
+	}
+	// A flat curve: P = 2 is as fast as no limit, which is as fast too, so
+	// the limit is for fairness only.
+	if r := calibrate(NewCalibrator(2, 6, 24, time.Second), func(p int) float64 { return map[int]float64{2: 1000, 6: 1010, 24: 990}[p] }); r.P != 2 || !r.ForFairness {
+		t.Errorf("flat curve: %+v, want P = 2 for fairness", r)
 	}
 	// Nothing completed: nothing learnt, keep the P there was.
 	if r := calibrate(NewCalibrator(1, 4, 16, time.Second), func(int) float64 { return 0 }); r.P != -1 || r.Interrupted {

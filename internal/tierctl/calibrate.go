@@ -45,7 +45,7 @@ func (m *Manager) Recalibrate(window time.Duration, maxP int) error {
 func (m *Manager) calibrate(c *qos.Calibrator) {
 	fair := m.Config().Fair
 	running := fair.Parallelism
-	fair.Parallelism = c.Start(time.Now())
+	fair.Parallelism, fair.ParallelismForFairness = c.Start(time.Now()), false // a sample's P always holds
 	_ = m.Gate.SetLimits(fair)
 	tick := time.NewTicker(calibrationTick)
 	defer tick.Stop()
@@ -62,13 +62,13 @@ func (m *Manager) calibrate(c *qos.Calibrator) {
 		}
 		if res != nil {
 			m.mu.Lock()
-			m.cfg.Fair.Parallelism = res.P
+			m.cfg.Fair.Parallelism, m.cfg.Fair.ParallelismForFairness = res.P, res.ForFairness
 			m.lastCalibration, m.gaveUp = res, false
 			m.calibrating = false
 			_ = m.Gate.SetLimits(m.cfg.Fair)
 			m.mu.Unlock()
 			s := res.Samples
-			m.Controller.log.Info("parallelism calibrated", "p", res.P, "fitted", res.Fitted, "predicted", res.Predicted, "noise", res.Noise,
+			m.Controller.log.Info("parallelism calibrated", "p", res.P, "forFairness", res.ForFairness, "fitted", res.Fitted, "predicted", res.Predicted, "noise", res.Noise,
 				"samples", fmt.Sprintf("P=%d %.0f/s, P=%d %.0f/s, P=%d %.0f/s, check P=%d %.0f/s", s[0].P, s[0].Lambda, s[1].P, s[1].Lambda, s[2].P, s[2].Lambda, res.Check.P, res.Check.Lambda))
 			return
 		}

@@ -72,7 +72,7 @@ func (m *Manager) Update(change func(*qos.Config) error) (qos.Config, error) {
 	if err := m.Gate.SetLimits(next.Fair); err != nil {
 		return m.cfg, err
 	}
-	if next.Fair.Parallelism != m.cfg.Fair.Parallelism {
+	if next.Fair.Parallelism != m.cfg.Fair.Parallelism || next.Fair.ParallelismForFairness != m.cfg.Fair.ParallelismForFairness {
 		m.auto = false // set by hand: the override holds
 	}
 	m.Channel.SetStarvationGuard(next.StarvationGuard)
