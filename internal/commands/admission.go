@@ -18,9 +18,10 @@ type admissionHold struct {
 	tier qos.Tier
 	p    qos.Principal
 	acct *userAccount
-	// channelDone and fairDone release what admit took; nil while not
-	// admitted.
-	channelDone, fairDone func()
+	// channelDone and fair release what admit took; nil and the zero
+	// Admission while not admitted.
+	channelDone func()
+	fair        qos.Admission
 }
 
 type admissionHoldKey struct{}
@@ -43,7 +44,7 @@ func (a *admissionHold) admit(ctx context.Context) error {
 	t1 := time.Now()
 	h.instr.qosWait[a.tier].Observe(t1.Sub(t0).Seconds())
 	if h.opts.Fair != nil {
-		if a.fairDone, err = h.opts.Fair.Admit(ctx, a.tier, a.p); err != nil {
+		if a.fair, err = h.opts.Fair.Admit(ctx, a.tier, a.p); err != nil {
 			a.release()
 			return err
 		}
@@ -54,10 +55,8 @@ func (a *admissionHold) admit(ctx context.Context) error {
 
 // release gives the admission back (once; a no-op when not admitted).
 func (a *admissionHold) release() {
-	if a.fairDone != nil {
-		a.fairDone()
-		a.fairDone = nil
-	}
+	a.fair.Done()
+	a.fair = qos.Admission{}
 	if a.channelDone != nil {
 		a.channelDone()
 		a.channelDone = nil

@@ -142,9 +142,10 @@ type Admitter interface {
 }
 
 // FairAdmitter is the second admission contract: Admit blocks until a
-// request of user (with its weight) at tier t may run.
+// request of user (with its weight) at tier t may run; its Admission's Done
+// ends it.
 type FairAdmitter interface {
-	Admit(ctx context.Context, t qos.Tier, p qos.Principal) (done func(), err error)
+	Admit(ctx context.Context, t qos.Tier, p qos.Principal) (qos.Admission, error)
 }
 
 // Handlers holds the command table and what its handlers share.

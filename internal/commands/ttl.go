@@ -100,13 +100,13 @@ func (h *Handlers) admitBackground(ctx context.Context) (func(), error) {
 		release = done
 	}
 	if h.opts.Fair != nil {
-		fdone, err := h.opts.Fair.Admit(ctx, qos.Low, qos.Principal{User: ttlPrincipal, Weight: 1})
+		fair, err := h.opts.Fair.Admit(ctx, qos.Low, qos.Principal{User: ttlPrincipal, Weight: 1})
 		if err != nil {
 			release()
 			return nil, err
 		}
 		prev := release
-		release = func() { fdone(); prev() }
+		release = func() { fair.Done(); prev() }
 	}
 	return release, nil
 }

@@ -3,6 +3,7 @@ package qos
 import (
 	"context"
 	"testing"
+	"time"
 )
 
 // BenchmarkAdmitDone measures the uncontended fast path: nothing waits, so
@@ -70,17 +71,18 @@ func BenchmarkAdmitDoneParallel(b *testing.B) {
 }
 
 // BenchmarkGateAdmitDone measures the gate's uncontended fast path: a free
-// slot and nobody waiting (one map lookup, the lock twice).
+// slot and nobody waiting (one map lookup, the lock twice), with tierdb's
+// default restricted share and hold.
 func BenchmarkGateAdmitDone(b *testing.B) {
 	ctx := context.Background()
-	g, _ := NewGate(GateOptions{Parallelism: 8})
+	g, _ := NewGate(GateOptions{Parallelism: 8, Restricted: 1, HighHold: 100 * time.Millisecond})
 	b.ReportAllocs()
 	for b.Loop() {
-		done, err := g.Admit(ctx, Normal, Principal{User: "admin.alice", Weight: 1})
+		a, err := g.Admit(ctx, Normal, Principal{User: "admin.alice", Weight: 1})
 		if err != nil {
 			b.Fatal(err)
 		}
-		done()
+		a.Done()
 	}
 }
 
@@ -95,12 +97,34 @@ func BenchmarkGateAdmitDoneQueued(b *testing.B) {
 	b.SetParallelism(16)
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			done, err := g.Admit(ctx, Normal, Principal{User: "peer 127.0.0.1", Weight: 1})
+			a, err := g.Admit(ctx, Normal, Principal{User: "peer 127.0.0.1", Weight: 1})
 			if err != nil {
 				b.Error(err)
 				return
 			}
-			done()
+			a.Done()
 		}
 	})
+}
+
+// BenchmarkAdmissionPath is what an uncontended request pays in all, as the
+// commands layer admits it: the priority channel, then the gate (tierdb's
+// defaults: threshold 1, P 8, restricted share 1 with its hold).
+func BenchmarkAdmissionPath(b *testing.B) {
+	ctx := context.Background()
+	c, _ := NewChannel(ChannelOptions{Threshold: 1})
+	g, _ := NewGate(GateOptions{Parallelism: 8, Restricted: 1, HighHold: 100 * time.Millisecond})
+	b.ReportAllocs()
+	for b.Loop() {
+		done, err := c.Admit(ctx, Normal, false)
+		if err != nil {
+			b.Fatal(err)
+		}
+		a, err := g.Admit(ctx, Normal, Principal{User: "admin.alice", Weight: 1})
+		if err != nil {
+			b.Fatal(err)
+		}
+		a.Done()
+		done()
+	}
 }

@@ -80,8 +80,10 @@ type Gate struct {
 	forFairness bool
 	users       int
 	// highUntil is when the hold after the last high-tier request ends;
-	// holdTimer dispatches the waiters it kept back then.
+	// holding says a hold may still run (so the clock is only read then);
+	// holdTimer ends it and dispatches the waiters it kept back.
 	highUntil time.Time
+	holding   bool
 	holdTimer Timer
 	// roundTimer asks the tiers again when a round that waits for
 	// anticipated users must end (each tier's d is in its zetaControl).
@@ -135,13 +137,26 @@ type gateWaiter struct {
 	gen       uint64
 }
 
+// Admission is a request's slot at the gate, from Admit: Done gives it
+// back when the request ends. It is a value, so admitting allocates
+// nothing; a second Done, or the zero Admission's, does nothing
+// (tokenTable).
+type Admission struct {
+	g     *Gate
+	user  *fairUser
+	since time.Time // when the request arrived: its latency counts towards V_l
+	slot  uint32
+	gen   uint64
+	tier  Tier
+}
+
 // Admit blocks until a request of p at tier t may be processed and returns
-// done, to be called once when it ends. If ctx ends first, the request
-// leaves no trace and ctx.Err() is returned; a grant that races with the
-// end of ctx is given back.
-func (g *Gate) Admit(ctx context.Context, t Tier, p Principal) (done func(), err error) {
+// its Admission, whose Done is to be called when it ends. If ctx ends
+// first, the request leaves no trace and ctx.Err() is returned; a grant
+// that races with the end of ctx is given back.
+func (g *Gate) Admit(ctx context.Context, t Tier, p Principal) (Admission, error) {
 	if t >= NumTiers {
-		return nil, mongoerr.Newf(mongoerr.BadValue, "unknown performance tier %d", uint8(t))
+		return Admission{}, mongoerr.Newf(mongoerr.BadValue, "unknown performance tier %d", uint8(t))
 	}
 	now := g.clock.Now()
 	g.mu.Lock()
@@ -159,12 +174,12 @@ func (g *Gate) Admit(ctx context.Context, t Tier, p Principal) (done func(), err
 	if t == High || g.tiers[t].waiting == 0 && g.mayRunLocked(t) {
 		slot, gen := g.takeLocked(t, u)
 		g.mu.Unlock()
-		return g.doneFunc(t, u, now, slot, gen), nil
+		return Admission{g: g, user: u, since: now, slot: slot, gen: gen, tier: t}, nil
 	}
 	if err := ctx.Err(); err != nil {
 		g.leftLocked(t, u)
 		g.mu.Unlock()
-		return nil, err
+		return Admission{}, err
 	}
 	w := &gateWaiter{user: u, tier: t, since: now, wake: make(chan struct{}, 1)}
 	g.tiers[t].enqueue(w, g.tiers[t].ctl.anticipation > 0)
@@ -176,7 +191,7 @@ func (g *Gate) Admit(ctx context.Context, t Tier, p Principal) (done func(), err
 	g.mu.Unlock()
 	select {
 	case <-w.wake:
-		return g.doneFunc(t, u, now, w.slot, w.gen), nil
+		return Admission{g: g, user: u, since: now, slot: w.slot, gen: w.gen, tier: t}, nil
 	case <-ctx.Done():
 	}
 	g.mu.Lock()
@@ -184,14 +199,14 @@ func (g *Gate) Admit(ctx context.Context, t Tier, p Principal) (done func(), err
 		// The grant and the end of ctx raced: give the slot back.
 		g.releaseLocked(t, u, w.slot, w.gen, 0)
 		g.mu.Unlock()
-		return nil, ctx.Err()
+		return Admission{}, ctx.Err()
 	}
 	w.cancelled = true
 	g.tiers[t].withdraw(w)
 	g.leftLocked(t, u)
 	g.dispatchLocked() // a user left: one alone may run past P (forFairness)
 	g.mu.Unlock()
-	return nil, ctx.Err()
+	return Admission{}, ctx.Err()
 }
 
 // arrivingLocked counts u's request before it is taken or queued.
@@ -223,7 +238,7 @@ func (g *Gate) mayRunLocked(t Tier) bool {
 // highActiveLocked: high-tier requests are in process, or the last one
 // ended less than the hold ago.
 func (g *Gate) highActiveLocked() bool {
-	return g.running[High] > 0 || g.hold > 0 && g.clock.Now().Before(g.highUntil)
+	return g.running[High] > 0 || g.holding && g.clock.Now().Before(g.highUntil)
 }
 
 // takeLocked records that a request of user u at tier t takes a slot.
@@ -243,16 +258,19 @@ func (g *Gate) grantLocked(w *gateWaiter) {
 	w.wake <- struct{}{}
 }
 
-// doneFunc is the done of a request that arrived at since; its latency
-// counts towards V_l.
-func (g *Gate) doneFunc(t Tier, u *fairUser, since time.Time, slot uint32, gen uint64) func() {
-	return func() {
-		now := g.clock.Now()
-		g.mu.Lock()
-		u.lastDone = now
-		g.releaseLocked(t, u, slot, gen, now.Sub(since))
-		g.mu.Unlock()
+// Done ends the admitted request.
+func (a Admission) Done() {
+	g := a.g
+	if g == nil {
+		return
 	}
+	now := g.clock.Now()
+	g.mu.Lock()
+	if g.tokens.live(a.slot, a.gen) {
+		a.user.lastDone = now
+		g.releaseLocked(a.tier, a.user, a.slot, a.gen, now.Sub(a.since))
+	}
+	g.mu.Unlock()
 }
 
 // releaseLocked ends a request's processing (latency 0: it did not run)
@@ -328,12 +346,15 @@ func (g *Gate) armRoundTimerLocked(now time.Time, wait time.Duration) {
 // startHoldLocked keeps the high tier active for the hold and arms the
 // timer that lets the lower tiers' waiters through when it ends.
 func (g *Gate) startHoldLocked() {
-	g.highUntil = g.clock.Now().Add(g.hold)
+	g.highUntil, g.holding = g.clock.Now().Add(g.hold), true
 	if g.holdTimer != nil {
 		g.holdTimer.Stop()
 	}
 	g.holdTimer = g.clock.AfterFunc(g.hold, func() {
 		g.mu.Lock()
+		if !g.clock.Now().Before(g.highUntil) { // not a newer hold's
+			g.holding = false
+		}
 		g.dispatchLocked()
 		g.mu.Unlock()
 	})
@@ -348,6 +369,7 @@ func (g *Gate) SetLimits(c FairConfig) error {
 	}
 	g.mu.Lock()
 	g.p, g.restricted, g.hold, g.forFairness = c.Parallelism, c.Restricted, c.HighHold, c.ParallelismForFairness
+	g.holding = g.holding && g.hold > 0
 	for t := range g.tiers {
 		ctl := &g.tiers[t].ctl
 		ctl.setAnticipation(c.Anticipation, c.AutoAnticipation)

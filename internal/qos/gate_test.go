@@ -20,12 +20,22 @@ func newTestGate(t *testing.T, opts GateOptions) (*Gate, *fakeClock) {
 	return g, clk
 }
 
+// gateAdmit is g.Admit with the Admission's Done as a func, as these tests
+// hold it.
+func gateAdmit(g *Gate, ctx context.Context, t Tier, p Principal) (func(), error) {
+	a, err := g.Admit(ctx, t, p)
+	if err != nil {
+		return nil, err
+	}
+	return a.Done, nil
+}
+
 // admitAsync starts an Admit in a goroutine and returns a channel that
 // yields its done func once admitted.
 func admitAsync(g *Gate, ctx context.Context, tier Tier, user string, w float64) <-chan func() {
 	ch := make(chan func(), 1)
 	go func() {
-		done, err := g.Admit(ctx, tier, Principal{User: user, Weight: w})
+		done, err := gateAdmit(g, ctx, tier, Principal{User: user, Weight: w})
 		if err == nil {
 			ch <- done
 		} else {
@@ -64,11 +74,11 @@ func TestNewGateOptions(t *testing.T) {
 func TestParallelismBoundsInProcess(t *testing.T) {
 	g, _ := newTestGate(t, GateOptions{Parallelism: 2})
 	ctx := context.Background()
-	d1, _ := g.Admit(ctx, Normal, Principal{User: "a", Weight: 1})
-	d2, _ := g.Admit(ctx, Normal, Principal{User: "a", Weight: 1})
+	d1, _ := gateAdmit(g, ctx, Normal, Principal{User: "a", Weight: 1})
+	d2, _ := gateAdmit(g, ctx, Normal, Principal{User: "a", Weight: 1})
 	third := admitAsync(g, ctx, Normal, "a", 1)
 	waitQueued(t, g, Normal, 1)
-	dh, err := g.Admit(ctx, High, Principal{User: "h", Weight: 1}) // beyond P: high never waits
+	dh, err := gateAdmit(g, ctx, High, Principal{User: "h", Weight: 1}) // beyond P: high never waits
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +125,7 @@ func TestParallelismForFairnessHoldsOnlyWhileShared(t *testing.T) {
 	for range 4 { // past P = 2: nobody to be fair to
 		alone = append(alone, admitted(admitAsync(g, ctx, Normal, "a", 1)))
 	}
-	if dh, err := g.Admit(ctx, High, Principal{User: "h", Weight: 1}); err != nil { // the high tier is nobody's share
+	if dh, err := gateAdmit(g, ctx, High, Principal{User: "h", Weight: 1}); err != nil { // the high tier is nobody's share
 		t.Fatal(err)
 	} else {
 		defer dh()
@@ -167,13 +177,13 @@ func TestParallelismForFairnessHoldsOnlyWhileShared(t *testing.T) {
 func TestRestrictedShareWhileHighActive(t *testing.T) {
 	g, _ := newTestGate(t, GateOptions{Parallelism: 4, Restricted: 1})
 	ctx := context.Background()
-	dh, _ := g.Admit(ctx, High, Principal{User: "h", Weight: 1})
-	d1, _ := g.Admit(ctx, Normal, Principal{User: "a", Weight: 1})
+	dh, _ := gateAdmit(g, ctx, High, Principal{User: "h", Weight: 1})
+	d1, _ := gateAdmit(g, ctx, Normal, Principal{User: "a", Weight: 1})
 	second := admitAsync(g, ctx, Low, "b", 1)
 	waitQueued(t, g, Low, 1)
 	dh()
 	d2 := <-second
-	d3, err := g.Admit(ctx, Normal, Principal{User: "a", Weight: 1})
+	d3, err := gateAdmit(g, ctx, Normal, Principal{User: "a", Weight: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +196,7 @@ func TestRestrictedShareWhileHighActive(t *testing.T) {
 func TestNormalBeforeLow(t *testing.T) {
 	g, _ := newTestGate(t, GateOptions{Parallelism: 1})
 	ctx := context.Background()
-	d, _ := g.Admit(ctx, Normal, Principal{User: "x", Weight: 1})
+	d, _ := gateAdmit(g, ctx, Normal, Principal{User: "x", Weight: 1})
 	low := admitAsync(g, ctx, Low, "l", 1)
 	waitQueued(t, g, Low, 1)
 	norm := admitAsync(g, ctx, Normal, "n", 1)
@@ -209,7 +219,7 @@ func TestNormalBeforeLow(t *testing.T) {
 func TestWeightedRoundRobinOrder(t *testing.T) {
 	g, _ := newTestGate(t, GateOptions{Parallelism: 1, Zeta: 2})
 	ctx := context.Background()
-	hold, _ := g.Admit(ctx, Normal, Principal{User: "hold", Weight: 1})
+	hold, _ := gateAdmit(g, ctx, Normal, Principal{User: "hold", Weight: 1})
 	var mu sync.Mutex
 	var order []string
 	var wg sync.WaitGroup
@@ -219,7 +229,7 @@ func TestWeightedRoundRobinOrder(t *testing.T) {
 			before := g.Stats().Tiers[Normal].Waiting
 			go func() {
 				defer wg.Done()
-				done, err := g.Admit(ctx, Normal, Principal{User: user, Weight: w})
+				done, err := gateAdmit(g, ctx, Normal, Principal{User: user, Weight: w})
 				if err != nil {
 					t.Error(err)
 					return
@@ -252,7 +262,7 @@ func TestWeightedRoundRobinOrder(t *testing.T) {
 // ends gives the slot back.
 func TestGateCancellation(t *testing.T) {
 	g, _ := newTestGate(t, GateOptions{Parallelism: 1})
-	d, _ := g.Admit(context.Background(), Normal, Principal{User: "a", Weight: 1})
+	d, _ := gateAdmit(g, context.Background(), Normal, Principal{User: "a", Weight: 1})
 	ctx, cancel := context.WithCancel(context.Background())
 	ch := admitAsync(g, ctx, Normal, "b", 1)
 	waitQueued(t, g, Normal, 1)
@@ -264,15 +274,15 @@ func TestGateCancellation(t *testing.T) {
 		t.Fatalf("cancelled waiter still counted: %+v", st.Tiers[Normal])
 	}
 	d()
-	d2, err := g.Admit(context.Background(), Normal, Principal{User: "c", Weight: 1})
+	d2, err := gateAdmit(g, context.Background(), Normal, Principal{User: "c", Weight: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	d2()
 	ended, stop := context.WithCancel(context.Background())
 	stop()
-	hold, _ := g.Admit(context.Background(), Normal, Principal{User: "a", Weight: 1})
-	if _, err := g.Admit(ended, Normal, Principal{User: "b", Weight: 1}); !errors.Is(err, context.Canceled) {
+	hold, _ := gateAdmit(g, context.Background(), Normal, Principal{User: "a", Weight: 1})
+	if _, err := gateAdmit(g, ended, Normal, Principal{User: "b", Weight: 1}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Admit with an ended context = %v", err)
 	}
 	hold()
@@ -342,7 +352,7 @@ func TestGateStress(t *testing.T) {
 			tier := Tier(i % 3)
 			for j := range 150 {
 				ctx, cancel := context.WithTimeout(context.Background(), time.Duration(j%5)*time.Millisecond+time.Millisecond)
-				done, err := g.Admit(ctx, tier, Principal{User: fmt.Sprint("u", i%5), Weight: float64(1 + i%2)})
+				done, err := gateAdmit(g, ctx, tier, Principal{User: fmt.Sprint("u", i%5), Weight: float64(1 + i%2)})
 				if err == nil {
 					mu.Lock()
 					inProcess++
@@ -375,9 +385,9 @@ func TestGateStress(t *testing.T) {
 func TestHighHoldKeepsTheRestriction(t *testing.T) {
 	g, clk := newTestGate(t, GateOptions{Parallelism: 4, Restricted: 1, HighHold: 10 * time.Millisecond})
 	ctx := context.Background()
-	dh, _ := g.Admit(ctx, High, Principal{User: "h"})
+	dh, _ := gateAdmit(g, ctx, High, Principal{User: "h"})
 	dh() // the gap between two of the high client's requests
-	d1, _ := g.Admit(ctx, Normal, Principal{User: "a"})
+	d1, _ := gateAdmit(g, ctx, Normal, Principal{User: "a"})
 	second := admitAsync(g, ctx, Normal, "b", 1)
 	waitQueued(t, g, Normal, 1)
 	clk.Advance(9 * time.Millisecond)
@@ -505,7 +515,7 @@ func TestRoundAnticipationIsBounded(t *testing.T) {
 func anticipatePolite(t *testing.T, g *Gate) <-chan func() {
 	t.Helper()
 	ctx := context.Background()
-	first, _ := g.Admit(ctx, Normal, Principal{User: "first", Weight: 1})
+	first, _ := gateAdmit(g, ctx, Normal, Principal{User: "first", Weight: 1})
 	polite := admitAsync(g, ctx, Normal, "polite", 1)
 	waitQueued(t, g, Normal, 1)
 	var greedy []<-chan func()
@@ -545,7 +555,7 @@ func TestGateAnticipationTimer(t *testing.T) {
 func TestAnticipatedUserTakesTheHeldSlotOnArrival(t *testing.T) {
 	g, _ := newTestGate(t, GateOptions{Parallelism: 2, Zeta: 2, Anticipation: time.Second})
 	ctx := context.Background()
-	busy, _ := g.Admit(ctx, Normal, Principal{User: "busy", Weight: 1}) // holds a slot throughout
+	busy, _ := gateAdmit(g, ctx, Normal, Principal{User: "busy", Weight: 1}) // holds a slot throughout
 	defer busy()
 	last := anticipatePolite(t, g) // the round holds the other slot for polite
 	again := admitAsync(g, ctx, Normal, "polite", 1)
@@ -586,7 +596,7 @@ func TestAnticipatedUserGoesAhead(t *testing.T) {
 func TestGateMeanWait(t *testing.T) {
 	g, clk := newTestGate(t, GateOptions{Parallelism: 1})
 	ctx := context.Background()
-	first, _ := g.Admit(ctx, Normal, Principal{User: "a", Weight: 1})
+	first, _ := gateAdmit(g, ctx, Normal, Principal{User: "a", Weight: 1})
 	b := admitAsync(g, ctx, Normal, "b", 1)
 	waitQueued(t, g, Normal, 1)
 	clk.Advance(4 * time.Millisecond)

@@ -103,7 +103,7 @@ func TestGateSLOs(t *testing.T) {
 	g, clk := newTestGate(t, GateOptions{Parallelism: 4})
 	p := Principal{User: "ls", Weight: 1, SLO: time.Millisecond}
 	for range 50 {
-		done, _ := g.Admit(context.Background(), Normal, p)
+		done, _ := gateAdmit(g, context.Background(), Normal, p)
 		clk.Advance(2 * time.Millisecond)
 		done()
 	}
@@ -129,12 +129,12 @@ func TestGateSLOs(t *testing.T) {
 func TestGateServesUrgentFirst(t *testing.T) {
 	g, clk := newTestGate(t, GateOptions{Parallelism: 1})
 	ctx := context.Background()
-	first, _ := g.Admit(ctx, Normal, Principal{User: "first", Weight: 1})
+	first, _ := gateAdmit(g, ctx, Normal, Principal{User: "first", Weight: 1})
 	be := admitAsync(g, ctx, Normal, "be", 1)
 	waitQueued(t, g, Normal, 1)
 	ls := make(chan func(), 1)
 	go func() {
-		done, err := g.Admit(ctx, Normal, Principal{User: "ls", Weight: 1, SLO: 2 * time.Millisecond})
+		done, err := gateAdmit(g, ctx, Normal, Principal{User: "ls", Weight: 1, SLO: 2 * time.Millisecond})
 		if err == nil {
 			ls <- done
 		}

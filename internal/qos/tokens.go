@@ -1,13 +1,14 @@
 package qos
 
-// tokenTable tells a done func whether it already ran. Each admission takes a
-// (slot, generation) pair; the done closure carries both by value, so the only
-// per-request allocation is the closure itself. Settling bumps the
-// generation, which makes every older copy of the pair stale: a second call of
-// the same done func, even after the slot was handed to a new request, finds a
+// tokenTable tells a done func (or a Gate's Admission.Done) whether it
+// already ran. Each admission takes a (slot, generation) pair; the done
+// closure or the Admission carries both by value. Settling bumps the
+// generation, which makes every older copy of the pair stale: a second call
+// of the same done, even after the slot was handed to a new request, finds a
 // different generation and does nothing.
 //
-// It is guarded by Channel.mu, which release takes anyway.
+// It is guarded by the mutex of the Channel or Gate that owns it, which
+// release takes anyway.
 type tokenTable struct {
 	gen  []uint64
 	free []uint32
@@ -25,9 +26,14 @@ func (tt *tokenTable) take() (slot uint32, gen uint64) {
 	return slot, tt.gen[slot]
 }
 
+// live reports whether (slot, gen) is outstanding.
+func (tt *tokenTable) live(slot uint32, gen uint64) bool {
+	return int(slot) < len(tt.gen) && tt.gen[slot] == gen
+}
+
 // settle reports whether (slot, gen) was outstanding, and retires it.
 func (tt *tokenTable) settle(slot uint32, gen uint64) bool {
-	if int(slot) >= len(tt.gen) || tt.gen[slot] != gen {
+	if !tt.live(slot, gen) {
 		return false
 	}
 	tt.gen[slot]++
