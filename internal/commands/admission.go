@@ -35,22 +35,26 @@ func (a *admissionHold) admit(ctx context.Context) error {
 		op.queued.Store(true) // currentOp's waitingForAdmission
 		defer op.queued.Store(false)
 	}
-	defer func() { a.acct.waitNanos.Add(int64(time.Since(t0))) }()
 	done, err := h.opts.Admission.Admit(ctx, a.tier, false)
+	t1 := time.Now()
 	if err != nil {
+		a.acct.waitNanos.Add(int64(t1.Sub(t0)))
 		return err
 	}
 	a.channelDone = done
-	t1 := time.Now()
 	h.instr.qosWait[a.tier].Observe(t1.Sub(t0).Seconds())
+	t2 := t1
 	if h.opts.Fair != nil {
-		if a.fair, err = h.opts.Fair.Admit(ctx, a.tier, a.p); err != nil {
+		a.fair, err = h.opts.Fair.Admit(ctx, a.tier, a.p)
+		t2 = time.Now()
+		if err != nil {
 			a.release()
-			return err
+		} else {
+			h.instr.fairWait[a.tier].Observe(t2.Sub(t1).Seconds())
 		}
-		h.instr.fairWait[a.tier].Observe(time.Since(t1).Seconds())
 	}
-	return nil
+	a.acct.waitNanos.Add(int64(t2.Sub(t0)))
+	return err
 }
 
 // release gives the admission back (once; a no-op when not admitted).
