@@ -155,19 +155,19 @@ func (c *zetaControl) adjustAnticipation(tr *tierRound) {
 	}
 }
 
-// measure computes U_f and V_l over the tier's users that waited in the
-// window; ok is false with fewer than two such users. With long it
-// computes U_f alone, over the anticipation's longer span and over the
-// users without a latency objective (SLO mode sends theirs ahead on
-// purpose), and ok is also false when those users had fewer than
-// minLongServed admissions each on average: with fewer, U_f measures the
-// counts' own granularity, not the round-robin.
+// measure computes U_f and V_l over the tier's users without a latency
+// objective (SLO mode sends theirs ahead on purpose: their share is the
+// objective's, not the round-robin's) that waited in the window; ok is
+// false with fewer than two such users. With long it computes U_f alone,
+// over the anticipation's longer span, and ok is also false when those
+// users had fewer than minLongServed admissions each on average: with
+// fewer, U_f measures the counts' own granularity, not the round-robin.
 func measure(tr *tierRound, long bool) (uf, cv float64, ok bool) {
 	counts := func(u *fairUser) (served float64, backlogged bool) {
 		if long {
 			return float64(u.servedLong+u.served) / u.weight, (u.backloggedLong || u.backlogged) && u.slo == nil
 		}
-		return float64(u.served) / u.weight, u.backlogged
+		return float64(u.served) / u.weight, u.backlogged && u.slo == nil
 	}
 	var n int
 	var h float64

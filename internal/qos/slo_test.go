@@ -3,6 +3,7 @@ package qos
 import (
 	"context"
 	"fmt"
+	"math"
 	"testing"
 	"time"
 )
@@ -151,4 +152,27 @@ func TestGateServesUrgentFirst(t *testing.T) {
 		t.Fatal("nothing was admitted")
 	}
 	(<-be)()
+}
+
+// The ζ control measures the round-robin: a user with an objective, which
+// SLO mode sends ahead on purpose, is left out of U_f and V_l, over the
+// window as over the anticipation's span.
+func TestFairnessMeasureLeavesObjectivesOut(t *testing.T) {
+	tr := tierRound{users: map[string]*fairUser{}}
+	for _, u := range []*fairUser{
+		{key: "a", weight: 1, served: 150, backlogged: true},
+		{key: "b", weight: 1, served: 150, backlogged: true},
+		{key: "ls", weight: 1, served: 600, backlogged: true, slo: newSLOState(time.Second)},
+	} {
+		u.lat.add(time.Millisecond)
+		u.lat.add(3 * time.Millisecond) // CV 0.5
+		tr.users[u.key] = u
+	}
+	tr.users["ls"].lat.add(100 * time.Millisecond)
+	for _, long := range []bool{false, true} {
+		uf, cv, ok := measure(&tr, long)
+		if !ok || uf != 0 || !long && math.Abs(cv-0.5) > 1e-9 {
+			t.Errorf("long %v: U_f %.2f, V_l %.2f, ok %v; want 0, 0.5 (the two best-effort users), true", long, uf, cv, ok)
+		}
+	}
 }
