@@ -331,6 +331,7 @@ def test_latency_objectives_are_set_checked_and_reported(authed):
         s = slos["admin.ls"]
         assert s["p999ObjectiveMs"] == 20 and s["state"] in ("met", "missed", "cannot be met")
         assert 0 < s["urgentAfterMs"] <= 20 and s["ahead"] >= 0
+        assert 0 < s["serviceP999Ms"] <= s["p999Ms"], s  # the latency less the gate's wait
     finally:
         ls.close()
     admin.admin.command("updateUser", "ls", slo={})

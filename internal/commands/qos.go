@@ -271,6 +271,7 @@ func sloStatus(slos []qos.SLOStats) bson.A {
 			{Key: "user", Value: s.User},
 			{Key: "p999ObjectiveMs", Value: float64(s.Objective) / float64(time.Millisecond)},
 			{Key: "p999Ms", Value: float64(s.P999) / float64(time.Millisecond)},
+			{Key: "serviceP999Ms", Value: float64(s.ServiceP999) / float64(time.Millisecond)},
 			{Key: "urgentAfterMs", Value: float64(s.UrgentAfter) / float64(time.Millisecond)},
 			{Key: "ahead", Value: int64(s.Ahead)},
 			{Key: "state", Value: state},

@@ -135,6 +135,7 @@ type gateWaiter struct {
 	cancelled bool
 	slot      uint32
 	gen       uint64
+	waited    time.Duration // from arrival to the grant
 }
 
 // Admission is a request's slot at the gate, from Admit: Done gives it
@@ -145,9 +146,12 @@ type Admission struct {
 	g     *Gate
 	user  *fairUser
 	since time.Time // when the request arrived: its latency counts towards V_l
-	slot  uint32
-	gen   uint64
-	tier  Tier
+	// waited is how long it waited at the gate (an objective's controller
+	// tells the wait from the service, slo.go).
+	waited time.Duration
+	slot   uint32
+	gen    uint64
+	tier   Tier
 }
 
 // Admit blocks until a request of p at tier t may be processed and returns
@@ -191,7 +195,7 @@ func (g *Gate) Admit(ctx context.Context, t Tier, p Principal) (Admission, error
 	g.mu.Unlock()
 	select {
 	case <-w.wake:
-		return Admission{g: g, user: u, since: now, slot: w.slot, gen: w.gen, tier: t}, nil
+		return Admission{g: g, user: u, since: now, waited: w.waited, slot: w.slot, gen: w.gen, tier: t}, nil
 	case <-ctx.Done():
 	}
 	g.mu.Lock()
@@ -252,7 +256,8 @@ func (g *Gate) takeLocked(t Tier, u *fairUser) (slot uint32, gen uint64) {
 
 // grantLocked gives the waiter w a slot and wakes it.
 func (g *Gate) grantLocked(w *gateWaiter) {
-	w.user.waited += g.clock.Now().Sub(w.since)
+	w.waited = g.clock.Now().Sub(w.since)
+	w.user.waited += w.waited
 	w.slot, w.gen = g.takeLocked(w.tier, w.user)
 	w.granted = true
 	w.wake <- struct{}{}
@@ -268,6 +273,9 @@ func (a Admission) Done() {
 	g.mu.Lock()
 	if g.tokens.live(a.slot, a.gen) {
 		a.user.lastDone = now
+		if a.user.slo != nil {
+			a.user.slo.add(now.Sub(a.since), a.waited)
+		}
 		g.releaseLocked(a.tier, a.user, a.slot, a.gen, now.Sub(a.since))
 	}
 	g.mu.Unlock()
@@ -288,9 +296,6 @@ func (g *Gate) releaseLocked(t Tier, u *fairUser, slot uint32, gen uint64, laten
 	if latency > 0 {
 		u.lat.add(latency)
 		g.completed++
-		if u.slo != nil {
-			u.slo.add(latency)
-		}
 	}
 	g.dispatchLocked()
 }
@@ -409,8 +414,8 @@ type GateStats struct {
 	// WhileShared: P holds only while two or more users have requests
 	// (FairConfig.ParallelismForFairness).
 	WhileShared bool
-	InProcess               [NumTiers]int
-	Tiers                   [NumTiers]FairStats
+	InProcess   [NumTiers]int
+	Tiers       [NumTiers]FairStats
 }
 
 // FairStats describes the round-robin of one tier.
@@ -502,7 +507,7 @@ func (g *Gate) SLOs() []SLOStats {
 	defer g.mu.Unlock()
 	var out []SLOStats
 	for user, s := range g.slos {
-		out = append(out, SLOStats{User: user, Objective: s.objective, P999: s.p999, UrgentAfter: s.urgentAfter(), Ahead: s.aheadLast, Met: s.met, Unmeetable: s.unmeetable})
+		out = append(out, SLOStats{User: user, Objective: s.objective, P999: s.p999, ServiceP999: s.svcP999, UrgentAfter: s.urgentAfter(), Ahead: s.aheadLast, Met: s.met, Unmeetable: s.unmeetable})
 	}
 	slices.SortFunc(out, func(a, b SLOStats) int { return strings.Compare(a.User, b.User) })
 	return out

@@ -17,7 +17,14 @@ import (
 //
 // so a latency-sensitive user is served ahead only as much as its
 // objective needs (the least share), and best-effort users get the rest.
-// An objective missed with u at u_min is reported as unmeetable.
+// Going ahead only shortens a request's wait at the gate: when the p99.9
+// of the service alone (latency less that wait) misses the objective, u
+// is left as it is and the objective reported unmeetable, as it is when
+// missed with u at u_min. A stall of the server then costs the best-effort
+// users nothing on top (before, u halved at each such miss and the user
+// went ahead of everyone for the half minute u took to grow back).
+// Whether p99.9 > o is judged on the period's requests alone: a few dozen
+// for a typical latency-sensitive client, so close to their maximum.
 //
 // Why deadlines, not weights: a weight sets how many of a user's queued
 // requests go per round, and a user with one request in flight (the usual
@@ -39,9 +46,11 @@ const (
 type sloState struct {
 	objective time.Duration
 	urgency   float64 // u: a request waiting u·objective goes ahead
-	lat       []time.Duration
-	next      int
-	p999      time.Duration
+	// lat are the period's latencies, svc the same less their wait at the
+	// gate (the service); p999 and svcP999 their last p99.9.
+	lat, svc      []time.Duration
+	next          int
+	p999, svcP999 time.Duration
 	// met: the last p99.9 was within the objective; unmeetable: it was
 	// missed with the urgency at its lowest.
 	met, unmeetable bool
@@ -59,13 +68,20 @@ func (s *sloState) urgentAfter() time.Duration {
 	return time.Duration(s.urgency * float64(s.objective))
 }
 
-func (s *sloState) add(d time.Duration) {
+// add records a request's latency d, of which it waited at the gate.
+func (s *sloState) add(d, waited time.Duration) {
 	if len(s.lat) < sloSamples {
-		s.lat = append(s.lat, d)
+		s.lat, s.svc = append(s.lat, d), append(s.svc, d-waited)
 		return
 	}
-	s.lat[s.next] = d
+	s.lat[s.next], s.svc[s.next] = d, d-waited
 	s.next = (s.next + 1) % sloSamples
+}
+
+// p999 is the p99.9 of ds.
+func p999(ds []time.Duration) time.Duration {
+	sorted := slices.Sorted(slices.Values(ds))
+	return sorted[min(len(sorted)-1, len(sorted)*999/1000)]
 }
 
 // adjust is one step of the feedback control.
@@ -74,20 +90,18 @@ func (s *sloState) adjust() {
 	if len(s.lat) == 0 {
 		return
 	}
-	sorted := slices.Clone(s.lat)
-	slices.Sort(sorted)
-	s.p999 = sorted[min(len(sorted)-1, len(sorted)*999/1000)]
+	s.p999, s.svcP999 = p999(s.lat), p999(s.svc)
 	s.met = s.p999 <= s.objective
 	s.unmeetable = false
 	switch {
-	case !s.met && s.urgency <= sloMinUrgency:
+	case !s.met && (s.urgency <= sloMinUrgency || s.svcP999 > s.objective):
 		s.unmeetable = true
 	case !s.met:
 		s.urgency = max(sloMinUrgency, s.urgency/2)
 	case s.p999 < s.objective/2:
 		s.urgency = min(sloMaxUrgency, s.urgency*1.1)
 	}
-	s.lat, s.next = s.lat[:0], 0
+	s.lat, s.svc, s.next = s.lat[:0], s.svc[:0], 0
 }
 
 // SLOStats is one objective as the controller sees it.
@@ -95,6 +109,9 @@ type SLOStats struct {
 	User      string
 	Objective time.Duration
 	P999      time.Duration // over the last period with requests
+	// ServiceP999 is the p99.9 of the same requests' latency less their
+	// wait at the gate: what no place in the round can shorten.
+	ServiceP999 time.Duration
 	// UrgentAfter is how long the user's requests now wait in the round
 	// before they go ahead of it; Ahead counts those that did in the last
 	// period.

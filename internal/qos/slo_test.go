@@ -15,7 +15,7 @@ func TestSLOFeedback(t *testing.T) {
 	s := newSLOState(20 * time.Millisecond)
 	fill := func(d time.Duration) {
 		for range 2000 {
-			s.add(d)
+			s.add(d, d/2) // half of it waiting at the gate
 		}
 	}
 	fill(30 * time.Millisecond)
@@ -47,11 +47,33 @@ func TestSLOFeedback(t *testing.T) {
 		if i == 0 {
 			d = time.Second
 		}
-		s.add(d)
+		s.add(d, d/2)
 	}
 	s.adjust()
-	if s.p999 != time.Second {
-		t.Fatalf("p99.9 of 1000 with one slow = %v, want 1s", s.p999)
+	if s.p999 != time.Second || s.svcP999 != time.Second/2 {
+		t.Fatalf("p99.9 of 1000 with one slow = %v (service %v), want 1s (500ms)", s.p999, s.svcP999)
+	}
+}
+
+// A miss that waiting less would not fix (the service alone misses the
+// objective: a stalled server) leaves the urgency as it is and reports the
+// objective unmeetable; once the service is back within it, a miss halves
+// the urgency again.
+func TestSLOMissOfTheServiceKeepsTheUrgency(t *testing.T) {
+	s := newSLOState(20 * time.Millisecond)
+	for range 100 {
+		s.add(80*time.Millisecond, 5*time.Millisecond)
+	}
+	s.adjust()
+	if s.met || !s.unmeetable || s.urgency != sloUrgency || s.svcP999 != 75*time.Millisecond {
+		t.Fatalf("stalled service: met %v unmeetable %v urgency %v service p99.9 %v; want a miss, unmeetable, urgency kept", s.met, s.unmeetable, s.urgency, s.svcP999)
+	}
+	for range 100 {
+		s.add(30*time.Millisecond, 15*time.Millisecond)
+	}
+	s.adjust()
+	if s.met || s.unmeetable || s.urgency != sloUrgency/2 {
+		t.Fatalf("waiting too long: met %v unmeetable %v urgency %v; want the urgency halved", s.met, s.unmeetable, s.urgency)
 	}
 }
 
@@ -110,8 +132,9 @@ func TestGateSLOs(t *testing.T) {
 	}
 	g.AdjustSLOs()
 	st := g.SLOs()
-	if len(st) != 1 || st[0].Met || st[0].UrgentAfter != 250*time.Microsecond {
-		t.Fatalf("SLOs %+v; want ls missing, urgent after 250µs", st)
+	// Admitted at once, each request's 2 ms are service: no wait to cut.
+	if len(st) != 1 || st[0].Met || !st[0].Unmeetable || st[0].ServiceP999 != 2*time.Millisecond || st[0].UrgentAfter != 500*time.Microsecond {
+		t.Fatalf("SLOs %+v; want ls missing by its service (2ms), unmeetable, urgent after 500µs still", st)
 	}
 	// No more requests: the user's entry goes at a window's end, then the
 	// objective at the next period.
@@ -174,5 +197,31 @@ func TestFairnessMeasureLeavesObjectivesOut(t *testing.T) {
 		if !ok || uf != 0 || !long && math.Abs(cv-0.5) > 1e-9 {
 			t.Errorf("long %v: U_f %.2f, V_l %.2f, ok %v; want 0, 0.5 (the two best-effort users), true", long, uf, cv, ok)
 		}
+	}
+}
+
+// Through the gate: a request's wait for a slot is told from its service,
+// so a miss made by waiting halves the urgency.
+func TestGateSLOTellsTheWaitFromTheService(t *testing.T) {
+	g, clk := newTestGate(t, GateOptions{Parallelism: 1})
+	ctx := context.Background()
+	first, _ := gateAdmit(g, ctx, Normal, Principal{User: "first", Weight: 1})
+	ls := make(chan func(), 1)
+	go func() {
+		done, err := gateAdmit(g, ctx, Normal, Principal{User: "ls", Weight: 1, SLO: 2 * time.Millisecond})
+		if err == nil {
+			ls <- done
+		}
+	}()
+	waitQueued(t, g, Normal, 1)
+	clk.Advance(5 * time.Millisecond)
+	first()
+	done := <-ls
+	clk.Advance(time.Millisecond)
+	done()
+	g.AdjustSLOs()
+	st := g.SLOs()
+	if len(st) != 1 || st[0].P999 != 6*time.Millisecond || st[0].ServiceP999 != time.Millisecond || st[0].Unmeetable || st[0].UrgentAfter != 500*time.Microsecond {
+		t.Fatalf("SLOs %+v; want p99.9 6ms of which 1ms service, the urgency halved to 500µs", st)
 	}
 }
