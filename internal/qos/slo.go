@@ -20,9 +20,8 @@ import (
 // Going ahead only shortens a request's wait at the gate: when the p99.9
 // of the service alone (latency less that wait) misses the objective, u
 // is left as it is and the objective reported unmeetable, as it is when
-// missed with u at u_min. A stall of the server then costs the best-effort
-// users nothing on top (before, u halved at each such miss and the user
-// went ahead of everyone for the half minute u took to grow back).
+// missed with u at u_min: a stall of the server must not send the user
+// ahead of everyone for the half minute u would take to grow back.
 // Whether p99.9 > o is judged on the period's requests alone: a few dozen
 // for a typical latency-sensitive client, so close to their maximum.
 //
@@ -52,7 +51,7 @@ type sloState struct {
 	next          int
 	p999, svcP999 time.Duration
 	// met: the last p99.9 was within the objective; unmeetable: it was
-	// missed with the urgency at its lowest.
+	// missed with the urgency at its lowest, or by the service alone.
 	met, unmeetable bool
 	// ahead counts requests admitted ahead of the round in this period,
 	// aheadLast in the last one.
