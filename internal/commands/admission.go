@@ -18,10 +18,9 @@ type admissionHold struct {
 	tier qos.Tier
 	p    qos.Principal
 	acct *userAccount
-	// channelDone and fair release what admit took; nil and the zero
-	// Admission while not admitted.
-	channelDone func()
-	fair        qos.Admission
+	// channel and fair are what admit took, zero while not admitted.
+	channel qos.Entry
+	fair    qos.Admission
 }
 
 type admissionHoldKey struct{}
@@ -35,13 +34,13 @@ func (a *admissionHold) admit(ctx context.Context) error {
 		op.queued.Store(true) // currentOp's waitingForAdmission
 		defer op.queued.Store(false)
 	}
-	done, err := h.opts.Admission.Admit(ctx, a.tier, false)
+	entry, err := h.opts.Admission.Admit(ctx, a.tier, false)
 	t1 := time.Now()
 	if err != nil {
 		a.acct.waitNanos.Add(int64(t1.Sub(t0)))
 		return err
 	}
-	a.channelDone = done
+	a.channel = entry
 	h.instr.qosWait[a.tier].Observe(t1.Sub(t0).Seconds())
 	t2 := t1
 	if h.opts.Fair != nil {
@@ -60,11 +59,8 @@ func (a *admissionHold) admit(ctx context.Context) error {
 // release gives the admission back (once; a no-op when not admitted).
 func (a *admissionHold) release() {
 	a.fair.Done()
-	a.fair = qos.Admission{}
-	if a.channelDone != nil {
-		a.channelDone()
-		a.channelDone = nil
-	}
+	a.channel.Done()
+	a.fair, a.channel = qos.Admission{}, qos.Entry{}
 }
 
 // idle runs wait without holding the request's admission, then waits to be
@@ -72,7 +68,7 @@ func (a *admissionHold) release() {
 // statements of a transaction, --qos=off) just wait.
 func idle(ctx context.Context, wait func()) error {
 	a, _ := ctx.Value(admissionHoldKey{}).(*admissionHold)
-	if a == nil || a.channelDone == nil {
+	if a == nil || a.channel == (qos.Entry{}) {
 		wait()
 		return nil
 	}

@@ -41,7 +41,8 @@ func (h *Handlers) changeHub(ctx context.Context) (*changes.Hub, error) {
 		if h.opts.Admission == nil {
 			return func() {}, nil
 		}
-		return h.opts.Admission.Admit(ctx, qos.Low, false)
+		e, err := h.opts.Admission.Admit(ctx, qos.Low, false)
+		return e.Done, err
 	}
 	hub, err := changes.NewHub(ctx, slot, admit)
 	if err != nil {

@@ -132,13 +132,13 @@ type Options struct {
 }
 
 // Admitter is the admission contract: Admit blocks until a request of tier t
-// may run and returns done, to be called when it ends. Enter counts a
-// request of tier t in process at once, without waiting: the statements of
-// a transaction already admitted, which may hold locks that the requests
-// they would wait behind need.
+// may run; its Entry's Done ends it. Enter counts a request of tier t in
+// process at once, without waiting: the statements of a transaction already
+// admitted, which may hold locks that the requests they would wait behind
+// need.
 type Admitter interface {
-	Admit(ctx context.Context, t qos.Tier, internal bool) (done func(), err error)
-	Enter(t qos.Tier) (done func())
+	Admit(ctx context.Context, t qos.Tier, internal bool) (qos.Entry, error)
+	Enter(t qos.Tier) qos.Entry
 }
 
 // FairAdmitter is the second admission contract: Admit blocks until a
@@ -475,7 +475,7 @@ func (h *Handlers) run(ctx context.Context, req *Request) (bson.D, error) {
 			// The rest never wait: they may hold row locks that the
 			// requests they would wait behind need (see
 			// docs/architecture.md, Transactions).
-			defer h.opts.Admission.Enter(tier)()
+			defer h.opts.Admission.Enter(tier).Done()
 		default:
 			// Tier first (the priority channel), then the user's share
 			// within the tier and delivered parallelism (the gate).

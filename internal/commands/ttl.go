@@ -93,11 +93,11 @@ func (h *Handlers) expireIndex(ctx context.Context, t storage.TTLIndex, now time
 func (h *Handlers) admitBackground(ctx context.Context) (func(), error) {
 	release := func() {}
 	if h.opts.Admission != nil {
-		done, err := h.opts.Admission.Admit(ctx, qos.Low, false)
+		entry, err := h.opts.Admission.Admit(ctx, qos.Low, false)
 		if err != nil {
 			return nil, err
 		}
-		release = done
+		release = entry.Done
 	}
 	if h.opts.Fair != nil {
 		fair, err := h.opts.Fair.Admit(ctx, qos.Low, qos.Principal{User: ttlPrincipal, Weight: 1})

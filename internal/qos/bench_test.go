@@ -6,8 +6,8 @@ import (
 	"time"
 )
 
-// BenchmarkAdmitDone measures the uncontended fast path: nothing waits, so
-// Admit and done each take the lock once and nothing else.
+// BenchmarkAdmitDone measures the channel's uncontended fast path: nothing
+// waits, so Admit and Done each take the lock once and nothing else.
 func BenchmarkAdmitDone(b *testing.B) {
 	ctx := context.Background()
 	for _, tier := range []Tier{High, Normal, Low} {
@@ -15,11 +15,11 @@ func BenchmarkAdmitDone(b *testing.B) {
 			c, _ := NewChannel(ChannelOptions{})
 			b.ReportAllocs()
 			for b.Loop() {
-				done, err := c.Admit(ctx, tier, false)
+				e, err := c.Admit(ctx, tier, false)
 				if err != nil {
 					b.Fatal(err)
 				}
-				done()
+				e.Done()
 			}
 		})
 	}
@@ -28,16 +28,16 @@ func BenchmarkAdmitDone(b *testing.B) {
 		c.OnHighActive(func(bool) {})
 		b.ReportAllocs()
 		for b.Loop() {
-			done, _ := c.Admit(ctx, High, false)
-			done()
+			e, _ := c.Admit(ctx, High, false)
+			e.Done()
 		}
 	})
 	b.Run("internal", func(b *testing.B) {
 		c, _ := NewChannel(ChannelOptions{})
 		b.ReportAllocs()
 		for b.Loop() {
-			done, _ := c.Admit(ctx, Low, true)
-			done()
+			e, _ := c.Admit(ctx, Low, true)
+			e.Done()
 		}
 	})
 }
@@ -57,12 +57,12 @@ func BenchmarkAdmitDoneParallel(b *testing.B) {
 			b.RunParallel(func(pb *testing.PB) {
 				i := 0
 				for pb.Next() {
-					done, err := c.Admit(ctx, Tier(i%int(NumTiers)), false)
+					e, err := c.Admit(ctx, Tier(i%int(NumTiers)), false)
 					if err != nil {
 						b.Error(err)
 						return
 					}
-					done()
+					e.Done()
 					i++
 				}
 			})
@@ -116,7 +116,7 @@ func BenchmarkAdmissionPath(b *testing.B) {
 	g, _ := NewGate(GateOptions{Parallelism: 8, Restricted: 1, HighHold: 100 * time.Millisecond})
 	b.ReportAllocs()
 	for b.Loop() {
-		done, err := c.Admit(ctx, Normal, false)
+		e, err := c.Admit(ctx, Normal, false)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -125,6 +125,6 @@ func BenchmarkAdmissionPath(b *testing.B) {
 			b.Fatal(err)
 		}
 		a.Done()
-		done()
+		e.Done()
 	}
 }

@@ -107,18 +107,19 @@ func NewChannel(opts ChannelOptions) (*Channel, error) {
 // command itself) bypass the channel entirely, as the paper requires: holding
 // them back could stall the very mechanism that would release them.
 //
-// On success Admit returns done, which ends processing (Algorithm 3) and must
-// be called once; further calls do nothing. If ctx ends while the request
-// waits, Admit withdraws it completely (its counts are undone and anyone its
-// departure unblocks is woken) and returns ctx.Err() with a nil done. A wake-up
-// that races with cancellation is resolved in favour of the cancellation, so a
-// request is either admitted with a done func or leaves no trace.
-func (c *Channel) Admit(ctx context.Context, t Tier, internal bool) (done func(), err error) {
+// On success Admit returns the request's Entry, whose Done ends processing
+// (Algorithm 3). If ctx ends while the request waits, Admit withdraws it
+// completely (its counts are undone and anyone its departure unblocks is
+// woken) and returns ctx.Err() with the zero Entry. A wake-up that races with
+// cancellation is resolved in favour of the cancellation, so a request is
+// either admitted or leaves no trace. An internal request gets the zero
+// Entry, whose Done does nothing.
+func (c *Channel) Admit(ctx context.Context, t Tier, internal bool) (Entry, error) {
 	if internal {
-		return noop, nil
+		return Entry{}, nil
 	}
 	if t >= NumTiers {
-		return nil, mongoerr.Newf(mongoerr.BadValue, "unknown performance tier %d", uint8(t))
+		return Entry{}, mongoerr.Newf(mongoerr.BadValue, "unknown performance tier %d", uint8(t))
 	}
 	c.mu.Lock()
 	if c.mayRunLocked(t) {
@@ -127,14 +128,14 @@ func (c *Channel) Admit(ctx context.Context, t Tier, internal bool) (done func()
 		if notify {
 			c.syncObserver()
 		}
-		return c.doneFunc(t, slot, gen), nil
+		return Entry{c: c, slot: slot, gen: gen, tier: t}, nil
 	}
 	if err := ctx.Err(); err != nil {
 		// Already abandoned: do not make others count a request that
 		// will never run.
 		c.counters[t].cancelled++
 		c.mu.Unlock()
-		return nil, err
+		return Entry{}, err
 	}
 	w := &waiter{tier: t, since: c.clock.Now(), wake: make(chan struct{}, 1)}
 	c.queues[t].push(w)
@@ -145,25 +146,25 @@ func (c *Channel) Admit(ctx context.Context, t Tier, internal bool) (done func()
 }
 
 // Enter counts a request of tier t as in process at once, whatever the
-// channel's state, and returns its done (Algorithm 3). It is for the later
-// statements of a transaction admitted at its first: they may hold
-// PostgreSQL locks that requests in process wait for, so holding them back
-// could stall the very requests that hold their tier back.
-func (c *Channel) Enter(t Tier) (done func()) {
+// channel's state, and returns its Entry (Done is Algorithm 3). It is for
+// the later statements of a transaction admitted at its first: they may
+// hold PostgreSQL locks that requests in process wait for, so holding them
+// back could stall the very requests that hold their tier back.
+func (c *Channel) Enter(t Tier) Entry {
 	c.mu.Lock()
 	slot, gen, notify := c.admitLocked(t, nil, false)
 	c.mu.Unlock()
 	if notify {
 		c.syncObserver()
 	}
-	return c.doneFunc(t, slot, gen)
+	return Entry{c: c, slot: slot, gen: gen, tier: t}
 }
 
 // wait is the loop of Algorithm 2 lines 6-9 and 11-14. A signal only means
 // "your condition may hold now": the waiter re-checks it under the lock,
 // because another high request may have arrived between the signal and the
 // re-check. If it must wait again it keeps its place in the queue.
-func (c *Channel) wait(ctx context.Context, w *waiter) (func(), error) {
+func (c *Channel) wait(ctx context.Context, w *waiter) (Entry, error) {
 	for {
 		select {
 		case <-w.wake:
@@ -181,14 +182,14 @@ func (c *Channel) wait(ctx context.Context, w *waiter) (func(), error) {
 		if err := ctx.Err(); err != nil {
 			c.abandonLocked(w)
 			c.mu.Unlock()
-			return nil, err
+			return Entry{}, err
 		}
 		free := c.mayRunLocked(w.tier)
 		if free || w.guardPass {
 			q.remove(w)
 			slot, gen, _ := c.admitLocked(w.tier, w, !free)
 			c.mu.Unlock()
-			return c.doneFunc(w.tier, slot, gen), nil
+			return Entry{c: c, slot: slot, gen: gen, tier: w.tier}, nil
 		}
 		c.emit(evRewait, w.tier, w, false)
 		c.mu.Unlock()
@@ -246,8 +247,21 @@ func (c *Channel) abandonLocked(w *waiter) {
 	c.wakeEligibleLocked()
 }
 
-func (c *Channel) doneFunc(t Tier, slot uint32, gen uint64) func() {
-	return func() { c.release(t, slot, gen) }
+// Entry is a request in process in the channel, from Admit or Enter: Done
+// ends it. It is a value, so entering allocates nothing; a second Done, or
+// the zero Entry's, does nothing (tokenTable).
+type Entry struct {
+	c    *Channel
+	slot uint32
+	gen  uint64
+	tier Tier
+}
+
+// Done ends the request's processing.
+func (e Entry) Done() {
+	if e.c != nil {
+		e.c.release(e.tier, e.slot, e.gen)
+	}
 }
 
 // release is Algorithm 3.
@@ -316,5 +330,3 @@ func (c *Channel) SetThreshold(n int) error {
 	c.mu.Unlock()
 	return nil
 }
-
-func noop() {}

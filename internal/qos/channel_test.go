@@ -11,6 +11,19 @@ import (
 	"tierdb/internal/mongoerr"
 )
 
+// chanAdmit is c.Admit with the Entry's Done as a func, as these tests hold
+// it (nil on an error).
+func chanAdmit(c *Channel, ctx context.Context, t Tier, internal bool) (func(), error) {
+	e, err := c.Admit(ctx, t, internal)
+	if err != nil {
+		return nil, err
+	}
+	return e.Done, nil
+}
+
+// chanEnter is c.Enter with the Entry's Done as a func.
+func chanEnter(c *Channel, t Tier) func() { return c.Enter(t).Done }
+
 func TestNewChannelOptions(t *testing.T) {
 	c, err := NewChannel(ChannelOptions{})
 	if err != nil {
@@ -52,7 +65,7 @@ func TestSetThresholdRejectsBelowOne(t *testing.T) {
 
 func TestAdmitRejectsUnknownTier(t *testing.T) {
 	c, _ := NewChannel(ChannelOptions{})
-	done, err := c.Admit(context.Background(), NumTiers, false)
+	done, err := chanAdmit(c, context.Background(), NumTiers, false)
 	if e, ok := mongoerr.As(err); !ok || e.Code != mongoerr.BadValue || done != nil {
 		t.Fatalf("Admit(NumTiers) = %v, %v; want nil, BadValue", done != nil, err)
 	}
@@ -67,11 +80,11 @@ func TestAdmitWithEndedContext(t *testing.T) {
 	cancel()
 	// A request that need not wait is admitted: the channel only cares
 	// about the context while a request waits.
-	doneH, err := c.Admit(ctx, High, false)
+	doneH, err := chanAdmit(c, ctx, High, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	done, err := c.Admit(ctx, Normal, false)
+	done, err := chanAdmit(c, ctx, Normal, false)
 	if !errors.Is(err, context.Canceled) || done != nil {
 		t.Fatalf("blocked Admit with an ended context = %v, %v; want nil, Canceled", done != nil, err)
 	}
@@ -81,7 +94,7 @@ func TestAdmitWithEndedContext(t *testing.T) {
 	}
 	// The abandoned normal must not hold lows back once the high leaves.
 	doneH()
-	doneL, err := c.Admit(context.Background(), Low, false)
+	doneL, err := chanAdmit(c, context.Background(), Low, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,9 +178,9 @@ func TestOnHighActive(t *testing.T) {
 	c.OnHighActive(func(active bool) { calls = append(calls, active) })
 	ctx := context.Background()
 
-	d1, _ := c.Admit(ctx, High, false)
-	d2, _ := c.Admit(ctx, High, false)
-	dn, _ := c.Admit(ctx, Normal, true)
+	d1, _ := chanAdmit(c, ctx, High, false)
+	d2, _ := chanAdmit(c, ctx, High, false)
+	dn, _ := chanAdmit(c, ctx, Normal, true)
 	dn()
 	d1()
 	d1()
@@ -178,14 +191,14 @@ func TestOnHighActive(t *testing.T) {
 	if !slices.Equal(calls, []bool{true, false}) {
 		t.Fatalf("calls %v, want [true false]", calls)
 	}
-	dl, _ := c.Admit(ctx, Low, false)
+	dl, _ := chanAdmit(c, ctx, Low, false)
 	dl()
 	if len(calls) != 2 {
 		t.Fatalf("a low request reported high activity: %v", calls)
 	}
 
 	// A late observer learns the current state at once.
-	d3, _ := c.Admit(ctx, High, false)
+	d3, _ := chanAdmit(c, ctx, High, false)
 	var late []bool
 	c.OnHighActive(func(active bool) { late = append(late, active) })
 	d3()
@@ -193,7 +206,7 @@ func TestOnHighActive(t *testing.T) {
 		t.Fatalf("late observer calls %v, want [true false]", late)
 	}
 	c.OnHighActive(nil)
-	d4, _ := c.Admit(ctx, High, false)
+	d4, _ := chanAdmit(c, ctx, High, false)
 	d4()
 	if len(late) != 2 {
 		t.Fatalf("removed observer still called: %v", late)
@@ -213,7 +226,7 @@ func TestOnHighActiveConcurrent(t *testing.T) {
 	for range 8 {
 		wg.Go(func() {
 			for range 500 {
-				done, err := c.Admit(context.Background(), High, false)
+				done, err := chanAdmit(c, context.Background(), High, false)
 				if err != nil {
 					t.Error(err)
 					return
@@ -240,19 +253,19 @@ func TestOnHighActiveConcurrent(t *testing.T) {
 // still holds the lower tiers back.
 func TestEnterNeverWaitsAndCounts(t *testing.T) {
 	c, _ := NewChannel(ChannelOptions{})
-	doneH := c.Enter(High)
+	doneH := chanEnter(c, High)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
 	defer cancel()
-	if _, err := c.Admit(ctx, Normal, false); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := chanAdmit(c, ctx, Normal, false); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("a normal request ran beside an entered high one: %v", err)
 	}
-	doneN := c.Enter(Normal) // a normal transaction's statement: no wait
+	doneN := chanEnter(c, Normal) // a normal transaction's statement: no wait
 	if st := c.Stats(); st.Tiers[High].Admitted != 1 || st.Tiers[Normal].Admitted != 1 {
 		t.Fatalf("entered requests not counted: %+v", st)
 	}
 	doneH()
 	doneN()
-	doneL, err := c.Admit(context.Background(), Low, false)
+	doneL, err := chanAdmit(c, context.Background(), Low, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -51,7 +51,7 @@ func TestCancelRacingWithGrant(t *testing.T) {
 		c, _ := NewChannel(ChannelOptions{})
 		queued := queuedSignal(c)
 		ctx := context.Background()
-		doneH, _ := c.Admit(ctx, High, false)
+		doneH, _ := chanAdmit(c, ctx, High, false)
 
 		nctx, cancel := context.WithCancel(ctx)
 		type result struct {
@@ -60,13 +60,13 @@ func TestCancelRacingWithGrant(t *testing.T) {
 		}
 		nres := make(chan result, 1)
 		go func() {
-			d, err := c.Admit(nctx, Normal, false)
+			d, err := chanAdmit(c, nctx, Normal, false)
 			nres <- result{d, err}
 		}()
 		<-queued
 		lres := make(chan result, 1)
 		go func() {
-			d, err := c.Admit(ctx, Low, false)
+			d, err := chanAdmit(c, ctx, Low, false)
 			lres <- result{d, err}
 		}()
 		<-queued
@@ -108,7 +108,7 @@ func TestCancelRacingWithGuardPass(t *testing.T) {
 		c, _ := NewChannel(ChannelOptions{Clock: clk, StarvationGuard: time.Millisecond})
 		queued := queuedSignal(c)
 		ctx := context.Background()
-		doneH, _ := c.Admit(ctx, High, false)
+		doneH, _ := chanAdmit(c, ctx, High, false)
 
 		type result struct {
 			done func()
@@ -117,13 +117,13 @@ func TestCancelRacingWithGuardPass(t *testing.T) {
 		n1ctx, cancel := context.WithCancel(ctx)
 		n1 := make(chan result, 1)
 		go func() {
-			d, err := c.Admit(n1ctx, Normal, false)
+			d, err := chanAdmit(c, n1ctx, Normal, false)
 			n1 <- result{d, err}
 		}()
 		<-queued
 		n2 := make(chan result, 1)
 		go func() {
-			d, err := c.Admit(ctx, Normal, false)
+			d, err := chanAdmit(c, ctx, Normal, false)
 			n2 <- result{d, err}
 		}()
 		<-queued

@@ -165,7 +165,7 @@ func stress(t *testing.T, guard bool) {
 					}()
 				}
 				isInternal := r.IntN(20) == 0
-				done, err := c.Admit(ctx, tier, isInternal)
+				done, err := chanAdmit(c, ctx, tier, isInternal)
 				mu.Lock()
 				if isInternal {
 					internal++

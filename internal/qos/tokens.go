@@ -1,11 +1,11 @@
 package qos
 
-// tokenTable tells a done func (or a Gate's Admission.Done) whether it
-// already ran. Each admission takes a (slot, generation) pair; the done
-// closure or the Admission carries both by value. Settling bumps the
-// generation, which makes every older copy of the pair stale: a second call
-// of the same done, even after the slot was handed to a new request, finds a
-// different generation and does nothing.
+// tokenTable tells an Entry's or an Admission's Done whether it already
+// ran. Each admission takes a (slot, generation) pair, which the Entry or
+// Admission carries by value. Settling bumps the generation, which makes
+// every older copy of the pair stale: a second Done of the same request,
+// even after the slot was handed to a new one, finds a different
+// generation and does nothing.
 //
 // It is guarded by the mutex of the Channel or Gate that owns it, which
 // release takes anyway.

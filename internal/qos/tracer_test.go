@@ -323,7 +323,7 @@ func (tr *tracer) admit(name string) {
 	tr.reqs[name] = r
 	tr.entering = r
 	go func() {
-		done, err := tr.c.Admit(ctx, r.tier, r.internal)
+		done, err := chanAdmit(tr.c, ctx, r.tier, r.internal)
 		tr.results <- traceResult{r: r, done: done, err: err}
 	}()
 	// The request is at rest once it is queued or running; until then the
