@@ -338,8 +338,17 @@ func TestZetaControl(t *testing.T) {
 // Concurrency: many users and tiers admitted and released at random,
 // with cancellations; under -race, and P is never exceeded.
 func TestGateStress(t *testing.T) {
+	for _, forFairness := range []bool{false, true} {
+		t.Run(fmt.Sprint("forFairness=", forFairness), func(t *testing.T) { gateStress(t, forFairness) })
+	}
+}
+
+func gateStress(t *testing.T, forFairness bool) {
 	g, err := NewGate(GateOptions{Parallelism: 3, Restricted: 1, Zeta: 1, Window: time.Millisecond})
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.SetLimits(FairConfig{Parallelism: 3, Restricted: 1, ParallelismForFairness: forFairness}); err != nil {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
@@ -373,8 +382,15 @@ func TestGateStress(t *testing.T) {
 	if st.InProcess != [NumTiers]int{} || st.Tiers[Normal].Waiting+st.Tiers[Low].Waiting != 0 {
 		t.Fatalf("left behind: %+v", st)
 	}
-	// High requests may exceed P (they never wait); lower ones may not.
-	if maxSeen > 3+8 {
+	g.mu.Lock()
+	users := g.users
+	g.mu.Unlock()
+	if users != 0 {
+		t.Fatalf("%d users counted with requests after all ended", users)
+	}
+	// High requests may exceed P (they never wait); lower ones may not,
+	// unless P is for fairness and one user is alone.
+	if !forFairness && maxSeen > 3+8 {
 		t.Fatalf("%d in process at once with P = 3 and 8 high clients", maxSeen)
 	}
 }
