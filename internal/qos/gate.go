@@ -213,14 +213,17 @@ func (g *Gate) Admit(ctx context.Context, t Tier, p Principal) (Admission, error
 	return Admission{}, ctx.Err()
 }
 
-// arrivingLocked counts u's request before it is taken or queued.
+// arrivingLocked counts u among the lower tiers' users with requests
+// (g.users) when the request arriving is its only one in process or
+// waiting; it is called before the request is taken or queued.
 func (g *Gate) arrivingLocked(t Tier, u *fairUser) {
 	if t != High && u.pending+u.inProcess == 0 {
 		g.users++
 	}
 }
 
-// leftLocked counts u's request out after it ended or was withdrawn.
+// leftLocked counts u out again once its last request ended or was
+// withdrawn.
 func (g *Gate) leftLocked(t Tier, u *fairUser) {
 	if t != High && u.pending+u.inProcess == 0 {
 		g.users--
