@@ -33,9 +33,15 @@ func gateAdmit(g *Gate, ctx context.Context, t Tier, p Principal) (func(), error
 // admitAsync starts an Admit in a goroutine and returns a channel that
 // yields its done func once admitted.
 func admitAsync(g *Gate, ctx context.Context, tier Tier, user string, w float64) <-chan func() {
+	return admitPrincipalAsync(g, ctx, tier, Principal{User: user, Weight: w})
+}
+
+// admitPrincipalAsync is admitAsync for any principal (an objective, say);
+// the channel is closed if Admit fails.
+func admitPrincipalAsync(g *Gate, ctx context.Context, tier Tier, p Principal) <-chan func() {
 	ch := make(chan func(), 1)
 	go func() {
-		done, err := gateAdmit(g, ctx, tier, Principal{User: user, Weight: w})
+		done, err := gateAdmit(g, ctx, tier, p)
 		if err == nil {
 			ch <- done
 		} else {

@@ -103,10 +103,9 @@ type Calibration struct {
 	Noise float64
 	// P is the outcome: the smallest measured point (a sample or C) whose
 	// throughput is within the margin (5 % to 15 %, see decide) of the most
-	// measured; 0 (no limit) when
-	// that is the largest sample, i.e. only no limit reached the peak; -1
-	// when the calibration gave up (the high tier never left it a window,
-	// or no request completed in any).
+	// measured; 0 (no limit) when that is the largest sample, i.e. only no
+	// limit reached the peak; -1 when the calibration gave up (the high
+	// tier never left it a window, or no request completed in any).
 	P int
 	// ForFairness says that P (> 0) buys no throughput the calibration
 	// could tell: the largest sample, no limit, was within the margin of

@@ -156,13 +156,7 @@ func TestGateServesUrgentFirst(t *testing.T) {
 	first, _ := gateAdmit(g, ctx, Normal, Principal{User: "first", Weight: 1})
 	be := admitAsync(g, ctx, Normal, "be", 1)
 	waitQueued(t, g, Normal, 1)
-	ls := make(chan func(), 1)
-	go func() {
-		done, err := gateAdmit(g, ctx, Normal, Principal{User: "ls", Weight: 1, SLO: 2 * time.Millisecond})
-		if err == nil {
-			ls <- done
-		}
-	}()
+	ls := admitPrincipalAsync(g, ctx, Normal, Principal{User: "ls", Weight: 1, SLO: 2 * time.Millisecond})
 	waitQueued(t, g, Normal, 2)
 	clk.Advance(time.Millisecond) // ls is urgent from 1 ms
 	first()
@@ -206,13 +200,7 @@ func TestGateSLOTellsTheWaitFromTheService(t *testing.T) {
 	g, clk := newTestGate(t, GateOptions{Parallelism: 1})
 	ctx := context.Background()
 	first, _ := gateAdmit(g, ctx, Normal, Principal{User: "first", Weight: 1})
-	ls := make(chan func(), 1)
-	go func() {
-		done, err := gateAdmit(g, ctx, Normal, Principal{User: "ls", Weight: 1, SLO: 2 * time.Millisecond})
-		if err == nil {
-			ls <- done
-		}
-	}()
+	ls := admitPrincipalAsync(g, ctx, Normal, Principal{User: "ls", Weight: 1, SLO: 2 * time.Millisecond})
 	waitQueued(t, g, Normal, 1)
 	clk.Advance(5 * time.Millisecond)
 	first()

@@ -40,13 +40,15 @@ func (m *Manager) Recalibrate(window time.Duration, maxP int) error {
 }
 
 // calibrate drives c. While the high tier is active the gate keeps the P
-// there was (the calibrator measures nothing then): a sample's small P must
-// not hold the high tier's own requests back.
+// there was, as it was (the calibrator measures nothing then): a sample's
+// small P must not hold the high tier's own requests back. The fair-share
+// settings cannot change meanwhile (Update refuses).
 func (m *Manager) calibrate(c *qos.Calibrator) {
-	fair := m.Config().Fair
-	running := fair.Parallelism
-	fair.Parallelism, fair.ParallelismForFairness = c.Start(time.Now()), false // a sample's P always holds
-	_ = m.Gate.SetLimits(fair)
+	running := m.Config().Fair
+	sample := running
+	sample.Parallelism, sample.ParallelismForFairness = c.Start(time.Now()), false // a sample's P always holds
+	applied := sample
+	_ = m.Gate.SetLimits(applied)
 	tick := time.NewTicker(calibrationTick)
 	defer tick.Stop()
 	for now := range tick.C {
@@ -72,12 +74,14 @@ func (m *Manager) calibrate(c *qos.Calibrator) {
 				"samples", fmt.Sprintf("P=%d %.0f/s, P=%d %.0f/s, P=%d %.0f/s, check P=%d %.0f/s", s[0].P, s[0].Lambda, s[1].P, s[1].Lambda, s[2].P, s[2].Lambda, res.Check.P, res.Check.Lambda))
 			return
 		}
+		want := sample
+		want.Parallelism = next
 		if highActive {
-			next = running
+			want = running
 		}
-		if next != fair.Parallelism {
-			fair.Parallelism = next
-			_ = m.Gate.SetLimits(fair)
+		if want != applied {
+			applied = want
+			_ = m.Gate.SetLimits(applied)
 		}
 	}
 }
