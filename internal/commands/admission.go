@@ -25,40 +25,45 @@ type admissionHold struct {
 
 type admissionHoldKey struct{}
 
-// admit waits for the request's admission.
-func (a *admissionHold) admit(ctx context.Context) error {
+// admit waits for the request's admission; the request arrived at
+// arrived. A request admitted at once reads no clock here: the channel and
+// the gate say how long it waited.
+func (a *admissionHold) admit(ctx context.Context, arrived time.Time) error {
 	h := a.h
-	t0 := time.Now()
 	op, _ := ctx.Value(liveOpKey{}).(*liveOp)
 	if op != nil {
 		op.queued.Store(true) // currentOp's waitingForAdmission
 		defer op.queued.Store(false)
 	}
 	entry, err := h.opts.Admission.Admit(ctx, a.tier, false)
-	t1 := time.Now()
 	if err != nil {
-		a.acct.waitNanos.Add(int64(t1.Sub(t0)))
+		a.acct.waitNanos.Add(int64(time.Since(arrived)))
 		return err
 	}
 	a.channel = entry
-	h.instr.qosWait[a.tier].Observe(t1.Sub(t0).Seconds())
-	t2 := t1
+	waited := entry.Waited()
+	h.instr.qosWait[a.tier].Observe(waited.Seconds())
 	if h.opts.Fair != nil {
-		a.fair, err = h.opts.Fair.Admit(ctx, a.tier, a.p)
-		t2 = time.Now()
-		if err != nil {
-			a.release()
-		} else {
-			h.instr.fairWait[a.tier].Observe(t2.Sub(t1).Seconds())
+		if waited > 0 {
+			arrived = time.Now() // the gate's own wait starts now
 		}
+		a.fair, err = h.opts.Fair.Admit(ctx, a.tier, a.p, arrived)
+		if err != nil {
+			a.release(time.Now())
+			a.acct.waitNanos.Add(int64(time.Since(arrived) + waited))
+			return err
+		}
+		h.instr.fairWait[a.tier].Observe(a.fair.Waited().Seconds())
+		waited += a.fair.Waited()
 	}
-	a.acct.waitNanos.Add(int64(t2.Sub(t0)))
-	return err
+	a.acct.waitNanos.Add(int64(waited))
+	return nil
 }
 
-// release gives the admission back (once; a no-op when not admitted).
-func (a *admissionHold) release() {
-	a.fair.Done()
+// release gives the admission back (once; a no-op when not admitted); the
+// request's time at the gate ends at end.
+func (a *admissionHold) release(end time.Time) {
+	a.fair.DoneAt(end)
 	a.channel.Done()
 	a.fair, a.channel = qos.Admission{}, qos.Entry{}
 }
@@ -72,7 +77,7 @@ func idle(ctx context.Context, wait func()) error {
 		wait()
 		return nil
 	}
-	a.release()
+	a.release(time.Now())
 	wait()
-	return a.admit(ctx)
+	return a.admit(ctx, time.Now())
 }

@@ -61,6 +61,12 @@ type Request struct {
 	// chose (routeRead) to the On it passes down; nothing finds any of
 	// this in the context.
 	on storage.On
+	// arrived is when Dispatch began the request (its latency histograms'
+	// start), which admission reuses rather than read the clock again.
+	arrived time.Time
+	// hold is the request's admission, if it took one: Dispatch gives it
+	// back when run has returned, at the time it ends the histograms' span.
+	hold *admissionHold
 }
 
 type handlerFunc func(ctx context.Context, req *Request) (bson.D, error)
@@ -142,10 +148,11 @@ type Admitter interface {
 }
 
 // FairAdmitter is the second admission contract: Admit blocks until a
-// request of user (with its weight) at tier t may run; its Admission's Done
-// ends it.
+// request of user (with its weight) at tier t, arrived at the time given,
+// may run; its Admission's Done (or DoneAt, with the end the caller
+// read) ends it.
 type FairAdmitter interface {
-	Admit(ctx context.Context, t qos.Tier, p qos.Principal) (qos.Admission, error)
+	Admit(ctx context.Context, t qos.Tier, p qos.Principal, arrived time.Time) (qos.Admission, error)
 }
 
 // Handlers holds the command table and what its handlers share.
@@ -369,14 +376,19 @@ var otherAccess = map[string]access{
 // internal errors logged, never shown).
 func (h *Handlers) Dispatch(ctx context.Context, req *Request) bson.D {
 	start := time.Now()
+	req.arrived = start
 	ctx, note := h.noteOp(ctx)
 	ctx, op := h.live.begin(ctx, req, h.tableEntry(req))
 	reply, err := h.runRecovered(ctx, req)
+	elapsed := time.Since(start) // the monotonic clock alone
+	if req.hold != nil {
+		req.hold.release(start.Add(elapsed))
+	}
 	h.live.end(op)
 	if err != nil && op.killed.Load() {
 		err = interrupted() // killOp canceled it
 	}
-	h.finish(req, time.Since(start), note, err)
+	h.finish(req, elapsed, note, err)
 	if err != nil {
 		if req.cmd != nil {
 			req.cmd.fails.Add(1)
@@ -480,10 +492,10 @@ func (h *Handlers) run(ctx context.Context, req *Request) (bson.D, error) {
 			// Tier first (the priority channel), then the user's share
 			// within the tier and delivered parallelism (the gate).
 			hold := &admissionHold{h: h, tier: tier, p: fairPrincipal(req.Session), acct: acct}
-			if err := hold.admit(ctx); err != nil {
+			if err := hold.admit(ctx, req.arrived); err != nil {
 				return nil, err
 			}
-			defer hold.release()
+			req.hold = hold // Dispatch gives it back
 			ctx = context.WithValue(ctx, admissionHoldKey{}, hold)
 		}
 	}

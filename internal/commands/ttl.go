@@ -100,7 +100,7 @@ func (h *Handlers) admitBackground(ctx context.Context) (func(), error) {
 		release = entry.Done
 	}
 	if h.opts.Fair != nil {
-		fair, err := h.opts.Fair.Admit(ctx, qos.Low, qos.Principal{User: ttlPrincipal, Weight: 1})
+		fair, err := h.opts.Fair.Admit(ctx, qos.Low, qos.Principal{User: ttlPrincipal, Weight: 1}, time.Now())
 		if err != nil {
 			release()
 			return nil, err

@@ -189,7 +189,7 @@ func (c *Channel) wait(ctx context.Context, w *waiter) (Entry, error) {
 			q.remove(w)
 			slot, gen, _ := c.admitLocked(w.tier, w, !free)
 			c.mu.Unlock()
-			return Entry{c: c, slot: slot, gen: gen, tier: w.tier}, nil
+			return Entry{c: c, waited: w.waited, slot: slot, gen: gen, tier: w.tier}, nil
 		}
 		c.emit(evRewait, w.tier, w, false)
 		c.mu.Unlock()
@@ -225,7 +225,8 @@ func (c *Channel) admitLocked(t Tier, w *waiter, viaGuard bool) (slot uint32, ge
 	s.admitted++
 	if w != nil {
 		s.waited++
-		s.window.add(c.clock.Now().Sub(w.since))
+		w.waited = c.clock.Now().Sub(w.since)
+		s.window.add(w.waited)
 		if viaGuard {
 			s.guardAdmissions++
 		}
@@ -251,11 +252,16 @@ func (c *Channel) abandonLocked(w *waiter) {
 // ends it. It is a value, so entering allocates nothing; a second Done, or
 // the zero Entry's, does nothing (tokenTable).
 type Entry struct {
-	c    *Channel
-	slot uint32
-	gen  uint64
-	tier Tier
+	c      *Channel
+	waited time.Duration
+	slot   uint32
+	gen    uint64
+	tier   Tier
 }
+
+// Waited is how long the request waited in the channel: zero when it was
+// admitted at once, so that the caller need not read a clock to know.
+func (e Entry) Waited() time.Duration { return e.waited }
 
 // Done ends the request's processing.
 func (e Entry) Done() {

@@ -271,3 +271,36 @@ func TestEnterNeverWaitsAndCounts(t *testing.T) {
 	}
 	doneL()
 }
+
+// TestEntryTellsItsWait: an Entry says how long its request waited in the
+// channel, zero when it ran at once, so the caller reads no clock for it.
+func TestEntryTellsItsWait(t *testing.T) {
+	clock := newFakeClock()
+	c, _ := NewChannel(ChannelOptions{Threshold: 1, Clock: clock})
+	ctx := context.Background()
+	high, _ := c.Admit(ctx, High, false)
+	got := make(chan Entry, 1)
+	go func() {
+		e, err := c.Admit(ctx, Normal, false)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- e
+	}()
+	for c.Stats().Tiers[Normal].Waiting != 1 {
+		time.Sleep(time.Millisecond)
+	}
+	clock.Advance(7 * time.Millisecond)
+	if high.Waited() != 0 {
+		t.Errorf("high request waited %v, want 0", high.Waited())
+	}
+	high.Done()
+	e := <-got
+	if e.Waited() != 7*time.Millisecond {
+		t.Errorf("normal request waited %v, want 7ms", e.Waited())
+	}
+	e.Done()
+	if e, _ := c.Admit(ctx, Normal, false); e.Waited() != 0 {
+		t.Errorf("uncontended request waited %v, want 0", e.Waited())
+	}
+}

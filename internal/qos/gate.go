@@ -154,15 +154,19 @@ type Admission struct {
 	tier   Tier
 }
 
-// Admit blocks until a request of p at tier t may be processed and returns
-// its Admission, whose Done is to be called when it ends. If ctx ends
-// first, the request leaves no trace and ctx.Err() is returned; a grant
-// that races with the end of ctx is given back.
-func (g *Gate) Admit(ctx context.Context, t Tier, p Principal) (Admission, error) {
+// Admit blocks until a request of p at tier t, which reached the gate at
+// arrived, may be processed and returns its Admission, whose Done is to be
+// called when it ends. arrived is the caller's reading of g's clock (the
+// commands layer reads one per request for its own histograms anyway), so
+// a request the gate lets through at once costs it no reading of its own;
+// the request's latency, for the fairness measures and its objective, runs
+// from arrived to Done. If ctx ends first, the request leaves no trace and
+// ctx.Err() is returned; a grant that races with the end of ctx is given
+// back.
+func (g *Gate) Admit(ctx context.Context, t Tier, p Principal, arrived time.Time) (Admission, error) {
 	if t >= NumTiers {
 		return Admission{}, mongoerr.Newf(mongoerr.BadValue, "unknown performance tier %d", uint8(t))
 	}
-	now := g.clock.Now()
 	g.mu.Lock()
 	weight := p.Weight
 	if weight <= 0 {
@@ -172,20 +176,20 @@ func (g *Gate) Admit(ctx context.Context, t Tier, p Principal) (Admission, error
 	if p.SLO > 0 {
 		slo = g.sloLocked(p.User, p.SLO)
 	}
-	u := g.tiers[t].user(p.User, weight, now)
+	u := g.tiers[t].user(p.User, weight, arrived)
 	u.slo = slo
 	g.arrivingLocked(t, u)
 	if t == High || g.tiers[t].waiting == 0 && g.mayRunLocked(t) {
 		slot, gen := g.takeLocked(t, u)
 		g.mu.Unlock()
-		return Admission{g: g, user: u, since: now, slot: slot, gen: gen, tier: t}, nil
+		return Admission{g: g, user: u, since: arrived, slot: slot, gen: gen, tier: t}, nil
 	}
 	if err := ctx.Err(); err != nil {
 		g.leftLocked(t, u)
 		g.mu.Unlock()
 		return Admission{}, err
 	}
-	w := &gateWaiter{user: u, tier: t, since: now, wake: make(chan struct{}, 1)}
+	w := &gateWaiter{user: u, tier: t, since: arrived, wake: make(chan struct{}, 1)}
 	g.tiers[t].enqueue(w, g.tiers[t].ctl.anticipation > 0)
 	if g.mayRunLocked(t) {
 		// A slot is free while others wait: a round holds it for users
@@ -195,7 +199,7 @@ func (g *Gate) Admit(ctx context.Context, t Tier, p Principal) (Admission, error
 	g.mu.Unlock()
 	select {
 	case <-w.wake:
-		return Admission{g: g, user: u, since: now, waited: w.waited, slot: w.slot, gen: w.gen, tier: t}, nil
+		return Admission{g: g, user: u, since: arrived, waited: w.waited, slot: w.slot, gen: w.gen, tier: t}, nil
 	case <-ctx.Done():
 	}
 	g.mu.Lock()
@@ -266,20 +270,32 @@ func (g *Gate) grantLocked(w *gateWaiter) {
 	w.wake <- struct{}{}
 }
 
-// Done ends the admitted request.
+// Waited is how long the request waited at the gate: zero when it was
+// admitted at once.
+func (a Admission) Waited() time.Duration { return a.waited }
+
+// Done ends the admitted request now.
 func (a Admission) Done() {
+	if a.g != nil {
+		a.DoneAt(a.g.clock.Now())
+	}
+}
+
+// DoneAt ends the admitted request, which ended at end: a reading of the
+// gate's clock the caller took anyway (the commands layer's, for its
+// latency histograms), so that ending costs the gate no reading either.
+func (a Admission) DoneAt(end time.Time) {
 	g := a.g
 	if g == nil {
 		return
 	}
-	now := g.clock.Now()
 	g.mu.Lock()
 	if g.tokens.live(a.slot, a.gen) {
-		a.user.lastDone = now
+		a.user.lastDone = end
 		if a.user.slo != nil {
-			a.user.slo.add(now.Sub(a.since), a.waited)
+			a.user.slo.add(end.Sub(a.since), a.waited)
 		}
-		g.releaseLocked(a.tier, a.user, a.slot, a.gen, now.Sub(a.since))
+		g.releaseLocked(a.tier, a.user, a.slot, a.gen, end.Sub(a.since))
 	}
 	g.mu.Unlock()
 }

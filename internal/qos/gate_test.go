@@ -23,7 +23,7 @@ func newTestGate(t *testing.T, opts GateOptions) (*Gate, *fakeClock) {
 // gateAdmit is g.Admit with the Admission's Done as a func, as these tests
 // hold it.
 func gateAdmit(g *Gate, ctx context.Context, t Tier, p Principal) (func(), error) {
-	a, err := g.Admit(ctx, t, p)
+	a, err := g.Admit(ctx, t, p, g.clock.Now())
 	if err != nil {
 		return nil, err
 	}
@@ -769,5 +769,44 @@ func TestGateAnticipationLimits(t *testing.T) {
 	g.SetZeta(0)
 	if z := g.Stats().Tiers[Low].Zeta; z != 1 {
 		t.Fatalf("ζ %v after SetZeta(0), want at least 1", z)
+	}
+}
+
+// TestAdmissionRunsFromTheCallersArrival: the gate reads no clock when it
+// admits at once; the request's latency runs from the arrival its caller
+// read, and its Admission says how long it waited at the gate.
+func TestAdmissionRunsFromTheCallersArrival(t *testing.T) {
+	g, clk := newTestGate(t, GateOptions{Parallelism: 1})
+	ctx := context.Background()
+	ls := Principal{User: "ls", Weight: 1, SLO: time.Second}
+	arrived := clk.Now()
+	clk.Advance(2 * time.Millisecond) // parsing, the channel: before the gate
+	a, err := g.Admit(ctx, Normal, ls, arrived)
+	if err != nil || a.Waited() != 0 {
+		t.Fatalf("uncontended Admit: waited %v, err %v; want 0, nil", a.Waited(), err)
+	}
+	clk.Advance(time.Millisecond)
+	a.Done()
+	g.AdjustSLOs()
+	if st := g.SLOs(); len(st) != 1 || st[0].P999 != 3*time.Millisecond || st[0].ServiceP999 != 3*time.Millisecond {
+		t.Fatalf("SLOs %+v; want a latency of 3ms from the caller's arrival, all of it service", st)
+	}
+
+	first, _ := g.Admit(ctx, Normal, Principal{User: "first", Weight: 1}, clk.Now())
+	got := make(chan Admission, 1)
+	go func() {
+		a, err := g.Admit(ctx, Normal, ls, clk.Now())
+		if err != nil {
+			t.Error(err)
+		}
+		got <- a
+	}()
+	waitQueued(t, g, Normal, 1)
+	clk.Advance(5 * time.Millisecond)
+	first.Done()
+	if a := <-got; a.Waited() != 5*time.Millisecond {
+		t.Errorf("queued Admit waited %v, want 5ms", a.Waited())
+	} else {
+		a.Done()
 	}
 }

@@ -7,6 +7,8 @@ import "time"
 type waiter struct {
 	tier  Tier
 	since time.Time
+	// waited is how long it waited, set when it is admitted.
+	waited time.Duration
 	// wake carries at most one pending signal; signalled says one is in
 	// flight so that repeated wake-ups of the same queue do not pile up.
 	wake       chan struct{}
