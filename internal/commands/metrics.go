@@ -146,7 +146,7 @@ func (h *Handlers) writeFairMetrics(w *metrics.Writer, st qos.GateStats) {
 	}
 	slos := h.opts.QoS.Gate.SLOs()
 	for _, s := range slos {
-		w.Gauge("tierdb_slo_p999_seconds", "A user's p99.9 latency over the last SLO period.", metrics.Labels{{"user", s.User}}, s.P999.Seconds())
+		w.Gauge("tierdb_slo_p999_seconds", "A user's p99.9 latency over the SLO controller's window (its recent periods).", metrics.Labels{{"user", s.User}}, s.P999.Seconds())
 	}
 	for _, s := range slos {
 		met := 0.0

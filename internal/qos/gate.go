@@ -497,13 +497,13 @@ func (g *Gate) sloLocked(user string, objective time.Duration) *sloState {
 }
 
 // AdjustSLOs runs one period of the SLO controller (its driver calls it
-// every second or so) and forgets objectives no request has carried since
-// the last period.
+// every second or so) and forgets objectives whose user has gone and whose
+// requests have left the controller's window.
 func (g *Gate) AdjustSLOs() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for user, s := range g.slos {
-		if len(s.lat) == 0 && !g.hasUserLocked(user) {
+		if s.requests() == 0 && !g.hasUserLocked(user) {
 			delete(g.slos, user)
 			continue
 		}
