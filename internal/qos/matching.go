@@ -271,8 +271,9 @@ func (c *Calibrator) noise() float64 {
 }
 
 // decide picks the smallest measured P whose throughput is within the
-// margin (nearPeak, or the noise) of the most measured, and says whether
-// no limit was within it too (ForFairness).
+// margin (nearPeak, or the noise up to maxMargin) of the most measured,
+// and says whether no limit was within it too, or within the noise
+// (ForFairness).
 func (c *Calibrator) decide(now time.Time) *Calibration {
 	r := c.fit
 	r.At = now
@@ -299,7 +300,10 @@ func (c *Calibrator) decide(now time.Time) *Calibration {
 	}
 	if best != c.points[2] {
 		r.P = best
-		r.ForFairness = near(r.Samples[2])
+		// No limit is the peak's equal, and P buys only fairness, when it
+		// is within the margin, or within the noise however wide: past
+		// maxMargin the machine cannot tell the points apart at all.
+		r.ForFairness = near(r.Samples[2]) || r.Samples[2].Lambda >= (1-r.Noise)*peak
 	}
 	return r
 }
