@@ -127,11 +127,15 @@ type Calibration struct {
 // of the disk) last from a fraction of a second to seconds: interleaved,
 // they fall on every P alike instead of on one P's whole window, the
 // order cancels a steady drift, and the median leaves out the slice a
-// burst hit. The fit's matching point C is then measured too, for one
-// more window (the check): Eq. 2 is a model, and on a machine whose curve
-// it does not match its peak can fall where the throughput is lower than
-// at a sampled P. The check costs nothing a calibration would not spend
-// anyway, since P = C is where the traffic would run next.
+// burst hit. The fit's matching point C is then measured too (the check):
+// Eq. 2 is a model, and on a machine whose curve it does not match its
+// peak can fall where the throughput is lower than at a sampled P. The
+// check comes after the samples, so P2 is measured again beside it, slice
+// for slice, and the check's throughput is scaled by how far P2's moved
+// in between: a run still warming up would otherwise favour the check
+// (qos-overhead: C = 4 measured 4862/s against P2's 3636/s a few seconds
+// earlier, and the lone user held to P = 4 then ran 20 % slower than with
+// no limit).
 //
 // A sample is only taken while the high tier is idle: while it is active
 // the restricted share, not P, bounds the lower tiers, so a slice the
@@ -140,8 +144,9 @@ type Calibration struct {
 // then -1: keep the P there was). It is pure logic: its driver sets the
 // gate's P and feeds it the clock and the gate's completion count.
 type Calibrator struct {
-	// points are P0, P1, P2 and, once the fit asks for it, the check's C.
-	points [4]int
+	// points are P0, P1, P2 and, once the fit asks for it, the check's C
+	// and P2 again beside it.
+	points [5]int
 	window time.Duration
 	// order is the slices still to take, by index into points.
 	order []int
@@ -151,7 +156,7 @@ type Calibrator struct {
 	since     time.Time
 	count     uint64
 	// rates are each point's slices' throughputs.
-	rates [4][]float64
+	rates [5][]float64
 	fit   *Calibration
 }
 
@@ -161,14 +166,14 @@ const calibrationSlices = 4
 
 // NewCalibrator samples at p0 < p1 < p2, window each.
 func NewCalibrator(p0, p1, p2 int, window time.Duration) *Calibrator {
-	return &Calibrator{points: [4]int{p0, p1, p2}, window: window}
+	return &Calibrator{points: [5]int{p0, p1, p2}, window: window}
 }
 
 // Start begins the first sample at now; the driver sets P to the value
 // returned.
 func (c *Calibrator) Start(now time.Time) int {
 	*c = Calibrator{points: c.points, window: c.window, started: now, since: now}
-	c.points[3] = 0
+	c.points[3], c.points[4] = 0, 0
 	for i := range calibrationSlices {
 		if i%2 == 0 {
 			c.order = append(c.order, 0, 1, 2)
@@ -215,19 +220,33 @@ func (c *Calibrator) Tick(now time.Time, completed uint64, highActive bool) (p i
 			break
 		}
 		if c.fit != nil { // the check is taken
-			c.fit.Check = c.sample(3)
+			c.fit.Check = c.checkSample()
 			return 0, c.decide(now)
 		}
 		c.fit = c.model()
 		if !c.fit.Fitted || slices.Contains(c.points[:3], c.fit.Predicted) {
 			return 0, c.decide(now)
 		}
-		c.points[3] = c.fit.Predicted
-		for range calibrationSlices {
-			c.order = append(c.order, 3)
+		c.points[3], c.points[4] = c.fit.Predicted, c.points[2]
+		for i := range calibrationSlices {
+			if i%2 == 0 {
+				c.order = append(c.order, 3, 4)
+			} else {
+				c.order = append(c.order, 4, 3)
+			}
 		}
 	}
 	return c.points[c.order[0]], nil
+}
+
+// checkSample is the check's sample, its throughput scaled by the ratio
+// of P2's first samples to P2's beside the check.
+func (c *Calibrator) checkSample() ThroughputSample {
+	s := c.sample(3)
+	if again := median(c.rates[4]); again > 0 {
+		s.Lambda *= median(c.rates[2]) / again
+	}
+	return s
 }
 
 // model fits Eq. 2 to the three samples.

@@ -53,7 +53,8 @@ func TestFitThroughputRefusesWhatItCannotModel(t *testing.T) {
 
 // The calibrator walks P0 P1 P2, P2 P1 P0 twice, a quarter of a window
 // each, measures completions over each slice less its settling fifth, and
-// picks the fitted matching point once a window at it confirms it.
+// picks the fitted matching point once a window at it, interleaved with
+// P2 again, confirms it.
 func TestCalibratorOnASyntheticServer(t *testing.T) {
 	truth := ThroughputModel{P0: 1, Lambda0: 1000, B: 0.3, G: 0.05}
 	c := NewCalibrator(1, 5, 32, time.Second)
@@ -73,8 +74,9 @@ func TestCalibratorOnASyntheticServer(t *testing.T) {
 	if res == nil {
 		t.Fatal("calibration never ended")
 	}
-	if len(asked) != 10 || fmt.Sprint(asked[:9]) != "[1 5 32 5 1 5 32 5 1]" || asked[9] != res.Predicted {
-		t.Errorf("asked for P %v, want [1 5 32 5 1 5 32 5 1] and the check at C = %d", asked, res.Predicted)
+	c11 := res.Predicted
+	if want := fmt.Sprint([]int{1, 5, 32, 5, 1, 5, 32, 5, 1, c11, 32, c11, 32, c11}); fmt.Sprint(asked) != want {
+		t.Errorf("asked for P %v, want %s: the samples, then the check at C = %d beside P2", asked, want, c11)
 	}
 	for i, s := range res.Samples {
 		if want := truth.Lambda(s.P); math.Abs(s.Lambda-want)/want > 0.02 {
@@ -142,7 +144,7 @@ func TestCalibrationPastTheNoiseIsForFairness(t *testing.T) {
 	decide := func(p2 []float64) *Calibration {
 		c := NewCalibrator(2, 6, 24, time.Second)
 		c.Start(time.Unix(0, 0))
-		c.rates = [4][]float64{p2, {2000, 2200, 2300, 2500}, {2000, 2250, 2350, 2600}}
+		c.rates = [5][]float64{p2, {2000, 2200, 2300, 2500}, {2000, 2250, 2350, 2600}}
 		c.fit = c.model()
 		return c.decide(time.Unix(10, 0))
 	}
@@ -151,6 +153,21 @@ func TestCalibrationPastTheNoiseIsForFairness(t *testing.T) {
 	}
 	if r := decide([]float64{3600, 3700, 3700, 3800}); r.P != 2 || r.ForFairness {
 		t.Errorf("steady: %+v, want P = 2 for throughput", r)
+	}
+}
+
+// A run still warming up: throughput grows by half over the calibration
+// at every P. The check comes last, so measured as it is it would beat
+// P = 8 by more than the margin (and P = C would hold a lone user for
+// throughput); scaled by P2's drift, measured beside it, it does not, and
+// P = 8 wins as on a steady server.
+func TestCalibrationCheckIsScaledByTheDrift(t *testing.T) {
+	truth := ThroughputModel{P0: 1, Lambda0: 1000, B: 0.3, G: 0.05}
+	r := calibrateOverTime(NewCalibrator(1, 8, 32, time.Second), func(p, ms int) float64 {
+		return truth.Lambda(p) * (1 + float64(ms)/8000)
+	})
+	if r.Check.P != 11 || r.P != 8 || math.Abs(r.Check.Lambda-truth.Lambda(11)*1.19)/r.Check.Lambda > 0.03 {
+		t.Errorf("calibration %+v, want the check at 11 scaled back to the samples' time and P = 8", r)
 	}
 }
 
