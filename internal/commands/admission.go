@@ -49,8 +49,9 @@ func (a *admissionHold) admit(ctx context.Context, arrived time.Time) error {
 		}
 		a.fair, err = h.opts.Fair.Admit(ctx, a.tier, a.p, arrived)
 		if err != nil {
-			a.release(time.Now())
-			a.acct.waitNanos.Add(int64(time.Since(arrived) + waited))
+			now := time.Now()
+			a.release(now)
+			a.acct.waitNanos.Add(int64(now.Sub(arrived) + waited))
 			return err
 		}
 		h.instr.fairWait[a.tier].Observe(a.fair.Waited().Seconds())

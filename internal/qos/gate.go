@@ -155,14 +155,14 @@ type Admission struct {
 }
 
 // Admit blocks until a request of p at tier t, which reached the gate at
-// arrived, may be processed and returns its Admission, whose Done is to be
-// called when it ends. arrived is the caller's reading of g's clock
-// (time.Now for the real one: the commands layer reads it per request for
-// its own histograms anyway), so a request the gate lets through at once
-// costs it no reading of its own; the request's latency, for the fairness
-// measures and its objective, runs from arrived to Done. If ctx ends first, the request leaves no trace and
-// ctx.Err() is returned; a grant that races with the end of ctx is given
-// back.
+// arrived, may be processed and returns its Admission, whose Done (or
+// DoneAt) is to be called when it ends. arrived is the caller's reading of
+// g's clock (time.Now for the real one: the commands layer reads it per
+// request for its own histograms anyway), so a request the gate lets
+// through at once costs it no reading of its own; the request's latency,
+// for the fairness measures and its objective, runs from arrived to its
+// end. If ctx ends first, the request leaves no trace and ctx.Err() is
+// returned; a grant that races with the end of ctx is given back.
 func (g *Gate) Admit(ctx context.Context, t Tier, p Principal, arrived time.Time) (Admission, error) {
 	if t >= NumTiers {
 		return Admission{}, mongoerr.Newf(mongoerr.BadValue, "unknown performance tier %d", uint8(t))
