@@ -449,3 +449,40 @@ def test_priority_inheritance_boosts_the_standby_replay_while_high_tier_writes(n
     finally:
         c.close()
         t.cleanup()
+
+
+def test_an_objective_at_the_high_tier_holds_the_lower_tiers(authed):
+    # A high-tier request never waits at the gate, so its user's objective
+    # steers the channel's anticipation instead (qos/slo.go): missed, it
+    # grows; taken away, the objective is forgotten and nothing grows it.
+    t, admin = authed
+    admin.admin.command("createUser", "ts", pwd="ts", slo={"p999Ms": 0.001},
+                        roles=[{"role": "readWrite", "db": "app"}, {"role": "tierHigh", "db": "admin"}])
+    ts = t.client(username="ts", password="ts", maxPoolSize=1)
+    try:
+        ts.admin.command("setClientPriority", "high")
+        deadline = time.time() + 20
+        while True:
+            for i in range(20):
+                ts.app.c.insert_one({"i": i})
+            st = admin.admin.command("qosStatus")
+            if st["anticipation"]["forObjectivesMS"] >= 0.4:
+                break
+            assert time.time() < deadline, st["anticipation"]
+            time.sleep(0.1)
+        slo = {s["user"]: s for s in st["fair"]["slos"]}["admin.ts"]
+        assert slo["steers"] == "anticipation" and slo["state"] in ("missed", "cannot be met"), slo
+        assert st["anticipationMS"] >= st["anticipation"]["forObjectivesMS"], st
+        periods = st["anticipation"]["periods"]
+        ts.app.c.insert_one({"i": -1})
+        assert admin.admin.command("qosStatus")["anticipation"]["periods"] > periods, \
+            "a high-tier request's end starts an anticipation period"
+        admin.admin.command("updateUser", "ts", slo={})
+        ts.app.c.insert_one({"i": -2})
+        st = admin.admin.command("qosStatus")
+        assert "admin.ts" not in {s["user"] for s in st["fair"]["slos"]}, st["fair"]["slos"]
+        time.sleep(1.5)  # a period of the controller with no high-tier objective
+        st = admin.admin.command("qosStatus")
+        assert st["anticipation"]["forObjectivesMS"] == 0 and st["anticipationMS"] == 0, st["anticipation"]
+    finally:
+        ts.close()

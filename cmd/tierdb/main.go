@@ -231,7 +231,7 @@ func (f *serveFlags) run() error {
 		storeOpts.OnBackendOpen = ctrl.BackendOpened
 		storeOpts.OnBackendClose = ctrl.BackendClosed
 		go keepBackgroundIO(ctx, ctrl)
-		go adjustSLOs(ctx, gate)
+		go adjustSLOs(ctx, manager)
 		applyBackground = ctrl.ApplyBackground
 		log.Info("QoS on", "threshold", qcfg.Threshold, "nice", qcfg.Nice, "cpu_pools", qcfg.Pools.Enabled(),
 			"parallelism", qcfg.Fair.Parallelism, "restricted", qcfg.Fair.Restricted)

@@ -214,8 +214,8 @@ func applyConfig(fs *flag.FlagSet, path string, b []byte) error {
 	return nil
 }
 
-// adjustSLOs runs the gate's latency-objective controller once a second.
-func adjustSLOs(ctx context.Context, g *qos.Gate) {
+// adjustSLOs runs the latency-objective controller once a second.
+func adjustSLOs(ctx context.Context, m *tierctl.Manager) {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	for {
@@ -223,7 +223,7 @@ func adjustSLOs(ctx context.Context, g *qos.Gate) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			g.AdjustSLOs()
+			m.AdjustSLOs()
 		}
 	}
 }

@@ -91,6 +91,7 @@ func (h *Handlers) qosStatus(_ context.Context, req *Request) (bson.D, error) {
 		{Key: "starvationGuardMS", Value: st.Guard.Milliseconds()},
 		{Key: "anticipationMS", Value: float64(st.Anticipation) / float64(time.Millisecond)},
 		{Key: "anticipation", Value: bson.D{
+			{Key: "forObjectivesMS", Value: float64(st.ObjectiveAnticipation) / float64(time.Millisecond)},
 			{Key: "periods", Value: int64(st.Anticipated)},
 			{Key: "expired", Value: int64(st.AnticipationExpired)},
 		}},
@@ -272,12 +273,22 @@ func sloStatus(slos []qos.SLOStats) bson.A {
 			{Key: "p999ObjectiveMs", Value: float64(s.Objective) / float64(time.Millisecond)},
 			{Key: "p999Ms", Value: float64(s.P999) / float64(time.Millisecond)},
 			{Key: "serviceP999Ms", Value: float64(s.ServiceP999) / float64(time.Millisecond)},
+			{Key: "steers", Value: steers(s)},
 			{Key: "urgentAfterMs", Value: float64(s.UrgentAfter) / float64(time.Millisecond)},
 			{Key: "ahead", Value: int64(s.Ahead)},
 			{Key: "state", Value: state},
 		})
 	}
 	return out
+}
+
+// steers names what an objective's controller moves: the user's urgency
+// in its tier's round, or for a high-tier user the channel's anticipation.
+func steers(s qos.SLOStats) string {
+	if s.High {
+		return "anticipation"
+	}
+	return "urgency"
 }
 
 func applyQoSField(c *qos.Config, e bson.E) error {

@@ -12,9 +12,13 @@ import "time"
 // once, and the high tier's next request lands behind that burst (in
 // PostgreSQL, in the WAL and, for majority writes, in the standbys' replay).
 // Holding the gate a little longer turns the gap into a pause instead.
+//
+// The period is the longer of the configured one (--anticipation) and the
+// one the high tier's latency objectives ask for (Gate.ObjectiveHold,
+// slo.go), which the SLO controller moves.
 type anticipationState struct {
-	every  time.Duration // zero: off, the paper's behaviour
-	active bool          // the high tier counts as one request in process
+	configured, objective time.Duration // both zero: off, the paper's behaviour
+	active                bool          // the high tier counts as one request in process
 	timer  Timer
 	// gen identifies the armed timer; a callback with an older value lost
 	// a race with Stop.
@@ -24,13 +28,32 @@ type anticipationState struct {
 	held, expired uint64
 }
 
-// SetAnticipation changes the anticipation period at run time; zero or a
-// negative value turns it off and releases anyone it holds.
+// every is the anticipation period.
+func (a *anticipationState) every() time.Duration { return max(a.configured, a.objective) }
+
+// SetAnticipation changes the configured anticipation period at run time;
+// zero or a negative value turns it off (unless objectives ask for it) and
+// releases anyone it holds.
 func (c *Channel) SetAnticipation(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.anticipation.every = max(d, 0)
-	if c.anticipation.every == 0 && c.anticipation.active {
+	c.anticipation.configured = max(d, 0)
+	c.anticipationChangedLocked()
+}
+
+// SetObjectiveAnticipation sets the period the high tier's latency
+// objectives ask for (Gate.ObjectiveHold).
+func (c *Channel) SetObjectiveAnticipation(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.anticipation.objective = max(d, 0)
+	c.anticipationChangedLocked()
+}
+
+// anticipationChangedLocked releases those held when the period is now
+// zero; a shorter period applies from the next high-tier request on.
+func (c *Channel) anticipationChangedLocked() {
+	if c.anticipation.every() == 0 && c.anticipation.active {
 		c.endAnticipationLocked()
 		c.wakeEligibleLocked()
 	}
@@ -49,7 +72,8 @@ func (c *Channel) highLocked() int {
 // high-tier request in process ends.
 func (c *Channel) anticipateLocked() {
 	a := &c.anticipation
-	if a.every == 0 {
+	every := a.every()
+	if every == 0 {
 		return
 	}
 	if a.timer != nil {
@@ -59,7 +83,7 @@ func (c *Channel) anticipateLocked() {
 	a.held++
 	a.gen++
 	gen := a.gen
-	a.timer = c.clock.AfterFunc(a.every, func() { c.anticipationExpired(gen) })
+	a.timer = c.clock.AfterFunc(every, func() { c.anticipationExpired(gen) })
 }
 
 // endAnticipationLocked ends the period, because a high-tier request came

@@ -94,7 +94,7 @@ func NewChannel(opts ChannelOptions) (*Channel, error) {
 		clock:        clock,
 		threshold:    thr,
 		guard:        guardState{every: opts.StarvationGuard},
-		anticipation: anticipationState{every: opts.Anticipation},
+		anticipation: anticipationState{configured: opts.Anticipation},
 	}, nil
 }
 

@@ -95,8 +95,10 @@ type Gate struct {
 	// completed counts requests that ran to their done: the throughput
 	// the calibration of P samples.
 	completed uint64
-	// slos are the latency objectives of users, by user (slo.go).
-	slos map[string]*sloState
+	// slos are the latency objectives of users, by user (slo.go);
+	// objectiveHold is h, the anticipation the high tier's ask for.
+	slos          map[string]*sloState
+	objectiveHold time.Duration
 }
 
 // Principal is who a request counts for at the gate: a user, its weight
@@ -175,9 +177,14 @@ func (g *Gate) Admit(ctx context.Context, t Tier, p Principal, arrived time.Time
 	var slo *sloState
 	if p.SLO > 0 {
 		slo = g.sloLocked(p.User, p.SLO)
+	} else if len(g.slos) > 0 {
+		delete(g.slos, p.User) // its objective was taken away
 	}
 	u := g.tiers[t].user(p.User, weight, arrived)
 	u.slo = slo
+	if slo != nil {
+		slo.high = t == High
+	}
 	g.arrivingLocked(t, u)
 	if t == High || g.tiers[t].waiting == 0 && g.mayRunLocked(t) {
 		slot, gen := g.takeLocked(t, u)
@@ -502,13 +509,59 @@ func (g *Gate) sloLocked(user string, objective time.Duration) *sloState {
 func (g *Gate) AdjustSLOs() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	var high, judged []*sloState
 	for user, s := range g.slos {
 		if s.requests() == 0 && !g.hasUserLocked(user) {
 			delete(g.slos, user)
 			continue
 		}
-		s.adjust()
+		if s.adjust() && s.high {
+			judged = append(judged, s)
+		}
+		if s.high {
+			high = append(high, s)
+		}
 	}
+	g.steerHoldLocked(high, judged)
+}
+
+// steerHoldLocked moves h by the high tier's objectives (slo.go): high are
+// all of them, judged those with requests in their window. One without
+// requests neither asks for h nor forgoes it.
+func (g *Gate) steerHoldLocked(high, judged []*sloState) {
+	was := g.objectiveHold
+	missed, relaxed := false, true
+	for _, s := range judged {
+		missed = missed || s.missed()
+		relaxed = relaxed && s.relaxed()
+	}
+	switch {
+	case len(high) == 0:
+		g.objectiveHold = 0
+	case missed && g.objectiveHold >= sloMaxHold:
+		for _, s := range judged {
+			s.unmeetable = s.missed()
+		}
+	case missed:
+		g.objectiveHold = min(sloMaxHold, max(sloHoldStep, 2*g.objectiveHold))
+	case relaxed && len(judged) > 0:
+		g.objectiveHold = max(0, g.objectiveHold-sloHoldStep)
+	}
+	if g.objectiveHold != was {
+		for _, s := range high {
+			s.restart()
+		}
+	}
+}
+
+// ObjectiveHold is h: how long the high tier's latency objectives ask the
+// priority channel to hold the lower tiers after each high-tier request
+// (Channel.SetObjectiveAnticipation; zero when no user at the high tier
+// has one, or none needs it).
+func (g *Gate) ObjectiveHold() time.Duration {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.objectiveHold
 }
 
 func (g *Gate) hasUserLocked(user string) bool {
@@ -526,7 +579,7 @@ func (g *Gate) SLOs() []SLOStats {
 	defer g.mu.Unlock()
 	var out []SLOStats
 	for user, s := range g.slos {
-		out = append(out, SLOStats{User: user, Objective: s.objective, P999: s.p999, ServiceP999: s.svcP999, UrgentAfter: s.urgentAfter(), Ahead: s.aheadLast, Met: s.met, Unmeetable: s.unmeetable})
+		out = append(out, SLOStats{User: user, Objective: s.objective, P999: s.p999, ServiceP999: s.svcP999, UrgentAfter: s.urgentAfter(), Ahead: s.aheadLast, Met: s.met, Unmeetable: s.unmeetable, High: s.high})
 	}
 	slices.SortFunc(out, func(a, b SLOStats) int { return strings.Compare(a.User, b.User) })
 	return out

@@ -40,6 +40,23 @@ import (
 //
 // Nothing waits with no parallelism limit (P = 0): no objective can then
 // be enforced this way; the controller reports the misses as they are.
+//
+// Objectives at the high tier (our addition). A high-tier request never
+// waits at the gate, so u can do nothing for it: what it waits behind is
+// the lower tiers' work in the server. For a user whose requests run at
+// the high tier the controller moves h instead, the anticipation those
+// objectives ask of the priority channel (lower tiers held h after each
+// high-tier request, in anticipation of the next: anticipation.go), by the
+// same rules the other way round (Gate.steerHoldLocked):
+//
+//	a high-tier p99.9 > o, two requests or more over o   h ← min(h_max, max(h_step, 2·h))
+//	every high-tier p99.9 < o/2                          h ← max(0, h − h_step)
+//
+// so the lower tiers are held only as long as the objectives need, and a
+// miss with h at h_max is reported unmeetable: the server's own tail. h is
+// one value for the tier (the channel holds the lower tiers for every
+// high-tier client alike), and a change of it starts every high-tier
+// objective's window afresh.
 
 const (
 	sloSamples    = 4096 // latencies kept per user over the window: enough for a p99.9
@@ -48,6 +65,8 @@ const (
 	sloMinUrgency = 1.0 / 32
 	sloMaxUrgency = 0.9
 	sloUrgency    = 0.5 // to begin with
+	sloHoldStep   = 100 * time.Microsecond
+	sloMaxHold    = 2 * time.Millisecond
 )
 
 // sloPeriod is one period's latencies (lat) and the same less their wait
@@ -67,8 +86,13 @@ type sloState struct {
 	cur           int
 	p999, svcP999 time.Duration
 	// met: the last p99.9 was within the objective; unmeetable: it was
-	// missed with the urgency at its lowest, or by the service alone.
+	// missed with the urgency (or h) at its utmost, or by the service
+	// alone; misses counts the window's requests over the objective.
 	met, unmeetable bool
+	misses          int
+	// high: the user's requests run at the high tier, so the controller
+	// steers h, not u.
+	high bool
 	// ahead counts requests admitted ahead of the round in this period,
 	// aheadLast in the last one.
 	ahead, aheadLast uint64
@@ -109,43 +133,69 @@ func p999(ds []time.Duration) time.Duration {
 	return sorted[min(len(sorted)-1, len(sorted)*999/1000)]
 }
 
-// adjust is one step of the feedback control, at the end of a period.
-func (s *sloState) adjust() {
+// adjust is one step of the feedback control, at the end of a period. It
+// reports whether the window held requests to judge; for a high-tier
+// objective it only judges, and the gate steers h (steerHoldLocked).
+func (s *sloState) adjust() (judged bool) {
 	s.aheadLast, s.ahead = s.ahead, 0
+	judged = s.judge()
+	if judged && !s.high {
+		s.steerUrgency()
+	}
+	s.cur = (s.cur + 1) % sloWindow
+	s.window[s.cur] = sloPeriod{}
+	return judged
+}
+
+// judge takes the window's p99.9s and misses; false when it holds no
+// request.
+func (s *sloState) judge() bool {
 	var lat, svc []time.Duration
-	misses := 0
+	s.misses = 0
 	for i := range s.window {
 		lat, svc = append(lat, s.window[i].lat...), append(svc, s.window[i].svc...)
 		for _, d := range s.window[i].lat {
 			if d > s.objective {
-				misses++
+				s.misses++
 			}
 		}
 	}
-	if len(lat) > 0 {
-		s.p999, s.svcP999 = p999(lat), p999(svc)
-		s.met = s.p999 <= s.objective
-		s.unmeetable = false
-		was := s.urgency
-		switch {
-		case s.met:
-			if s.p999 < s.objective/2 {
-				s.urgency = min(sloMaxUrgency, s.urgency*1.1)
-			}
-		case misses < sloMinMisses:
-			// One slow request: not yet a reason to serve the user sooner.
-		case s.urgency <= sloMinUrgency || s.svcP999 > s.objective:
-			s.unmeetable = true
-		default:
-			s.urgency = max(sloMinUrgency, s.urgency/2)
-		}
-		if s.urgency != was {
-			s.window = [sloWindow]sloPeriod{} // judge the new u on its own
-		}
+	if len(lat) == 0 {
+		return false
 	}
-	s.cur = (s.cur + 1) % sloWindow
-	s.window[s.cur] = sloPeriod{}
+	s.p999, s.svcP999 = p999(lat), p999(svc)
+	s.met = s.p999 <= s.objective
+	s.unmeetable = false
+	return true
 }
+
+// missed: over the objective, and not by one slow request alone.
+func (s *sloState) missed() bool { return !s.met && s.misses >= sloMinMisses }
+
+// relaxed: so far within the objective that it may be served less eagerly.
+func (s *sloState) relaxed() bool { return s.met && s.p999 < s.objective/2 }
+
+// steerUrgency moves u by the judgement.
+func (s *sloState) steerUrgency() {
+	was := s.urgency
+	switch {
+	case s.relaxed():
+		s.urgency = min(sloMaxUrgency, s.urgency*1.1)
+	case s.met || !s.missed():
+		// Met, or one slow request: not yet a reason to serve the user sooner.
+	case s.urgency <= sloMinUrgency || s.svcP999 > s.objective:
+		s.unmeetable = true
+	default:
+		s.urgency = max(sloMinUrgency, s.urgency/2)
+	}
+	if s.urgency != was {
+		s.restart()
+	}
+}
+
+// restart starts the window afresh, so that the next judgement sees a new
+// u or h on its own.
+func (s *sloState) restart() { s.window = [sloWindow]sloPeriod{} }
 
 // SLOStats is one objective as the controller sees it.
 type SLOStats struct {
@@ -162,4 +212,8 @@ type SLOStats struct {
 	Ahead       uint64
 	Met         bool
 	Unmeetable  bool
+	// High: the user's requests run at the high tier, so its objective
+	// steers the channel's anticipation (Gate.ObjectiveHold), not
+	// UrgentAfter.
+	High bool
 }

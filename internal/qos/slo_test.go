@@ -281,3 +281,72 @@ func TestGateSLOTellsTheWaitFromTheService(t *testing.T) {
 		t.Fatalf("SLOs %+v; want p99.9 6ms of which 1ms service, the urgency halved to 500µs", st)
 	}
 }
+
+// An objective at the high tier steers h, the channel's anticipation, not
+// the user's urgency (a high-tier request never waits at the gate): h
+// doubles from a step while the objective is missed by two requests or
+// more, up to its ceiling, where the objective is reported unmeetable;
+// comes down a step a period while the p99.9 is under half the objective;
+// stays while it is between; ignores one slow request; and goes to zero
+// once the objective is forgotten.
+func TestSLOAtTheHighTierSteersTheAnticipation(t *testing.T) {
+	g, clk := newTestGate(t, GateOptions{Parallelism: 4})
+	p := Principal{User: "ts", Weight: 1, SLO: 10 * time.Millisecond}
+	period := func(d time.Duration, slow int) time.Duration {
+		t.Helper()
+		for i := range 50 {
+			done, err := gateAdmit(g, context.Background(), High, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if i < slow {
+				clk.Advance(20 * time.Millisecond)
+			} else {
+				clk.Advance(d)
+			}
+			done()
+		}
+		g.AdjustSLOs()
+		return g.ObjectiveHold()
+	}
+	want := []time.Duration{100 * time.Microsecond, 200 * time.Microsecond, 400 * time.Microsecond, 800 * time.Microsecond, 1600 * time.Microsecond, sloMaxHold, sloMaxHold}
+	for i, w := range want {
+		if h := period(time.Millisecond, 2); h != w {
+			t.Fatalf("missed period %d: h %v, want %v", i, h, w)
+		}
+	}
+	st := g.SLOs()
+	if len(st) != 1 || !st[0].High || !st[0].Unmeetable || st[0].UrgentAfter != time.Duration(sloUrgency*float64(p.SLO)) {
+		t.Fatalf("SLOs %+v; want ts at the high tier, unmeetable with h at its ceiling, its urgency untouched", st)
+	}
+	// The misses stay in the window (sloWindow periods) before the good
+	// periods bring h down a step.
+	if h := period(time.Millisecond, 0); h != sloMaxHold {
+		t.Fatalf("with the misses in the window: h %v, want it kept", h)
+	}
+	for range sloWindow - 2 {
+		period(time.Millisecond, 0)
+	}
+	if h := period(time.Millisecond, 0); h != sloMaxHold-sloHoldStep {
+		t.Fatalf("under half the objective once the misses left the window: h %v, want a step down from the ceiling", h)
+	}
+	if h := period(6*time.Millisecond, 0); h != sloMaxHold-sloHoldStep {
+		t.Fatalf("met, over half the objective: h %v, want it kept", h)
+	}
+	if h := period(time.Millisecond, 1); h != sloMaxHold-sloHoldStep {
+		t.Fatalf("one slow request: h %v, want it kept", h)
+	}
+	if st := g.SLOs(); st[0].Met || st[0].Unmeetable {
+		t.Fatalf("SLOs %+v; want the slow request reported as a miss, not unmeetable", st)
+	}
+
+	g.mu.Lock()
+	delete(g.tiers[High].users, "ts")
+	g.mu.Unlock()
+	for range sloWindow {
+		g.AdjustSLOs()
+	}
+	if h := g.ObjectiveHold(); h != 0 || len(g.SLOs()) != 0 {
+		t.Fatalf("objective forgotten: h %v, %d objectives; want 0 and none", h, len(g.SLOs()))
+	}
+}

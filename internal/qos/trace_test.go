@@ -274,6 +274,22 @@ func TestChannelTraces(t *testing.T) {
 				{"-N2", ""},
 			},
 		},
+		{
+			name: "the objectives' anticipation: the longer of it and the configured one holds; at zero both, held lowers go",
+			opts: ChannelOptions{Anticipation: time.Millisecond},
+			steps: []traceStep{
+				{"oant=3ms +H1 +N1 -H1", "wait=N1"},
+				{"adv=1ms", "wait=N1 woke="},
+				{"adv=2ms", "run=N1 woke=N1"},
+				{"-N1 oant=500us +H2 +N2 -H2", "wait=N2"},
+				{"adv=1ms", "run=N2 woke=N2"},
+				{"-N2 ant=0s +H3 +N3 -H3", "wait=N3"},
+				{"adv=499us", "wait=N3 woke="},
+				{"oant=0s", "run=N3 woke=N3"},
+				{"-N3 +H4 -H4 +N4", "run=N4"},
+				{"-N4", ""},
+			},
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

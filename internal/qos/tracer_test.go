@@ -236,6 +236,7 @@ func (tr *tracer) req(name string) *traceReq {
 //	free=N1       let it go on
 //	thr=2         SetThreshold
 //	guard=10ms    SetStarvationGuard
+//	ant=1ms       SetAnticipation; oant=1ms SetObjectiveAnticipation
 //	adv=10ms      advance the fake clock
 func (tr *tracer) do(word string) {
 	tr.t.Helper()
@@ -253,6 +254,8 @@ func (tr *tracer) do(word string) {
 		tr.c.SetStarvationGuard(mustDuration(tr.t, val))
 	case isKV && key == "ant":
 		tr.c.SetAnticipation(mustDuration(tr.t, val))
+	case isKV && key == "oant":
+		tr.c.SetObjectiveAnticipation(mustDuration(tr.t, val))
 	case isKV && key == "adv":
 		tr.clk.Advance(mustDuration(tr.t, val))
 	case isKV && key == "hold":

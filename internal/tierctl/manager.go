@@ -34,6 +34,14 @@ func NewManager(cfg qos.Config, ch *qos.Channel, gate *qos.Gate, ctrl *Controlle
 	return &Manager{Channel: ch, Gate: gate, Controller: ctrl, cfg: cfg}
 }
 
+// AdjustSLOs runs one period of the gate's latency-objective controller
+// and hands the priority channel the anticipation that the high tier's
+// objectives ask for (qos/slo.go).
+func (m *Manager) AdjustSLOs() {
+	m.Gate.AdjustSLOs()
+	m.Channel.SetObjectiveAnticipation(m.Gate.ObjectiveHold())
+}
+
 // Config returns the running configuration.
 func (m *Manager) Config() qos.Config {
 	m.mu.Lock()
