@@ -19,7 +19,7 @@ import "time"
 type anticipationState struct {
 	configured, objective time.Duration // both zero: off, the paper's behaviour
 	active                bool          // the high tier counts as one request in process
-	timer  Timer
+	timer                 Timer
 	// gen identifies the armed timer; a callback with an older value lost
 	// a race with Stop.
 	gen uint64

@@ -533,7 +533,7 @@ func (g *Gate) steerHoldLocked(high, judged []*sloState) {
 	missed, relaxed := false, true
 	for _, s := range judged {
 		missed = missed || s.missed()
-		relaxed = relaxed && s.relaxed()
+		relaxed = relaxed && (s.relaxed() || s.settled())
 	}
 	switch {
 	case len(high) == 0:

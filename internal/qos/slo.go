@@ -50,10 +50,14 @@ import (
 // same rules the other way round (Gate.steerHoldLocked):
 //
 //	a high-tier p99.9 > o, two requests or more over o   h ← min(h_max, max(h_step, 2·h))
-//	every high-tier p99.9 < o/2                          h ← max(0, h − h_step)
+//	every high-tier p99.9 < o/2, or met over a whole     h ← max(0, h − h_step)
+//	window since h last changed
 //
 // so the lower tiers are held only as long as the objectives need, and a
-// miss with h at h_max is reported unmeetable: the server's own tail. h is
+// miss with h at h_max is reported unmeetable: the server's own tail. The
+// second way down is what u lacks: an objective near the server's idle
+// tail is rarely under o/2, and every hiccup would ratchet h up for good,
+// a pause of the lower tiers after every high-tier request. h is
 // one value for the tier (the channel holds the lower tiers for every
 // high-tier client alike), and a change of it starts every high-tier
 // objective's window afresh.
@@ -80,10 +84,13 @@ type sloPeriod struct {
 type sloState struct {
 	objective time.Duration
 	urgency   float64 // u: a request waiting u·objective goes ahead
-	// window are the periods judged, cur the current one's index; p999
-	// and svcP999 are the window's last p99.9s.
+	// window are the periods judged, cur the current one's index, full
+	// says every one of them ran since the window last started afresh;
+	// p999 and svcP999 are the window's last p99.9s.
 	window        [sloWindow]sloPeriod
 	cur           int
+	ran           int
+	full          bool
 	p999, svcP999 time.Duration
 	// met: the last p99.9 was within the objective; unmeetable: it was
 	// missed with the urgency (or h) at its utmost, or by the service
@@ -142,6 +149,8 @@ func (s *sloState) adjust() (judged bool) {
 	if judged && !s.high {
 		s.steerUrgency()
 	}
+	s.ran++
+	s.full = s.ran >= sloWindow
 	s.cur = (s.cur + 1) % sloWindow
 	s.window[s.cur] = sloPeriod{}
 	return judged
@@ -175,6 +184,9 @@ func (s *sloState) missed() bool { return !s.met && s.misses >= sloMinMisses }
 // relaxed: so far within the objective that it may be served less eagerly.
 func (s *sloState) relaxed() bool { return s.met && s.p999 < s.objective/2 }
 
+// settled: met over a whole window since it last started afresh.
+func (s *sloState) settled() bool { return s.met && s.full }
+
 // steerUrgency moves u by the judgement.
 func (s *sloState) steerUrgency() {
 	was := s.urgency
@@ -195,7 +207,7 @@ func (s *sloState) steerUrgency() {
 
 // restart starts the window afresh, so that the next judgement sees a new
 // u or h on its own.
-func (s *sloState) restart() { s.window = [sloWindow]sloPeriod{} }
+func (s *sloState) restart() { s.window, s.ran = [sloWindow]sloPeriod{}, 0 }
 
 // SLOStats is one objective as the controller sees it.
 type SLOStats struct {

@@ -286,9 +286,9 @@ func TestGateSLOTellsTheWaitFromTheService(t *testing.T) {
 // the user's urgency (a high-tier request never waits at the gate): h
 // doubles from a step while the objective is missed by two requests or
 // more, up to its ceiling, where the objective is reported unmeetable;
-// comes down a step a period while the p99.9 is under half the objective;
-// stays while it is between; ignores one slow request; and goes to zero
-// once the objective is forgotten.
+// comes down a step a period while the p99.9 is under half the objective,
+// and a step a window while it is met; ignores one slow request; and goes
+// to zero once the objective is forgotten.
 func TestSLOAtTheHighTierSteersTheAnticipation(t *testing.T) {
 	g, clk := newTestGate(t, GateOptions{Parallelism: 4})
 	p := Principal{User: "ts", Weight: 1, SLO: 10 * time.Millisecond}
@@ -338,6 +338,25 @@ func TestSLOAtTheHighTierSteersTheAnticipation(t *testing.T) {
 	}
 	if st := g.SLOs(); st[0].Met || st[0].Unmeetable {
 		t.Fatalf("SLOs %+v; want the slow request reported as a miss, not unmeetable", st)
+	}
+
+	// Met, though not under half the objective, over a whole window since
+	// h last changed: a step down all the same (no ratchet).
+	for range sloWindow - 1 {
+		if h := period(6*time.Millisecond, 0); h != sloMaxHold-sloHoldStep {
+			t.Fatalf("met, the slow request still in the window: h %v, want it kept", h)
+		}
+	}
+	if h := period(6*time.Millisecond, 0); h != sloMaxHold-2*sloHoldStep {
+		t.Fatalf("met over a whole window: h %v, want a step down", h)
+	}
+	for range sloWindow - 1 {
+		if h := period(6*time.Millisecond, 0); h != sloMaxHold-2*sloHoldStep {
+			t.Fatalf("met, a window not yet full since the last step: h %v, want it kept", h)
+		}
+	}
+	if h := period(6*time.Millisecond, 0); h != sloMaxHold-3*sloHoldStep {
+		t.Fatalf("met over the next whole window: h %v, want the next step down", h)
 	}
 
 	g.mu.Lock()
