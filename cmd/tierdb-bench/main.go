@@ -8,10 +8,6 @@
 //	                                  SQL straight on its PostgreSQL
 //	                                  (internal/bench/baseline)
 //
-// and, started by the harness itself, `tierdb-bench client-process`: a
-// scenario's time-sensitive clients in a process of their own
-// (internal/bench/clientproc.go).
-//
 // Both start their own PostgreSQL and tierdb processes (the tierdb next to
 // this executable unless --tierdb says otherwise) and never touch servers
 // they did not start. See docs/benchmarks.md.
@@ -21,7 +17,6 @@ import (
 	"fmt"
 	"os"
 
-	"tierdb/internal/bench"
 	"tierdb/internal/bench/baseline"
 )
 
@@ -30,7 +25,6 @@ func main() {
 	if len(args) > 0 && args[0] == "baseline" {
 		os.Exit(baseline.Main(args[1:]))
 	}
-	bench.RunIfClientProcess(os.Args)
 	if len(args) > 0 && args[0] == "help" {
 		args = []string{"-h"}
 	}

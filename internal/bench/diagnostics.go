@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"runtime/metrics"
 	"strconv"
 	"strings"
 	"sync"
@@ -36,59 +35,6 @@ type Diagnostics struct {
 	// the time they took (track_wal_io_timing).
 	WALSyncs  int64   `json:"walSyncs"`
 	WALSyncMs float64 `json:"walSyncMs"`
-	// LoadGenSched is how long the load generator's goroutines waited,
-	// runnable, for its CPU during the run (Go's /sched/latencies): a
-	// client's latency includes its own such waits, which the paper's
-	// clients, on a machine of their own, did not have.
-	LoadGenSched *SchedLatency `json:"loadGenSched,omitempty"`
-}
-
-// SchedLatency is a distribution of goroutine scheduling latencies.
-type SchedLatency struct {
-	Count  uint64  `json:"count"`
-	P50Us  float64 `json:"p50Us"`
-	P99Us  float64 `json:"p99Us"`
-	P999Us float64 `json:"p999Us"`
-}
-
-// schedLatencies reads this process's goroutine scheduling latencies so
-// far (a cumulative histogram).
-func schedLatencies() *metrics.Float64Histogram {
-	s := []metrics.Sample{{Name: "/sched/latencies:seconds"}}
-	metrics.Read(s)
-	if s[0].Value.Kind() != metrics.KindFloat64Histogram {
-		return nil
-	}
-	return s[0].Value.Float64Histogram()
-}
-
-// schedLatencyBetween is the distribution of the scheduling latencies
-// between two readings of schedLatencies.
-func schedLatencyBetween(a, b *metrics.Float64Histogram) *SchedLatency {
-	if a == nil || b == nil || len(a.Counts) != len(b.Counts) {
-		return nil
-	}
-	counts := make([]uint64, len(b.Counts))
-	var total uint64
-	for i := range counts {
-		counts[i] = b.Counts[i] - a.Counts[i]
-		total += counts[i]
-	}
-	if total == 0 {
-		return nil
-	}
-	q := func(f float64) float64 {
-		want := uint64(f * float64(total))
-		var n uint64
-		for i, c := range counts {
-			n += c
-			if n > want {
-				return b.Buckets[i+1] * 1e6 // the bucket's upper bound
-			}
-		}
-		return b.Buckets[len(b.Buckets)-1] * 1e6
-	}
-	return &SchedLatency{Count: total, P50Us: q(0.5), P99Us: q(0.99), P999Us: q(0.999)}
 }
 
 // TierRequests is tierdb's view of one tier's requests.

@@ -192,27 +192,8 @@ func (e *engine) runOne(ctx context.Context, rep int, v Variant) (run RunResult,
 		}()
 	}
 	stamps := make([]*stampWriter, len(groups))
-	job := clientJob{Addr: t.Addr(), Variant: v.Name, Scenario: e.sc, Timeout: e.sc.MaxRunTime}
-	var childGroups []int // indices into groups of the client process's groups
-	if e.sc.Replicas > 0 {
-		job.Period = e.sc.Period
-	}
 	for gi, m := range groups {
 		rp := m.g.readPreference(v)
-		if inClientProcess(m.g, v) {
-			cg := clientGroup{Group: m.g, ReadPreference: rp}
-			for ci := range m.clients {
-				login := cred
-				if m.g.ConnectionsPerUser > 0 {
-					login = users.credential(userName(m.g.Name, ci/m.g.ConnectionsPerUser))
-				}
-				cg.Seeds = append(cg.Seeds, uint64(rep)<<32|uint64(gi)<<16|uint64(ci))
-				cg.Logins = append(cg.Logins, login)
-			}
-			job.Groups = append(job.Groups, cg)
-			childGroups = append(childGroups, gi)
-			continue
-		}
 		for ci := range m.clients {
 			login := cred
 			if m.g.ConnectionsPerUser > 0 {
@@ -237,14 +218,6 @@ func (e *engine) runOne(ctx context.Context, rep int, v Variant) (run RunResult,
 		}
 	}
 
-	var child *clientProc
-	if len(job.Groups) > 0 {
-		if child, err = startClientProc(ctx, job); err != nil {
-			return run, err
-		}
-		defer child.kill()
-	}
-
 	syncsA, syncMsA, _ := walSyncs(ctx, e.pg.Cluster.ConnString())
 	backendsA, _ := backendCPU(ctx, e.pg.Cluster.ConnString())
 	sampler, err := startWaitSampler(ctx, e.pg.Cluster.ConnString())
@@ -254,16 +227,10 @@ func (e *engine) runOne(ctx context.Context, rep int, v Variant) (run RunResult,
 	defer sampler.stop()
 	cpuA, _ := rig.ReadCPUTimes()
 	tierdbA, pgA, selfA := processCPU(t.PID()), e.pg.postgresCPU(), processCPU(os.Getpid())
-	schedA := schedLatencies()
 	runCtx, cancel := context.WithTimeout(ctx, e.sc.MaxRunTime.D())
 	defer cancel()
 	start := time.Now()
 	run.Start = start.UTC()
-	if child != nil {
-		if err := child.begin(start); err != nil {
-			return run, fmt.Errorf("client process: %w", err)
-		}
-	}
 	var poller *replPoller
 	if e.sc.Replicas > 0 {
 		interval := min(max(e.sc.Period.D()/10, 200*time.Millisecond), time.Second)
@@ -343,15 +310,6 @@ func (e *engine) runOne(ctx context.Context, rep int, v Variant) (run RunResult,
 			}()
 		}
 	}
-	var childRecs [][]*recorder
-	var childErr error
-	if child != nil {
-		bounded.Add(1)
-		all.Go(func() {
-			defer bounded.Done()
-			childRecs, childErr = child.wait()
-		})
-	}
 	othersDone := make(chan struct{})
 	go func() {
 		bounded.Wait()
@@ -382,12 +340,6 @@ func (e *engine) runOne(ctx context.Context, rep int, v Variant) (run RunResult,
 	writersDone.Wait()
 	stopProgress()
 	run.WallSeconds = time.Since(start).Seconds()
-	if childErr != nil {
-		return run, childErr
-	}
-	for i, gi := range childGroups {
-		recs[gi] = childRecs[i]
-	}
 	if poller != nil {
 		var last bson.Raw
 		var perr error
@@ -420,7 +372,6 @@ func (e *engine) runOne(ctx context.Context, rep int, v Variant) (run RunResult,
 		run.Server.OthersPct = max(run.Server.BusyPct-ours, 0)
 	}
 	d := &run.Diagnostics
-	d.LoadGenSched = schedLatencyBetween(schedA, schedLatencies())
 	d.Waits, d.WaitRounds = sampler.stop()
 	if backendsB, err := backendCPU(ctx, e.pg.Cluster.ConnString()); err == nil {
 		d.BackendCPU = backendCPUDelta(backendsA, backendsB)
@@ -490,15 +441,10 @@ func (e *engine) runOne(ctx context.Context, rep int, v Variant) (run RunResult,
 			}
 		}
 	}
-	if v.QoS == "on" && (users != nil || len(job.Groups) < len(groups)) {
+	if v.QoS == "on" {
 		// Per-user logins see only their own part of qosStatus: ask as the
 		// administrator that created them.
-		var status *mongo.Client
-		for _, cs := range conns {
-			if len(cs) > 0 && status == nil {
-				status = cs[0].client
-			}
-		}
+		status := conns[0][0].client
 		if users != nil {
 			status = users.admin
 		}

@@ -239,11 +239,6 @@ type Variant struct {
 	// WithoutSLOs creates the per-user groups' users without their
 	// latency objectives (a fixed-weight configuration to compare with).
 	WithoutSLOs bool `yaml:"withoutSLOs,omitempty" json:"withoutSLOs,omitempty"`
-	// ClientsInOneProcess runs the time-sensitive clients in the harness's
-	// own process, beside the noise, instead of a process of their own
-	// (clientproc.go): to see what sharing the load generator's Go runtime
-	// does to their latency.
-	ClientsInOneProcess bool `yaml:"clientsInOneProcess,omitempty" json:"clientsInOneProcess,omitempty"`
 }
 
 // ServeArgs are the `tierdb serve` flags for the variant.
