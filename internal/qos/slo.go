@@ -84,13 +84,11 @@ type sloPeriod struct {
 type sloState struct {
 	objective time.Duration
 	urgency   float64 // u: a request waiting u·objective goes ahead
-	// window are the periods judged, cur the current one's index, full
-	// says every one of them ran since the window last started afresh;
-	// p999 and svcP999 are the window's last p99.9s.
+	// window are the periods judged, cur the current one's index, ran how
+	// many periods ended since it last started afresh; p999 and svcP999
+	// are the window's last p99.9s.
 	window        [sloWindow]sloPeriod
-	cur           int
-	ran           int
-	full          bool
+	cur, ran      int
 	p999, svcP999 time.Duration
 	// met: the last p99.9 was within the objective; unmeetable: it was
 	// missed with the urgency (or h) at its utmost, or by the service
@@ -150,7 +148,6 @@ func (s *sloState) adjust() (judged bool) {
 		s.steerUrgency()
 	}
 	s.ran++
-	s.full = s.ran >= sloWindow
 	s.cur = (s.cur + 1) % sloWindow
 	s.window[s.cur] = sloPeriod{}
 	return judged
@@ -185,7 +182,7 @@ func (s *sloState) missed() bool { return !s.met && s.misses >= sloMinMisses }
 func (s *sloState) relaxed() bool { return s.met && s.p999 < s.objective/2 }
 
 // settled: met over a whole window since it last started afresh.
-func (s *sloState) settled() bool { return s.met && s.full }
+func (s *sloState) settled() bool { return s.met && s.ran >= sloWindow }
 
 // steerUrgency moves u by the judgement.
 func (s *sloState) steerUrgency() {
