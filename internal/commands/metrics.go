@@ -93,8 +93,8 @@ func (h *Handlers) Metrics(w *metrics.Writer) {
 	st := h.opts.QoS.Channel.Stats()
 	w.Gauge("tierdb_qos_enabled", "1 when the priority channel is on.", nil, 1)
 	w.Gauge("tierdb_qos_threshold", "Activation threshold of the priority channel.", nil, float64(st.Threshold))
-	w.Gauge("tierdb_qos_anticipation_seconds", "How long lower tiers stay held after the last high-tier request (0: off).", nil, st.Anticipation.Seconds())
-	w.Gauge("tierdb_qos_anticipation_objectives_seconds", "The part of the anticipation the high tier's latency objectives ask for (0: none).", nil, st.ObjectiveAnticipation.Seconds())
+	w.Gauge("tierdb_qos_anticipation_seconds", "How long lower tiers stay held after the last high-tier request, as configured (0: off).", nil, st.Anticipation.Seconds())
+	w.Gauge("tierdb_qos_anticipation_objectives_seconds", "How long the high tier's latency objectives ask the lower tiers to be held after its last request (0: none); the longer of this and the configured one holds.", nil, st.ObjectiveAnticipation.Seconds())
 	w.Counter("tierdb_qos_anticipation_periods_total", "Anticipation periods started.", nil, float64(st.Anticipated))
 	w.Counter("tierdb_qos_anticipation_expired_total", "Anticipation periods that ended with no high-tier request.", nil, float64(st.AnticipationExpired))
 	for t := qos.Tier(0); t < qos.NumTiers; t++ {

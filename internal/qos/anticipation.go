@@ -51,7 +51,7 @@ func (c *Channel) SetObjectiveAnticipation(d time.Duration) {
 }
 
 // anticipationChangedLocked releases those held when the period is now
-// zero; a shorter period applies from the next high-tier request on.
+// zero; any other change applies from the next high-tier request on.
 func (c *Channel) anticipationChangedLocked() {
 	if c.anticipation.every() == 0 && c.anticipation.active {
 		c.endAnticipationLocked()

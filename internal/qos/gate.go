@@ -1,6 +1,7 @@
 package qos
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"strings"
@@ -90,14 +91,15 @@ type Gate struct {
 	roundTimer Timer
 	roundAt    time.Time
 	running    [NumTiers]int
-	tiers      [NumTiers]tierRound // High's stays empty
+	tiers      [NumTiers]tierRound // High's has users, never a queue
 	tokens     tokenTable
 	// completed counts requests that ran to their done: the throughput
 	// the calibration of P samples.
 	completed uint64
-	// slos are the latency objectives of users, by user (slo.go);
+	// slos are the latency objectives of users, by user and whether for
+	// its high-tier requests (slo.go: those steer h, the others u);
 	// objectiveHold is h, the anticipation the high tier's ask for.
-	slos          map[string]*sloState
+	slos          map[sloKey]*sloState
 	objectiveHold time.Duration
 }
 
@@ -118,7 +120,7 @@ func NewGate(opts GateOptions) (*Gate, error) {
 	if clock == nil {
 		clock = RealClock()
 	}
-	g := &Gate{clock: clock, p: opts.Parallelism, restricted: opts.Restricted, hold: opts.HighHold, slos: map[string]*sloState{}}
+	g := &Gate{clock: clock, p: opts.Parallelism, restricted: opts.Restricted, hold: opts.HighHold, slos: map[sloKey]*sloState{}}
 	for t := range g.tiers {
 		g.tiers[t].users = map[string]*fairUser{}
 		g.tiers[t].ctl = newZetaControl(opts, clock.Now())
@@ -176,15 +178,13 @@ func (g *Gate) Admit(ctx context.Context, t Tier, p Principal, arrived time.Time
 	}
 	var slo *sloState
 	if p.SLO > 0 {
-		slo = g.sloLocked(p.User, p.SLO)
-	} else if len(g.slos) > 0 {
-		delete(g.slos, p.User) // its objective was taken away
+		slo = g.sloLocked(sloKey{p.User, t == High}, p.SLO)
 	}
 	u := g.tiers[t].user(p.User, weight, arrived)
-	u.slo = slo
-	if slo != nil {
-		slo.high = t == High
+	if slo == nil && u.slo != nil {
+		delete(g.slos, sloKey{p.User, t == High}) // its objective was taken away
 	}
+	u.slo = slo
 	g.arrivingLocked(t, u)
 	if t == High || g.tiers[t].waiting == 0 && g.mayRunLocked(t) {
 		slot, gen := g.takeLocked(t, u)
@@ -492,12 +492,21 @@ func (g *Gate) Stats() GateStats {
 	return st
 }
 
-// sloLocked returns user's objective state, made or updated to objective.
-func (g *Gate) sloLocked(user string, objective time.Duration) *sloState {
-	s := g.slos[user]
+// sloKey names an objective's state: a user's requests at the high tier
+// and at the others are judged apart, as they are steered apart.
+type sloKey struct {
+	user string
+	high bool
+}
+
+// sloLocked returns the objective state of key, made or updated to
+// objective.
+func (g *Gate) sloLocked(key sloKey, objective time.Duration) *sloState {
+	s := g.slos[key]
 	if s == nil {
 		s = newSLOState(objective)
-		g.slos[user] = s
+		s.high = key.high
+		g.slos[key] = s
 	}
 	s.objective = objective
 	return s
@@ -510,9 +519,13 @@ func (g *Gate) AdjustSLOs() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	var high, judged []*sloState
-	for user, s := range g.slos {
-		if s.requests() == 0 && !g.hasUserLocked(user) {
-			delete(g.slos, user)
+	for key, s := range g.slos {
+		// An objective goes once its user has gone and its requests have
+		// left the window; a high-tier one once its user has been quiet
+		// for a window (high-tier users never queue, so no round forgets
+		// them).
+		if key.high && s.quiet >= sloWindow || !key.high && s.requests() == 0 && !g.hasUserLocked(key.user) {
+			delete(g.slos, key)
 			continue
 		}
 		if s.adjust() && s.high {
@@ -578,9 +591,21 @@ func (g *Gate) SLOs() []SLOStats {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	var out []SLOStats
-	for user, s := range g.slos {
-		out = append(out, SLOStats{User: user, Objective: s.objective, P999: s.p999, ServiceP999: s.svcP999, UrgentAfter: s.urgentAfter(), Ahead: s.aheadLast, Met: s.met, Unmeetable: s.unmeetable, High: s.high})
+	for key, s := range g.slos {
+		out = append(out, SLOStats{User: key.user, Objective: s.objective, P999: s.p999, ServiceP999: s.svcP999, UrgentAfter: s.urgentAfter(), Ahead: s.aheadLast, Met: s.met, Unmeetable: s.unmeetable, High: s.high})
 	}
-	slices.SortFunc(out, func(a, b SLOStats) int { return strings.Compare(a.User, b.User) })
+	slices.SortFunc(out, func(a, b SLOStats) int {
+		if c := strings.Compare(a.User, b.User); c != 0 {
+			return c
+		}
+		return cmp.Compare(btoi(a.High), btoi(b.High))
+	})
 	return out
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -54,7 +54,11 @@ import (
 //	window since h last changed
 //
 // so the lower tiers are held only as long as the objectives need, and a
-// miss with h at h_max is reported unmeetable: the server's own tail. The
+// miss with h at h_max is reported unmeetable: the server's own tail. h
+// then stays at h_max while that user keeps coming (its status says why
+// the lower tiers pause), and goes once its requests have left the
+// window. Each user's high-tier requests are judged apart from its
+// others (Gate.slos is keyed by both), as they are steered apart. The
 // second way down is what u lacks: an objective near the server's idle
 // tail is rarely under o/2, and every hiccup would ratchet h up for good,
 // a pause of the lower tiers after every high-tier request. h is
@@ -65,7 +69,7 @@ import (
 const (
 	sloSamples    = 4096 // latencies kept per user over the window: enough for a p99.9
 	sloWindow     = 10   // periods a judgement looks back over at most
-	sloMinMisses  = 2    // requests over the objective before u is halved
+	sloMinMisses  = 2    // requests over the objective before u is halved (or h doubled)
 	sloMinUrgency = 1.0 / 32
 	sloMaxUrgency = 0.9
 	sloUrgency    = 0.5 // to begin with
@@ -89,6 +93,7 @@ type sloState struct {
 	// are the window's last p99.9s.
 	window        [sloWindow]sloPeriod
 	cur, ran      int
+	quiet         int // periods in a row that ended without a request
 	p999, svcP999 time.Duration
 	// met: the last p99.9 was within the objective; unmeetable: it was
 	// missed with the urgency (or h) at its utmost, or by the service
@@ -143,11 +148,16 @@ func p999(ds []time.Duration) time.Duration {
 // objective it only judges, and the gate steers h (steerHoldLocked).
 func (s *sloState) adjust() (judged bool) {
 	s.aheadLast, s.ahead = s.ahead, 0
+	s.ran++
+	if len(s.window[s.cur].lat) == 0 {
+		s.quiet++
+	} else {
+		s.quiet = 0
+	}
 	judged = s.judge()
 	if judged && !s.high {
 		s.steerUrgency()
 	}
-	s.ran++
 	s.cur = (s.cur + 1) % sloWindow
 	s.window[s.cur] = sloPeriod{}
 	return judged
@@ -190,7 +200,7 @@ func (s *sloState) steerUrgency() {
 	switch {
 	case s.relaxed():
 		s.urgency = min(sloMaxUrgency, s.urgency*1.1)
-	case s.met || !s.missed():
+	case !s.missed():
 		// Met, or one slow request: not yet a reason to serve the user sooner.
 	case s.urgency <= sloMinUrgency || s.svcP999 > s.objective:
 		s.unmeetable = true

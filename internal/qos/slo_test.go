@@ -359,13 +359,52 @@ func TestSLOAtTheHighTierSteersTheAnticipation(t *testing.T) {
 		t.Fatalf("met over the next whole window: h %v, want the next step down", h)
 	}
 
-	g.mu.Lock()
-	delete(g.tiers[High].users, "ts")
-	g.mu.Unlock()
+	// The user goes quiet (its entry at the high tier stays: nothing
+	// there forgets it): the objective goes after a window's worth of
+	// periods without a request, and h with it.
 	for range sloWindow {
 		g.AdjustSLOs()
 	}
+	if h := g.ObjectiveHold(); h != sloMaxHold-3*sloHoldStep || len(g.SLOs()) != 1 {
+		t.Fatalf("quiet for less than a window: h %v, %d objectives; want h kept and the objective", h, len(g.SLOs()))
+	}
+	g.AdjustSLOs()
 	if h := g.ObjectiveHold(); h != 0 || len(g.SLOs()) != 0 {
-		t.Fatalf("objective forgotten: h %v, %d objectives; want 0 and none", h, len(g.SLOs()))
+		t.Fatalf("quiet for a window: h %v, %d objectives; want 0 and none", h, len(g.SLOs()))
+	}
+}
+
+// A user's requests at the high tier and at the others are judged apart:
+// misses at the normal tier halve its urgency and leave h alone, misses
+// at the high tier double h and leave the urgency alone; an objective
+// taken away is dropped at the user's next request at that tier.
+func TestSLOJudgesAUsersTiersApart(t *testing.T) {
+	g, clk := newTestGate(t, GateOptions{Parallelism: 4})
+	p := Principal{User: "both", Weight: 1, SLO: 10 * time.Millisecond}
+	run := func(tier Tier, p Principal, d time.Duration) {
+		t.Helper()
+		for range 20 {
+			done, err := gateAdmit(g, context.Background(), tier, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			clk.Advance(d)
+			done()
+		}
+	}
+	run(Normal, p, time.Millisecond) // within the objective
+	run(High, p, 20*time.Millisecond)
+	g.AdjustSLOs()
+	st := g.SLOs()
+	if len(st) != 2 || st[0].High || !st[1].High || !st[0].Met || st[1].Met || g.ObjectiveHold() != sloHoldStep {
+		t.Fatalf("SLOs %+v, h %v; want the normal-tier requests met, the high-tier ones missed and h a step", st, g.ObjectiveHold())
+	}
+	if u := st[0].UrgentAfter; u != time.Duration(sloUrgency*1.1*float64(p.SLO)) {
+		t.Fatalf("urgent after %v; want u grown for the normal-tier requests alone", u)
+	}
+	p.SLO = 0
+	run(High, p, time.Millisecond)
+	if st := g.SLOs(); len(st) != 1 || st[0].High {
+		t.Fatalf("SLOs %+v; want the high-tier objective dropped, the other kept until a request at its tier", st)
 	}
 }

@@ -30,9 +30,9 @@ type ChannelStats struct {
 	Tiers     [NumTiers]TierStats
 	Threshold int
 	Guard     time.Duration
-	// Anticipation is the period, ObjectiveAnticipation the part of it the
-	// high tier's objectives ask for (Anticipation is the longer of that
-	// and the configured one); Anticipated counts the periods started and
+	// Anticipation is the configured period, ObjectiveAnticipation the
+	// one the high tier's objectives ask for (the channel holds for the
+	// longer of the two); Anticipated counts the periods started and
 	// AnticipationExpired those that ended with no high-tier request.
 	Anticipation, ObjectiveAnticipation time.Duration
 	Anticipated, AnticipationExpired    uint64
@@ -65,7 +65,7 @@ func (c *Channel) Stats() ChannelStats {
 	c.mu.Lock()
 	st.Threshold = c.threshold
 	st.Guard = c.guard.every
-	st.Anticipation, st.ObjectiveAnticipation = c.anticipation.every(), c.anticipation.objective
+	st.Anticipation, st.ObjectiveAnticipation = c.anticipation.configured, c.anticipation.objective
 	st.Anticipated, st.AnticipationExpired = c.anticipation.held, c.anticipation.expired
 	for t := range NumTiers {
 		k := &c.counters[t]
