@@ -514,10 +514,17 @@ func (g *Gate) sloLocked(key sloKey, objective time.Duration) *sloState {
 
 // AdjustSLOs runs one period of the SLO controller (its driver calls it
 // every second or so) and forgets objectives whose user has gone and whose
-// requests have left the controller's window.
+// requests have left the controller's window, and the high tier's idle
+// users (the other tiers' rounds forget theirs).
 func (g *Gate) AdjustSLOs() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	now := g.clock.Now()
+	for key, u := range g.tiers[High].users {
+		if u.inProcess == 0 && now.Sub(u.lastSeen) > g.tiers[High].ctl.window {
+			delete(g.tiers[High].users, key)
+		}
+	}
 	var high, judged []*sloState
 	for key, s := range g.slos {
 		// An objective goes once its user has gone and its requests have

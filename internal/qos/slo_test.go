@@ -374,6 +374,22 @@ func TestSLOAtTheHighTierSteersTheAnticipation(t *testing.T) {
 	}
 }
 
+// The high tier has no rounds to forget idle users in: the SLO
+// controller's period does, once they have nothing in process.
+func TestGateForgetsIdleHighTierUsers(t *testing.T) {
+	g, clk := newTestGate(t, GateOptions{Parallelism: 4})
+	busy, _ := gateAdmit(g, context.Background(), High, Principal{User: "busy", Weight: 1})
+	done, _ := gateAdmit(g, context.Background(), High, Principal{User: "gone", Weight: 1})
+	done()
+	clk.Advance(time.Second)
+	g.AdjustSLOs()
+	users := g.Stats().Tiers[High].Users
+	if len(users) != 1 || users[0].User != "busy" {
+		t.Fatalf("high-tier users %+v; want only the one with a request in process", users)
+	}
+	busy()
+}
+
 // A user's requests at the high tier and at the others are judged apart:
 // misses at the normal tier halve its urgency and leave h alone, misses
 // at the high tier double h and leave the urgency alone; an objective
