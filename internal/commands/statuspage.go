@@ -85,10 +85,15 @@ func (h *Handlers) StatusSnapshot() *status.Snapshot {
 // latency objective. Unauthenticated clients are one account; the gate
 // counts them per peer host ("peer 10.0.0.1"), so their rows add those up.
 func (h *Handlers) statusUsers(accounts []*userAccount, gate qos.GateStats, qosOn bool) []status.User {
-	slos := map[string]qos.SLOStats{}
+	// A user's high-tier requests have an objective state of their own.
+	type sloOf struct {
+		user string
+		high bool
+	}
+	slos := map[sloOf]qos.SLOStats{}
 	if qosOn {
 		for _, s := range h.opts.QoS.Gate.SLOs() {
-			slos[s.User] = s
+			slos[sloOf{s.User, s.High}] = s
 		}
 	}
 	out := []status.User{}
@@ -114,7 +119,7 @@ func (h *Handlers) statusUsers(accounts []*userAccount, gate qos.GateStats, qosO
 					u.Weight = userWeight(pr.User)
 				}
 			}
-			if s, ok := slos[a.name]; ok && a.name != "" {
+			if s, ok := slos[sloOf{a.name, t == qos.High}]; ok && a.name != "" {
 				u.SLO = "met"
 				switch {
 				case s.Unmeetable:
