@@ -1,7 +1,6 @@
 package qos
 
 import (
-	"cmp"
 	"context"
 	"slices"
 	"strings"
@@ -535,11 +534,11 @@ func (g *Gate) AdjustSLOs() {
 			delete(g.slos, key)
 			continue
 		}
-		if s.adjust() && s.high {
-			judged = append(judged, s)
-		}
-		if s.high {
+		if judgedNow := s.adjust(); s.high {
 			high = append(high, s)
+			if judgedNow {
+				judged = append(judged, s)
+			}
 		}
 	}
 	g.steerHoldLocked(high, judged)
@@ -602,17 +601,13 @@ func (g *Gate) SLOs() []SLOStats {
 		out = append(out, SLOStats{User: key.user, Objective: s.objective, P999: s.p999, ServiceP999: s.svcP999, UrgentAfter: s.urgentAfter(), Ahead: s.aheadLast, Met: s.met, Unmeetable: s.unmeetable, High: s.high})
 	}
 	slices.SortFunc(out, func(a, b SLOStats) int {
-		if c := strings.Compare(a.User, b.User); c != 0 {
+		switch c := strings.Compare(a.User, b.User); {
+		case c != 0 || a.High == b.High:
 			return c
+		case a.High:
+			return 1 // a user's high-tier objective after its other
 		}
-		return cmp.Compare(btoi(a.High), btoi(b.High))
+		return -1
 	})
 	return out
-}
-
-func btoi(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
