@@ -1,16 +1,19 @@
 """Multi-document transactions, retryable writes and logical sessions,
 through pymongo against a real tierdb on its embedded PostgreSQL."""
+import re
 import signal
 import threading
 import time
+import urllib.request
 import uuid
 
 import bson
 import pytest
 import rawwire
+from conftest import free_port
 from bson.binary import Binary, UUID_SUBTYPE
 from pymongo import MongoClient, ReturnDocument
-from pymongo.errors import OperationFailure
+from pymongo.errors import DuplicateKeyError, OperationFailure
 from pymongo.read_concern import ReadConcern
 from pymongo.write_concern import WriteConcern
 
@@ -422,6 +425,46 @@ def test_driver_retryable_writes_work_end_to_end(server, db):
         assert coll.count_documents({}) == 1
     finally:
         c.close()
+
+
+def test_a_retryable_write_of_one_statement_rides_with_its_commit(new_server):
+    # The write's statement waits to go to PostgreSQL with its record and
+    # COMMIT (one round trip). When PostgreSQL refuses it, nothing of it
+    # commits and it runs again the ordinary way, whose outcome the client
+    # gets.
+    mport = free_port()
+    t = new_server(extra_args=["--metrics-listen", f"127.0.0.1:{mport}"]).start()
+    c = t.client(retryWrites=True)
+
+    def deferred():
+        body = urllib.request.urlopen(f"http://127.0.0.1:{mport}/metrics", timeout=10).read().decode()
+        return tuple(int(float(re.search(rf"^{name} (\S+)$", body, re.M).group(1)))
+                     for name in ("tierdb_deferred_writes_total", "tierdb_deferred_writes_refused_total"))
+
+    try:
+        coll = c.test.rides
+        coll.insert_one({"_id": 0})  # creates the collection: not deferred
+        before = deferred()
+        coll.insert_one({"_id": 1, "n": 0})
+        coll.update_one({"_id": 1}, {"$inc": {"n": 1}})  # by _id, on the version it wrote
+        assert deferred() == (before[0] + 2, before[1])
+        with pytest.raises(DuplicateKeyError):
+            coll.insert_one({"_id": 1, "n": 100})
+        assert deferred() == (before[0] + 3, before[1] + 1)
+        assert coll.find_one({"_id": 1}) == {"_id": 1, "n": 1}
+        # A retry of the update runs again and rolls back with the record's answer.
+        raw = Raw(t)
+        try:
+            cmd = {"update": "rides", "updates": [{"q": {"_id": 1}, "u": {"$inc": {"n": 1}}}],
+                   "lsid": lsid(), "txnNumber": bson.Int64(1)}
+            assert raw("test", cmd)["nModified"] == 1
+            assert raw("test", cmd)["nModified"] == 1
+        finally:
+            raw.close()
+        assert coll.find_one({"_id": 1})["n"] == 2
+    finally:
+        c.close()
+        t.cleanup()
 
 
 def test_idle_sessions_expire_with_their_records(new_server):

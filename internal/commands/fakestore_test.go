@@ -65,12 +65,13 @@ func (fakeStore) PoolStats() (p [qos.NumTiers][2]int32)                       { 
 func (fakeStore) BackendPIDs(qos.Tier) []int                                  { return nil }
 func (fakeStore) MaxBackends() int                                            { return 100 }
 func (fakeStore) AsyncCommits() int64                                         { return 0 }
+func (fakeStore) DeferredWrites() (int64, int64)                              { return 0, 0 }
 func (fakeStore) VersionCacheStats() (hits, misses int64, entries, bytes int) { return 0, 0, 0, 0 }
 
 func (fakeStore) BeginRecorded(context.Context, qos.Tier, storage.SessionKey, int64) (*storage.Txn, *storage.Record, error) {
 	return nil, nil, errNotModelled
 }
-func (fakeStore) BeginWrite(context.Context, qos.Tier, storage.SessionKey, int64) (*storage.Txn, error) {
+func (fakeStore) BeginWrite(context.Context, qos.Tier, storage.SessionKey, int64, bool) (*storage.Txn, error) {
 	return nil, errNotModelled
 }
 func (fakeStore) LoadRecord(context.Context, qos.Tier, storage.SessionKey) (*storage.Record, error) {

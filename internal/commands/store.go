@@ -79,6 +79,7 @@ type Backends interface {
 	BackendPIDs(t qos.Tier) []int
 	MaxBackends() int
 	AsyncCommits() int64
+	DeferredWrites() (deferred, failed int64)
 	VersionCacheStats() (hits, misses int64, entries, bytes int)
 }
 
@@ -86,7 +87,7 @@ type Backends interface {
 // statement of a session ran last, and its reply.
 type SessionRecords interface {
 	BeginRecorded(ctx context.Context, t qos.Tier, k storage.SessionKey, txnNumber int64) (txn *storage.Txn, prev *storage.Record, err error)
-	BeginWrite(ctx context.Context, t qos.Tier, k storage.SessionKey, txnNumber int64) (*storage.Txn, error)
+	BeginWrite(ctx context.Context, t qos.Tier, k storage.SessionKey, txnNumber int64, deferFirst bool) (*storage.Txn, error)
 	LoadRecord(ctx context.Context, t qos.Tier, k storage.SessionKey) (*storage.Record, error)
 	TouchRecords(ctx context.Context, keys []storage.SessionKey) error
 	DeleteRecords(ctx context.Context, keys []storage.SessionKey) error

@@ -355,19 +355,31 @@ func hasWriteErrors(reply bson.D) bool {
 // session ran that txnNumber before (on this tierdb, another, or before a
 // crash or failover): then the write is rolled back and the first reply
 // answers the retry.
+//
+// The first attempt assumes the write's first statement succeeds as
+// expected and sends it with the commit, in one round trip
+// (storage.Txn.deferWrite); if PostgreSQL refuses it, nothing has
+// committed and the write runs again the ordinary way, to find out what
+// happened (a duplicate key, a lost compare-and-swap) and reply with it.
 func (h *Handlers) retryableWrite(ctx context.Context, req *Request, sa sessionArgs, run handlerFunc) (bson.D, error) {
 	// The session's open transaction, if older, would hold its record.
 	if err := h.sessions.Supersede(ctx, *sa.id, sa.txnNumber); err != nil {
 		return nil, err
 	}
+	deferFirst := true
 	for attempt := 0; ; attempt++ {
-		txn, err := h.store.BeginWrite(ctx, req.tier, sa.key(), sa.txnNumber)
+		txn, err := h.store.BeginWrite(ctx, req.tier, sa.key(), sa.txnNumber, deferFirst)
 		if err != nil {
 			return nil, err
 		}
 		req.on.Txn = txn // the write runs in the transaction of its record
 		reply, err := run(ctx, req)
 		req.on.Txn = nil
+		if txn.DeferredFailed() {
+			txn.Rollback(context.WithoutCancel(ctx))
+			deferFirst = false
+			continue
+		}
 		if err == nil && txn.Failed() {
 			err = mongoerr.New(mongoerr.WriteConflict, "the write's transaction was aborted")
 		}
@@ -389,6 +401,10 @@ func (h *Handlers) retryableWrite(ctx context.Context, req *Request, sa sessionA
 			return nil, err
 		}
 		prev, err := txn.CommitWrite(ctx, req.on.Async, raw)
+		if txn.DeferredFailed() {
+			deferFirst = false
+			continue
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -104,7 +104,7 @@ func (s *Store) insertBatch(ctx context.Context, on On, c *Collection, docs []Do
 	} else {
 		sql, args = insertSQL(c.table, cols, c.columnWraps(), rows)
 	}
-	_, err := s.write(ctx, on, sql, args...)
+	_, err := s.writeRows(ctx, on, int64(len(rows)), sql, args...)
 	return s.retryable(ctx, c, fromPGDup(ctx, err))
 }
 
@@ -119,6 +119,18 @@ func (s *Store) AsyncCommits() int64 { return s.asyncCommits.Load() }
 // leak into the backend's next request.
 func (s *Store) write(ctx context.Context, on On, sql string, args ...any) (pgconn.CommandTag, error) {
 	return s.writeAfter(ctx, on, nil, sql, args...)
+}
+
+// writeRows is write for a statement expected to change rows rows: in a
+// retryable write's transaction it may wait to ride with the commit
+// (Txn.deferWrite).
+func (s *Store) writeRows(ctx context.Context, on On, rows int64, sql string, args ...any) (pgconn.CommandTag, error) {
+	if on.Txn != nil {
+		if tag, ok := on.Txn.deferWrite(sql, args, rows); ok {
+			return tag, nil
+		}
+	}
+	return s.write(ctx, on, sql, args...)
 }
 
 // statement is one SQL statement and its arguments.
@@ -625,7 +637,7 @@ func (s *Store) Replace(ctx context.Context, on On, c *Collection, key, old []by
 	if replacing, _ := ctx.Value(replacingKey{}).(bool); replacing && s.changesOn.Load() {
 		tag, err = s.writeReplacement(ctx, on, key, c.replaceSQL, args...)
 	} else {
-		tag, err = s.write(ctx, on, c.replaceSQL, args...)
+		tag, err = s.writeRows(ctx, on, 1, c.replaceSQL, args...)
 	}
 	if err != nil {
 		err = fromPGDup(ctx, err)

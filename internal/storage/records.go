@@ -124,11 +124,13 @@ type writeKey struct {
 // not before: a retry runs the write again, inside the transaction, and
 // CommitWrite rolls it back. That costs nothing when the write is not a
 // retry, which is nearly always. Only DDL (an implicit collection) cannot
-// wait for the commit: the transaction checks first (see Settled).
-func (s *Store) BeginWrite(ctx context.Context, t qos.Tier, k SessionKey, txnNumber int64) (*Txn, error) {
+// wait for the commit: the transaction checks first (see Settled). With
+// deferFirst the write's first statement waits to ride with the commit
+// (see Txn.deferWrite, DeferredFailed).
+func (s *Store) BeginWrite(ctx context.Context, t qos.Tier, k SessionKey, txnNumber int64, deferFirst bool) (*Txn, error) {
 	txn, err := s.Begin(ctx, t, false)
 	if err == nil {
-		txn.write = &writeKey{k, txnNumber}
+		txn.write, txn.mayDefer = &writeKey{k, txnNumber}, deferFirst
 	}
 	return txn, err
 }
@@ -141,7 +143,7 @@ func (s *Store) BeginWrite(ctx context.Context, t qos.Tier, k SessionKey, txnNum
 func (t *Txn) CommitWrite(ctx context.Context, async bool, reply []byte) (prev *Record, err error) {
 	w := t.write
 	_, err = t.Commit(ctx, async, Stmt{SQL: recordSQL, Args: []any{w.k.LSID, w.k.User, w.n, reply}})
-	if isRecorded(err) {
+	if isRecorded(err) && !t.deferredFailed {
 		err = t.s.lostRecord(ctx, t.tier, w.k, &prev)
 	}
 	return prev, err

@@ -12,11 +12,12 @@ import (
 )
 
 // recordedInsert inserts _id id as statement n of session k and commits it
-// with its reply ("reply <id>"), as a retryable write does.
+// with its reply ("reply <id>"), as a retryable write does (its insert
+// deferred to the commit).
 func recordedInsert(t *testing.T, s *Store, c *Collection, k SessionKey, n int64, id string) *Record {
 	t.Helper()
 	ctx := context.Background()
-	txn, err := s.BeginWrite(ctx, qos.Normal, k, n)
+	txn, err := s.BeginWrite(ctx, qos.Normal, k, n, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +72,7 @@ func TestRetryableWriteCommitsOnce(t *testing.T) {
 	// Settled tells a retry before it commits.
 	for _, n := range []int64{6, 5} {
 		want, name := n == 5, fmt.Sprintf("%s_%d", t.Name(), n)
-		txn, err := s.BeginWrite(ctx, qos.Normal, k, n)
+		txn, err := s.BeginWrite(ctx, qos.Normal, k, n, true)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -99,7 +100,7 @@ func TestRetryableWriteCommitsOnce(t *testing.T) {
 func TestConcurrentRunsOfOneWriteCommitOnce(t *testing.T) {
 	s, c, k := sessionAndCollection(t)
 	ctx := context.Background()
-	slow, err := s.BeginWrite(ctx, qos.Normal, k, 1)
+	slow, err := s.BeginWrite(ctx, qos.Normal, k, 1, false) // its insert sent before the other runs
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,6 +117,78 @@ func TestConcurrentRunsOfOneWriteCommitOnce(t *testing.T) {
 	}
 	if n := count(t, s, c); n != 1 {
 		t.Fatalf("%d documents, want one", n)
+	}
+}
+
+// A retryable write's first statement waits for the commit and rides with
+// it. When PostgreSQL refuses it (a duplicate key, a compare-and-swap that
+// matched no row), nothing of the transaction commits, its record
+// included, and DeferredFailed says the write is to run again.
+func TestDeferredWriteCommitsWithItsRecordOrNotAtAll(t *testing.T) {
+	s, c, stored := oneCounter(t) // holds _id "a"
+	ctx := context.Background()
+	changed := doc(t, bson.D{{Key: "_id", Value: "a"}, {Key: "n", Value: 99}})
+	for _, tc := range []struct {
+		name  string
+		write func(on On) error
+		fails bool
+	}{
+		{"duplicate key", func(on On) error {
+			_, werrs, err := s.Insert(ctx, on, c, []Doc{doc(t, bson.D{{Key: "_id", Value: "a"}})}, true)
+			if len(werrs) > 0 {
+				t.Errorf("a deferred insert reported %v before it ran", werrs)
+			}
+			return err
+		}, true},
+		{"lost swap", func(on On) error {
+			ok, err := s.Replace(ctx, on, c, IDKey("a"), []byte("not the stored version"), changed)
+			if !ok {
+				t.Error("a deferred swap reported a miss before it ran")
+			}
+			return err
+		}, true},
+		{"new document", func(on On) error {
+			_, _, err := s.Insert(ctx, on, c, []Doc{doc(t, bson.D{{Key: "_id", Value: "b"}})}, true)
+			return err
+		}, false},
+		{"swap", func(on On) error {
+			_, err := s.Replace(ctx, on, c, IDKey("a"), stored.Raw, changed)
+			return err
+		}, false},
+	} {
+		k := SessionKey{LSID: []byte(t.Name() + tc.name)}
+		before := count(t, s, c)
+		txn, err := s.BeginWrite(ctx, qos.Normal, k, 1, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		on := At(qos.Normal)
+		on.Txn = txn
+		if err := tc.write(on); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if txn.begun {
+			t.Fatalf("%s: the write was sent before the commit", tc.name)
+		}
+		prev, err := txn.CommitWrite(ctx, false, []byte("r"))
+		if txn.DeferredFailed() != tc.fails || (err != nil) != tc.fails || prev != nil {
+			t.Fatalf("%s: commit %+v, %v, deferred failed %v", tc.name, prev, err, txn.DeferredFailed())
+		}
+		r, err := s.LoadRecord(ctx, qos.Normal, k)
+		if err != nil || (r == nil) != tc.fails {
+			t.Fatalf("%s: record %+v, %v", tc.name, r, err)
+		}
+		want := before
+		if tc.name == "new document" {
+			want++
+		}
+		if after := count(t, s, c); after != want {
+			t.Fatalf("%s: %d documents, want %d", tc.name, after, want)
+		}
+	}
+	got, err := s.Get(ctx, At(qos.Normal), c, IDKey("a"))
+	if err != nil || got == nil || string(got.Doc) != string(changed.Raw) {
+		t.Fatalf("the swap that matched did not commit: %+v %v", got, err)
 	}
 }
 
@@ -171,7 +244,7 @@ func TestFailedStatementsInARetryableWrite(t *testing.T) {
 	s, c, _ := oneCounter(t) // holds _id "a"
 	ctx := context.Background()
 	k := SessionKey{LSID: []byte(t.Name())}
-	txn, err := s.BeginWrite(ctx, qos.Normal, k, 1)
+	txn, err := s.BeginWrite(ctx, qos.Normal, k, 1, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +283,7 @@ func TestSettledNeedsNoSecondBackendOfTheTier(t *testing.T) {
 	t.Cleanup(s.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	txn, err := s.BeginWrite(ctx, qos.Normal, SessionKey{LSID: []byte(t.Name())}, 1)
+	txn, err := s.BeginWrite(ctx, qos.Normal, SessionKey{LSID: []byte(t.Name())}, 1, true)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -76,9 +76,11 @@ type Store struct {
 	cat      *catalog
 	versions *versionCache
 
-	asyncCommits atomic.Int64  // see AsyncCommits
-	appends      appendSignals // see capped.go
-	changesOn    atomic.Bool   // see changes.go
+	asyncCommits atomic.Int64 // see AsyncCommits
+	// deferred, deferredFailed: see DeferredWrites.
+	deferred, deferredFailed atomic.Int64
+	appends                  appendSignals // see capped.go
+	changesOn                atomic.Bool   // see changes.go
 }
 
 // Open connects the per-tier pools of every node and makes sure the catalog

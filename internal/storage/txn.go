@@ -2,6 +2,8 @@ package storage
 
 import (
 	"context"
+	"errors"
+	"strconv"
 	"sync"
 
 	"github.com/jackc/pgx/v5"
@@ -38,6 +40,10 @@ type Txn struct {
 	tier qos.Tier
 	// write: the retryable write this transaction runs (BeginWrite).
 	write *writeKey
+	// mayDefer: the transaction's first write may wait to ride with the
+	// commit (deferWrite); deferred: the last pending statement is that
+	// write; deferredFailed: PostgreSQL refused it, so nothing committed.
+	mayDefer, deferred, deferredFailed bool
 	// dirty: the transaction has written or locked something that a
 	// failed statement must not undo (see exec).
 	dirty bool
@@ -99,16 +105,64 @@ func (t *Txn) send(ctx context.Context, b *pgx.Batch) (pgx.BatchResults, error) 
 		b = all
 		t.pending, t.begun = nil, true
 	}
+	deferred := t.deferred
+	t.deferred = false
 	br := t.conn.SendBatch(ctx, b)
 	for range pending {
 		if _, err := br.Exec(); err != nil {
 			br.Close()
 			t.failed = true
+			// An error PostgreSQL reports aborts the transaction: nothing
+			// after the deferred write ran, or will commit.
+			var pe *pgconn.PgError
+			t.deferredFailed = deferred && errors.As(err, &pe)
+			if t.deferredFailed {
+				t.s.deferredFailed.Add(1)
+			}
 			return nil, fromPG(ctx, err)
 		}
 	}
 	return br, nil
 }
+
+// deferWrite holds back the first write of a retryable write's
+// transaction, when nothing has been sent yet, so that it rides in front of
+// the statements that follow it: for a write of one statement, the record
+// and COMMIT (CommitWrite), in one round trip instead of two. The statement
+// is assumed to change exactly rows rows, and wrapped so that any other
+// outcome (a lost compare-and-swap) fails in PostgreSQL, aborting the
+// transaction as an error of the write itself would. Either way
+// DeferredFailed then reports that nothing committed, and the caller runs
+// the write again in a transaction that does not defer it (the wrap's
+// division by zero is not the record's: see CommitWrite). It returns the
+// tag the statement is assumed to return, and false when the statement
+// cannot wait.
+func (t *Txn) deferWrite(sql string, args []any, rows int64) (pgconn.CommandTag, bool) {
+	if !t.mayDefer || t.begun || len(t.pending) != 1 {
+		return pgconn.CommandTag{}, false
+	}
+	t.mayDefer = false
+	n := strconv.Itoa(len(args) + 1)
+	t.pending = append(t.pending, Stmt{
+		SQL:  `WITH w AS (` + sql + ` RETURNING 1) SELECT 1 / (count(*) = $` + n + `)::int FROM w`,
+		Args: append(args[:len(args):len(args)], rows),
+	})
+	t.deferred, t.dirty = true, true
+	t.s.deferred.Add(1)
+	return pgconn.NewCommandTag("DEFERRED " + strconv.FormatInt(rows, 10)), true
+}
+
+// DeferredWrites reports how many retryable writes' first statements waited
+// to ride with their commit (Txn.deferWrite), and how many of those
+// PostgreSQL refused, so that their writes ran again.
+func (s *Store) DeferredWrites() (deferred, failed int64) {
+	return s.deferred.Load(), s.deferredFailed.Load()
+}
+
+// DeferredFailed reports whether PostgreSQL refused the write that
+// deferWrite held back: the transaction is aborted, nothing of it
+// committed, and the write is to run again without deferring.
+func (t *Txn) DeferredFailed() bool { return t.deferredFailed }
 
 // Exec, Query and QueryRow make a Txn a querier: document
 // operations run in it as in a pool, and its first statement carries the
