@@ -295,6 +295,16 @@ func (t *Txn) Commit(ctx context.Context, async bool, stmts ...Stmt) ([][]any, e
 		stmts = append([]Stmt{{SQL: `SELECT set_config('synchronous_commit', 'off', true)`, Returning: 1}}, stmts...)
 		defer t.s.asyncCommits.Add(1)
 	}
+	if t.deferred && !t.begun {
+		// Nothing was sent yet, and a pipeline's statements before its
+		// Sync are one implicit transaction: BEGIN and COMMIT can stay
+		// home. Committed or not, it has ended at the Sync.
+		t.pending = t.pending[1:]
+		_, rows, err := t.pipeline(ctx, stmts)
+		t.begun = false
+		t.release()
+		return rows, err
+	}
 	tags, rows, err := t.pipeline(ctx, append(stmts, Stmt{SQL: "COMMIT"}))
 	if err != nil {
 		// A statement before COMMIT failed, so COMMIT did not run: the
