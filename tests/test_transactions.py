@@ -427,13 +427,14 @@ def test_driver_retryable_writes_work_end_to_end(server, db):
         c.close()
 
 
-def test_a_retryable_write_of_one_statement_rides_with_its_commit(new_server):
+@pytest.mark.parametrize("cache_mb", [64, 0])
+def test_a_retryable_write_rides_with_its_commit(new_server, cache_mb):
     # The write's statement waits to go to PostgreSQL with its record and
-    # COMMIT (one round trip). When PostgreSQL refuses it, nothing of it
-    # commits and it runs again the ordinary way, whose outcome the client
-    # gets.
+    # COMMIT: one round trip, or two for an update that reads first (with no
+    # version cache). When PostgreSQL refuses it, nothing of it commits and
+    # it runs again the ordinary way, whose outcome the client gets.
     mport = free_port()
-    t = new_server(extra_args=["--metrics-listen", f"127.0.0.1:{mport}"]).start()
+    t = new_server(extra_args=["--metrics-listen", f"127.0.0.1:{mport}", "--version-cache-mb", str(cache_mb)]).start()
     c = t.client(retryWrites=True)
 
     def deferred():
@@ -446,7 +447,7 @@ def test_a_retryable_write_of_one_statement_rides_with_its_commit(new_server):
         coll.insert_one({"_id": 0})  # creates the collection: not deferred
         before = deferred()
         coll.insert_one({"_id": 1, "n": 0})
-        coll.update_one({"_id": 1}, {"$inc": {"n": 1}})  # by _id, on the version it wrote
+        coll.update_one({"_id": 1}, {"$inc": {"n": 1}})  # on the version it wrote, or read
         assert deferred() == (before[0] + 2, before[1])
         with pytest.raises(DuplicateKeyError):
             coll.insert_one({"_id": 1, "n": 100})

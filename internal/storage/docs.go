@@ -669,7 +669,7 @@ func (s *Store) Delete(ctx context.Context, on On, c *Collection, rows []Row) (i
 	for _, k := range keys {
 		s.versions.forget(cacheKey(c, k))
 	}
-	tag, err := s.write(ctx, on, `DELETE FROM `+c.table+` t USING unnest($1::bytea[], $2::bytea[]) AS d(k, v) WHERE t._id = d.k AND t.doc = d.v`, keys, docs)
+	tag, err := s.writeRows(ctx, on, int64(len(rows)), `DELETE FROM `+c.table+` t USING unnest($1::bytea[], $2::bytea[]) AS d(k, v) WHERE t._id = d.k AND t.doc = d.v`, keys, docs)
 	if err != nil {
 		return 0, s.retryable(ctx, c, fromPG(ctx, err))
 	}

@@ -126,9 +126,10 @@ func (t *Txn) send(ctx context.Context, b *pgx.Batch) (pgx.BatchResults, error) 
 }
 
 // deferWrite holds back the first write of a retryable write's
-// transaction, when nothing has been sent yet, so that it rides in front of
-// the statements that follow it: for a write of one statement, the record
-// and COMMIT (CommitWrite), in one round trip instead of two. The statement
+// transaction, so that it rides in front of the statements that follow it:
+// for a write of one statement, the record and COMMIT (CommitWrite), in
+// one round trip instead of two (or, after the read of a
+// read-modify-write, two instead of three). The statement
 // is assumed to change exactly rows rows, and wrapped so that any other
 // outcome (a lost compare-and-swap) fails in PostgreSQL, aborting the
 // transaction as an error of the write itself would. Either way
@@ -138,7 +139,7 @@ func (t *Txn) send(ctx context.Context, b *pgx.Batch) (pgx.BatchResults, error) 
 // tag the statement is assumed to return, and false when the statement
 // cannot wait.
 func (t *Txn) deferWrite(sql string, args []any, rows int64) (pgconn.CommandTag, bool) {
-	if !t.mayDefer || t.begun || len(t.pending) != 1 {
+	if !t.mayDefer || t.dirty {
 		return pgconn.CommandTag{}, false
 	}
 	t.mayDefer = false
