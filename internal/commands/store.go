@@ -79,7 +79,7 @@ type Backends interface {
 	BackendPIDs(t qos.Tier) []int
 	MaxBackends() int
 	AsyncCommits() int64
-	DeferredWrites() (deferred, failed int64)
+	DeferredWrites() (deferred, refused int64)
 	VersionCacheStats() (hits, misses int64, entries, bytes int)
 }
 

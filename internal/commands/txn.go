@@ -367,7 +367,7 @@ func (h *Handlers) retryableWrite(ctx context.Context, req *Request, sa sessionA
 		return nil, err
 	}
 	deferFirst := true
-	for attempt := 0; ; attempt++ {
+	for conflicts := 0; ; {
 		txn, err := h.store.BeginWrite(ctx, req.tier, sa.key(), sa.txnNumber, deferFirst)
 		if err != nil {
 			return nil, err
@@ -395,7 +395,8 @@ func (h *Handlers) retryableWrite(ctx context.Context, req *Request, sa sessionA
 				h.txnStats.retried.Add(1)
 				return retriedReply(prev, sa.txnNumber)
 			}
-			if storage.IsCode(err, storage.ErrWriteConflict) && attempt < 3 {
+			if storage.IsCode(err, storage.ErrWriteConflict) && conflicts < 3 {
+				conflicts++
 				continue // a deadlock between two writers: PostgreSQL chose us
 			}
 			return nil, err

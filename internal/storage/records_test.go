@@ -312,3 +312,33 @@ func TestSettledNeedsNoSecondBackendOfTheTier(t *testing.T) {
 		t.Fatalf("commit: %+v %v", prev, err)
 	}
 }
+
+// A deferred write's implicit transaction is READ COMMITTED whatever the
+// server's or role's default, as the BEGIN it does without would have made
+// it: a retry racing its first run must wait for it and find its record.
+func TestDeferredWriteIsReadCommittedWhateverTheDefault(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, Options{ConnString: connString + " default_transaction_isolation=serializable", BackendsPerTier: [qos.NumTiers]int{1, 1, 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.pool(ctx, On{}).Exec(ctx, `DROP TABLE IF EXISTS st_iso; CREATE TABLE st_iso (level text)`); err != nil {
+		t.Fatal(err)
+	}
+	defer s.pool(ctx, On{}).Exec(ctx, `DROP TABLE st_iso`)
+	txn, err := s.BeginWrite(ctx, qos.Normal, SessionKey{LSID: []byte(t.Name())}, 1, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := txn.deferWrite(`INSERT INTO st_iso VALUES (current_setting('transaction_isolation'))`, nil, 1); !ok {
+		t.Fatal("the first write was not deferred")
+	}
+	if prev, err := txn.CommitWrite(ctx, false, []byte("r")); err != nil || prev != nil {
+		t.Fatalf("commit: %+v %v", prev, err)
+	}
+	var level string
+	if err := s.pool(ctx, On{}).QueryRow(ctx, `SELECT level FROM st_iso`).Scan(&level); err != nil || level != "read committed" {
+		t.Fatalf("the deferred write ran at %q (%v), want read committed", level, err)
+	}
+}

@@ -78,9 +78,9 @@ type Store struct {
 
 	asyncCommits atomic.Int64 // see AsyncCommits
 	// deferred, deferredFailed: see DeferredWrites.
-	deferred, deferredFailed atomic.Int64
-	appends                  appendSignals // see capped.go
-	changesOn                atomic.Bool   // see changes.go
+	deferred, deferredRefused atomic.Int64
+	appends                   appendSignals // see capped.go
+	changesOn                 atomic.Bool   // see changes.go
 }
 
 // Open connects the per-tier pools of every node and makes sure the catalog
@@ -167,6 +167,10 @@ func (s *Store) newPool(ctx context.Context, cfg NodeConfig, size int, appName s
 	// (j:false), whatever the server's or role's default (an external
 	// PostgreSQL's may be off).
 	pc.ConnConfig.RuntimeParams["synchronous_commit"] = "on"
+	// Plain writes and a retryable write's implicit transaction (see
+	// Txn.Commit) rely on READ COMMITTED, whatever the default: a retry
+	// racing its first run must wait for it and then find its record.
+	pc.ConnConfig.RuntimeParams["default_transaction_isolation"] = "read committed"
 	// A request that ends (maxTimeMS, killOp, client gone) cancels its
 	// statement in PostgreSQL: pgx's default only stops waiting for it,
 	// and the backend would run it on, a write included, to completion.

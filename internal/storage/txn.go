@@ -117,7 +117,7 @@ func (t *Txn) send(ctx context.Context, b *pgx.Batch) (pgx.BatchResults, error) 
 			var pe *pgconn.PgError
 			t.deferredFailed = deferred && errors.As(err, &pe)
 			if t.deferredFailed {
-				t.s.deferredFailed.Add(1)
+				t.s.deferredRefused.Add(1)
 			}
 			return nil, fromPG(ctx, err)
 		}
@@ -155,9 +155,11 @@ func (t *Txn) deferWrite(sql string, args []any, rows int64) (pgconn.CommandTag,
 
 // DeferredWrites reports how many retryable writes' first statements waited
 // to ride with their commit (Txn.deferWrite), and how many of those
-// PostgreSQL refused, so that their writes ran again.
-func (s *Store) DeferredWrites() (deferred, failed int64) {
-	return s.deferred.Load(), s.deferredFailed.Load()
+// PostgreSQL refused (a duplicate key, a lost compare-and-swap; also any
+// error of the pipeline before them, a cancel, a backend shut down), so
+// that their writes ran again.
+func (s *Store) DeferredWrites() (deferred, refused int64) {
+	return s.deferred.Load(), s.deferredRefused.Load()
 }
 
 // DeferredFailed reports whether PostgreSQL refused the write that
@@ -298,11 +300,11 @@ func (t *Txn) Commit(ctx context.Context, async bool, stmts ...Stmt) ([][]any, e
 	}
 	if t.deferred && !t.begun {
 		// Nothing was sent yet, and a pipeline's statements before its
-		// Sync are one implicit transaction: BEGIN and COMMIT can stay
-		// home. Committed or not, it has ended at the Sync.
+		// Sync are one implicit transaction (READ COMMITTED, the
+		// connection's default: see newPool), so BEGIN and COMMIT can
+		// stay home. Committed or not, it has ended at the Sync.
 		t.pending = t.pending[1:]
 		_, rows, err := t.pipeline(ctx, stmts)
-		t.begun = false
 		t.release()
 		return rows, err
 	}
