@@ -77,7 +77,7 @@ type Store struct {
 	versions *versionCache
 
 	asyncCommits atomic.Int64 // see AsyncCommits
-	// deferred, deferredFailed: see DeferredWrites.
+	// deferred, deferredRefused: see DeferredWrites.
 	deferred, deferredRefused atomic.Int64
 	appends                   appendSignals // see capped.go
 	changesOn                 atomic.Bool   // see changes.go
