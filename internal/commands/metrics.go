@@ -51,7 +51,7 @@ func (h *Handlers) Metrics(w *metrics.Writer) {
 	w.Counter("tierdb_retried_writes_total", "Retryable writes answered from their record instead of running again.", nil, float64(h.txnStats.retried.Load()))
 	deferred, refused := h.store.DeferredWrites()
 	w.Counter("tierdb_deferred_writes_total", "Retryable writes whose first statement rode with their commit, in one round trip to PostgreSQL.", nil, float64(deferred))
-	w.Counter("tierdb_deferred_writes_refused_total", "Deferred writes that PostgreSQL refused (a duplicate key, a lost compare-and-swap): nothing committed and they ran again the ordinary way.", nil, float64(refused))
+	w.Counter("tierdb_deferred_writes_refused_total", "Deferred writes that PostgreSQL refused (a duplicate key, a lost compare-and-swap, or any error of the pipeline before them): nothing committed and they ran again the ordinary way.", nil, float64(refused))
 	w.Counter("tierdb_async_commits_total", "Write statements committed without waiting for the WAL flush (j:false).", nil, float64(h.store.AsyncCommits()))
 	// Per-user accounting: one label value per user that ran anything
 	// (bounded by the number of users, which administrators create).

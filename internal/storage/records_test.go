@@ -287,11 +287,7 @@ func TestFailedStatementsInARetryableWrite(t *testing.T) {
 // must not wait for another backend of that pool, which may have none
 // left (a pool of one, or every backend held by such a write).
 func TestSettledNeedsNoSecondBackendOfTheTier(t *testing.T) {
-	s, err := Open(context.Background(), Options{ConnString: connString, BackendsPerTier: [qos.NumTiers]int{1, 1, 1}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
+	s := openWith(t, 1, "")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	txn, err := s.BeginWrite(ctx, qos.Normal, SessionKey{LSID: []byte(t.Name())}, 1, true)
@@ -318,11 +314,7 @@ func TestSettledNeedsNoSecondBackendOfTheTier(t *testing.T) {
 // it: a retry racing its first run must wait for it and find its record.
 func TestDeferredWriteIsReadCommittedWhateverTheDefault(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(ctx, Options{ConnString: connString + " default_transaction_isolation=serializable", BackendsPerTier: [qos.NumTiers]int{1, 1, 1}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openWith(t, 1, " default_transaction_isolation=serializable")
 	if _, err := s.pool(ctx, On{}).Exec(ctx, `DROP TABLE IF EXISTS st_iso; CREATE TABLE st_iso (level text)`); err != nil {
 		t.Fatal(err)
 	}

@@ -20,9 +20,13 @@ func TestMain(m *testing.M) {
 	pgtest.Main(m, func(cs string) { connString = cs })
 }
 
-func open(t *testing.T) *Store {
+func open(t *testing.T) *Store { return openWith(t, 2, "") }
+
+// openWith opens a store with backends per tier and extra connection
+// parameters (" name=value ...").
+func openWith(t *testing.T, backends int, params string) *Store {
 	t.Helper()
-	s, err := Open(context.Background(), Options{ConnString: connString, BackendsPerTier: [qos.NumTiers]int{2, 2, 2}})
+	s, err := Open(context.Background(), Options{ConnString: connString + params, BackendsPerTier: [qos.NumTiers]int{backends, backends, backends}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,11 +222,7 @@ func TestAsyncCommitIsForThatWriteAlone(t *testing.T) {
 	ctx := context.Background()
 	// The test cluster runs with synchronous_commit off; these backends
 	// start with it on, as the embedded PostgreSQL's do.
-	s, err := Open(ctx, Options{ConnString: connString + " synchronous_commit=on", BackendsPerTier: [qos.NumTiers]int{1, 1, 1}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openWith(t, 1, " synchronous_commit=on")
 	if _, err := s.pool(ctx, On{}).Exec(ctx, `DROP TABLE IF EXISTS st_async; CREATE TABLE st_async (n int PRIMARY KEY, setting text)`); err != nil {
 		t.Fatal(err)
 	}
