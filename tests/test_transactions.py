@@ -507,3 +507,41 @@ def test_retryable_write_creating_its_collection_with_one_backend_per_tier(new_s
         assert c.test.one_backend.count_documents({}) == 1
     finally:
         c.close()
+
+
+@pytest.mark.parametrize("retry", [True, False])
+def test_contended_updates_finish_under_the_row_lock(new_server, retry):
+    # Many clients increment one document: each increment applies once, and
+    # an update that loses its compare-and-swap takes the row lock (the
+    # metrics count both) rather than failing or retrying without end.
+    mport = free_port()
+    t = new_server(extra_args=["--metrics-listen", f"127.0.0.1:{mport}"]).start()
+
+    def conflicts():
+        body = urllib.request.urlopen(f"http://127.0.0.1:{mport}/metrics", timeout=10).read().decode()
+        return tuple(int(float(re.search(rf"^{name} (\S+)$", body, re.M).group(1)))
+                     for name in ("tierdb_swaps_lost_total", "tierdb_locked_writes_total"))
+
+    clients = [t.client(retryWrites=retry) for _ in range(16)]
+    try:
+        clients[0].test.hot.insert_one({"_id": 1, "n": 0})
+        before = conflicts()
+        each = 30
+
+        def bump(c):
+            for _ in range(each):
+                assert c.test.hot.update_one({"_id": 1}, {"$inc": {"n": 1}}).modified_count == 1
+
+        threads = [threading.Thread(target=bump, args=(c,)) for c in clients]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+        assert clients[0].test.hot.find_one({"_id": 1})["n"] == each * len(clients)
+        lost, locked = (a - b for a, b in zip(conflicts(), before))
+        assert locked >= 1, (lost, locked)
+        assert lost >= locked, (lost, locked)  # only a lost swap takes the lock
+    finally:
+        for c in clients:
+            c.close()
+        t.cleanup()

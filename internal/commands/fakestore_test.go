@@ -66,6 +66,7 @@ func (fakeStore) BackendPIDs(qos.Tier) []int                                  { 
 func (fakeStore) MaxBackends() int                                            { return 100 }
 func (fakeStore) AsyncCommits() int64                                         { return 0 }
 func (fakeStore) DeferredWrites() (int64, int64)                              { return 0, 0 }
+func (fakeStore) WriteConflicts() (int64, int64)                              { return 0, 0 }
 func (fakeStore) VersionCacheStats() (hits, misses int64, entries, bytes int) { return 0, 0, 0, 0 }
 
 func (fakeStore) BeginRecorded(context.Context, qos.Tier, storage.SessionKey, int64) (*storage.Txn, *storage.Record, error) {

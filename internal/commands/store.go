@@ -80,6 +80,7 @@ type Backends interface {
 	MaxBackends() int
 	AsyncCommits() int64
 	DeferredWrites() (deferred, refused int64)
+	WriteConflicts() (swapsLost, lockedWrites int64)
 	VersionCacheStats() (hits, misses int64, entries, bytes int)
 }
 

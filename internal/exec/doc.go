@@ -23,10 +23,9 @@
 // it). Update, Delete and FindAndModify read their matches through a Read
 // and write each back with a compare-and-swap on the bytes it was read
 // with (Store.Replace, Store.Delete): a swap lost to a concurrent writer
-// re-reads the document and rechecks the filter (an $expr error there
-// fails the statement); after optimisticTries losses the write takes the
-// row lock (Store.WithRowLocked) and finishes under it, so it is applied
-// once, never refused. An update by _id first tries the version this
+// takes the row lock (Store.WithRowLocked), rechecks the filter on what it
+// finds there (an $expr error fails the statement) and finishes under the
+// lock, so it is applied once, never refused. An update by _id first tries the version this
 // process last wrote (Store.LastWritten) without reading. An upsert with
 // no match inserts the document the filter's equalities and the update
 // make; a duplicate key on that insert means a concurrent upsert won, and

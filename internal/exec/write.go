@@ -16,10 +16,6 @@ import (
 // it before it locks the row (modify) or gives up (the others).
 const casRetries = 100
 
-// optimisticTries is how often modify tries compare-and-swap before it
-// takes the document's row lock instead.
-const optimisticTries = 8
-
 // Write is one write command's target: the storage it goes through, where
 // it runs (On: the request's tier, transaction, commit mode), the
 // namespace and its collection, nil while it does not exist (an upsert
@@ -94,32 +90,22 @@ func (w *Write) refreshCol(ctx context.Context) error {
 }
 
 // modify applies change to doc and stores the result if the document did not
-// change since it was read; otherwise it re-reads it, re-checks the filter and
-// tries again. A write that loses optimisticTries times to concurrent ones
-// locks the row and finishes under the lock, so under any contention it is
-// applied once, never refused. matched is false when the document no longer
-// matches.
+// change since it was read. If it did (the swap was lost to a concurrent
+// write), it locks the row, re-checks the filter on what it finds there and
+// finishes under the lock, so under any contention it is applied once,
+// never refused. It does not read and swap again: on a hot document every
+// writer queued behind the winner would wake, lose again and retry, and
+// that wasted work turned hot keys into a convoy (with eight tries before
+// the lock, most of a hot key's writers lost two or three swaps each);
+// under the lock they take their turns instead. matched is false when the
+// document no longer matches.
 func (w *Write) modify(ctx context.Context, filter *query.Filter, doc bson.D, raw bson.Raw,
 	change func(bson.D) (bson.D, bool, error)) (matched, modified bool, newDoc bson.D, err error) {
-	col := w.Col
-	for range optimisticTries {
-		matched, modified, newDoc, done, err := w.tryModify(ctx, w.On, doc, raw, change)
-		if done || err != nil {
-			return matched, modified, newDoc, err
-		}
-		row, err := w.Store.Get(ctx, w.On, col, storage.IDKey(idOf(doc)))
-		if err != nil || row == nil {
-			return false, false, nil, err
-		}
-		raw = row.Doc
-		if doc, err = bsonx.Decode(raw); err != nil {
-			return false, false, nil, err
-		}
-		if ok, err := filter.MatchErr(doc); !ok || err != nil {
-			return false, false, nil, err
-		}
+	matched, modified, newDoc, done, err := w.tryModify(ctx, w.On, doc, raw, change)
+	if done || err != nil {
+		return matched, modified, newDoc, err
 	}
-	err = w.Store.WithRowLocked(ctx, w.On, col, storage.IDKey(idOf(doc)), func(on storage.On, row *storage.Row) error {
+	err = w.Store.WithRowLocked(ctx, w.On, w.Col, storage.IDKey(idOf(doc)), func(on storage.On, row *storage.Row) error {
 		if row == nil {
 			return nil
 		}

@@ -65,9 +65,9 @@ func (w *Write) Delete(ctx context.Context, rs *ReadSpec, limitOne bool) (int64,
 }
 
 // deleteOne deletes the first match. As modify: compare-and-swap first; a
-// delete that keeps losing its document to concurrent changes locks it
-// instead. Each further round means another writer deleted or changed a
-// match.
+// delete that loses its document to a concurrent change reads the first
+// match again and locks it instead. Each further round means another
+// writer deleted or changed a match.
 func (w *Write) deleteOne(ctx context.Context, rs *ReadSpec) (int64, error) {
 	var n int64
 	for try := range casRetries {
@@ -79,7 +79,7 @@ func (w *Write) deleteOne(ctx context.Context, rs *ReadSpec) (int64, error) {
 		if err != nil || row == nil {
 			return 0, err
 		}
-		if try < optimisticTries {
+		if try == 0 {
 			n, err = w.Store.Delete(ctx, w.On, w.Col, []storage.Row{*row})
 		} else {
 			n, err = w.deleteIfMatching(ctx, rs, row.Key)

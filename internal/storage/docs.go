@@ -650,9 +650,18 @@ func (s *Store) Replace(ctx context.Context, on On, c *Collection, key, old []by
 	if ok {
 		s.versions.put(cacheKey(c, key), newDoc.Raw)
 	} else {
+		s.swapsLost.Add(1)
 		s.versions.forget(cacheKey(c, key))
 	}
 	return ok, nil
+}
+
+// WriteConflicts reports how many compare-and-swaps (Replace, Delete)
+// found the document changed or gone since it was read, by a concurrent
+// write or because the version was a stale cached one, and how many writes
+// took the document's row lock (WithRowLocked).
+func (s *Store) WriteConflicts() (swapsLost, lockedWrites int64) {
+	return s.swapsLost.Load(), s.lockedWrites.Load()
 }
 
 // Delete removes the given rows if they still hold the bytes they were read
@@ -673,6 +682,7 @@ func (s *Store) Delete(ctx context.Context, on On, c *Collection, rows []Row) (i
 	if err != nil {
 		return 0, s.retryable(ctx, c, fromPG(ctx, err))
 	}
+	s.swapsLost.Add(int64(len(rows)) - tag.RowsAffected())
 	return tag.RowsAffected(), nil
 }
 

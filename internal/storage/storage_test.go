@@ -336,3 +336,50 @@ func TestWithRowLockedSerializesWriters(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// The write under a row lock runs in the transaction that holds the lock,
+// not in a subtransaction of it (unless the transaction holds other work):
+// a row locked by a transaction and changed by its subtransaction gets a
+// MultiXact, which under contention made hot documents a convoy. Seen from
+// outside while the lock is held, the old version's xmax is the locking
+// transaction's own id, for a write of its own and for a retryable
+// write's transaction alike.
+func TestWithRowLockedWritesWithoutAMultiXact(t *testing.T) {
+	s, c, _ := oneCounter(t)
+	ctx := context.Background()
+	key := IDKey("a")
+	n := int32(1)
+	check := func(on On) {
+		t.Helper()
+		err := s.WithRowLocked(ctx, on, c, key, func(on On, row *Row) error {
+			n++
+			next := doc(t, bson.D{{Key: "_id", Value: "a"}, {Key: "n", Value: n}})
+			if ok, err := s.Replace(ctx, on, c, key, row.Doc, next); !ok || err != nil {
+				return fmt.Errorf("replace under the lock: ok=%v err=%v", ok, err)
+			}
+			var xid, xmax string
+			if err := on.Txn.QueryRow(ctx, `SELECT pg_current_xact_id()::text`).Scan(&xid); err != nil {
+				return err
+			}
+			if err := s.pool(ctx, On{}).QueryRow(ctx, `SELECT xmax::text FROM `+c.table+` WHERE _id = $1`, key).Scan(&xmax); err != nil {
+				return err
+			}
+			if xmax != xid {
+				return fmt.Errorf("the old version's xmax is %s, not the locking transaction %s: a MultiXact", xmax, xid)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	check(On{})
+	txn, err := s.BeginWrite(ctx, qos.Normal, SessionKey{LSID: []byte("lock-mxid"), User: "u"}, 1, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(On{Txn: txn})
+	if _, err := txn.CommitWrite(ctx, false, []byte("reply")); err != nil {
+		t.Fatal(err)
+	}
+}

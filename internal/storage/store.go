@@ -79,8 +79,10 @@ type Store struct {
 	asyncCommits atomic.Int64 // see AsyncCommits
 	// deferred, deferredRefused: see DeferredWrites.
 	deferred, deferredRefused atomic.Int64
-	appends                   appendSignals // see capped.go
-	changesOn                 atomic.Bool   // see changes.go
+	// swapsLost, lockedWrites: see WriteConflicts.
+	swapsLost, lockedWrites atomic.Int64
+	appends                 appendSignals // see capped.go
+	changesOn               atomic.Bool   // see changes.go
 }
 
 // Open connects the per-tier pools of every node and makes sure the catalog

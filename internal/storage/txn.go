@@ -433,8 +433,15 @@ func (s *Store) WithRowLocked(ctx context.Context, on On, c *Collection, key []b
 		defer txn.Rollback(context.WithoutCancel(ctx))
 		on.Txn = txn
 	}
+	// The write under the lock runs without a savepoint unless the
+	// transaction already holds work of its own (see exec): a row locked by
+	// a transaction and then changed by one of its subtransactions gets a
+	// MultiXact, which every later writer and reader of the row pays to
+	// resolve, and under contention that turned a hot document's queue
+	// into a convoy. A failed write then gives the lock up with it, which
+	// is all it needs: fn returns the failure.
+	s.lockedWrites.Add(1)
 	var r Row
-	on.Txn.dirty = true // the lock must outlast a failed write
 	err := on.Txn.QueryRow(ctx, `SELECT _id, doc FROM `+c.table+` WHERE _id = $1 FOR UPDATE`, key).Scan(&r.Key, &r.Doc)
 	switch {
 	case err == pgx.ErrNoRows:
