@@ -337,6 +337,64 @@ func TestWithRowLockedSerializesWriters(t *testing.T) {
 	}
 }
 
+// A write under the row lock in a transaction of its own rides with the
+// COMMIT. When PostgreSQL refuses it (here a duplicate key on a unique
+// index), nothing commits and the write runs again, sent at once, to
+// report its own error.
+func TestWithRowLockedWriteRidesWithTheCommit(t *testing.T) {
+	s, c := testCollection(t)
+	ctx := context.Background()
+	a := func(b int32) Doc { return doc(t, bson.D{{Key: "_id", Value: "a"}, {Key: "b", Value: b}}) }
+	z := doc(t, bson.D{{Key: "_id", Value: "z"}, {Key: "b", Value: int32(2)}})
+	if _, _, err := s.Insert(ctx, On{}, c, []Doc{a(1), z}, true); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, _, err := s.CreateIndexes(ctx, On{}, "st", t.Name(), []Index{{Name: "b_1", Keys: []IndexKey{{Field: "b"}}, Unique: true}}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := s.Collection(ctx, On{}, "st", t.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := func(b int32) (calls int, err error) {
+		err = s.WithRowLocked(ctx, On{}, c, IDKey("a"), func(on On, row *Row) error {
+			calls++
+			ok, err := s.Replace(ctx, on, c, IDKey("a"), row.Doc, a(b))
+			if err == nil && !ok {
+				err = fmt.Errorf("lost the swap under the lock")
+			}
+			return err
+		})
+		return calls, err
+	}
+	stored := func() string {
+		row, err := s.Get(ctx, On{}, c, IDKey("a"))
+		if err != nil || row == nil {
+			t.Fatalf("get: %v %v", row, err)
+		}
+		return bson.Raw(row.Doc).String()
+	}
+	d0, r0 := s.DeferredWrites()
+	if calls, err := set(2); !IsCode(err, ErrDuplicateKey) || calls != 2 {
+		t.Fatalf("%d runs, err %v; want a duplicate key after the deferred write was refused and run again", calls, err)
+	}
+	if d, r := s.DeferredWrites(); d != d0+1 || r != r0+1 {
+		t.Fatalf("deferred %d, refused %d; want one of each", d-d0, r-r0)
+	}
+	if got := stored(); got != bson.Raw(a(1).Raw).String() {
+		t.Fatalf("after a refused write: %s", got)
+	}
+	if calls, err := set(3); err != nil || calls != 1 {
+		t.Fatalf("%d runs, err %v", calls, err)
+	}
+	if d, r := s.DeferredWrites(); d != d0+2 || r != r0+1 {
+		t.Fatalf("deferred %d, refused %d; want the accepted write deferred too", d-d0, r-r0)
+	}
+	if got := stored(); got != bson.Raw(a(3).Raw).String() {
+		t.Fatalf("after an accepted write: %s", got)
+	}
+}
+
 // The write under a row lock runs in the transaction that holds the lock,
 // not in a subtransaction of it (unless the transaction holds other work):
 // a row locked by a transaction and changed by its subtransaction gets a

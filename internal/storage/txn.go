@@ -419,41 +419,54 @@ func (t *Txn) Failed() bool { return t.failed || t.conn.Conn().IsClosed() }
 // locked until its write commits (SELECT … FOR UPDATE): inside on's
 // transaction, or else in a READ COMMITTED transaction of its own on a
 // backend of on's tier, committed (as on.Async says) when fn succeeds. It
-// is for a write that keeps losing its compare-and-swap to concurrent
-// writes of the same document: holding the row, it takes its turn instead
-// of failing. fn writes with the On it is given, which names the
-// transaction.
+// is for a write that lost its compare-and-swap to a concurrent write of
+// the same document: holding the row, it takes its turn instead of
+// failing. fn writes with the On it is given, which names the transaction.
+//
+// In a transaction of its own, fn's write waits to ride with the COMMIT
+// (Txn.deferWrite), so the row is held one round trip less: that time is
+// what a hot document's writers queue for. If PostgreSQL refuses the write
+// (a duplicate key), nothing committed, and it all runs again with the
+// write sent at once, so that the write reports its own error.
 func (s *Store) WithRowLocked(ctx context.Context, on On, c *Collection, key []byte, fn func(on On, row *Row) error) error {
-	own := on.Txn == nil
-	if own {
+	s.lockedWrites.Add(1)
+	if on.Txn != nil {
+		return s.underRowLock(ctx, on, c, key, fn)
+	}
+	for _, deferWrite := range []bool{true, false} {
 		txn, err := s.Begin(ctx, on.Tier(), false)
 		if err != nil {
 			return err
 		}
-		defer txn.Rollback(context.WithoutCancel(ctx))
-		on.Txn = txn
+		txn.mayDefer = deferWrite
+		own := on
+		own.Txn = txn
+		if err = s.underRowLock(ctx, own, c, key, fn); err == nil {
+			_, err = txn.Commit(ctx, on.Async)
+		}
+		txn.Rollback(context.WithoutCancel(ctx))
+		if !txn.DeferredFailed() {
+			return err
+		}
 	}
-	// The write under the lock runs without a savepoint unless the
-	// transaction already holds work of its own (see exec): a row locked by
-	// a transaction and then changed by one of its subtransactions gets a
-	// MultiXact, which every later writer and reader of the row pays to
-	// resolve, and under contention that turned a hot document's queue
-	// into a convoy. A failed write then gives the lock up with it, which
-	// is all it needs: fn returns the failure.
-	s.lockedWrites.Add(1)
+	return nil // not reached: the second round sends the write at once
+}
+
+// underRowLock is WithRowLocked in on's transaction. The write under the
+// lock runs without a savepoint unless the transaction already holds work
+// of its own (see exec): a row locked by a transaction and then changed by
+// one of its subtransactions gets a MultiXact, which every later writer
+// and reader of the row pays to resolve, and under contention that turned
+// a hot document's queue into a convoy. A failed write then gives the lock
+// up with it, which is all it needs: fn returns the failure.
+func (s *Store) underRowLock(ctx context.Context, on On, c *Collection, key []byte, fn func(on On, row *Row) error) error {
 	var r Row
 	err := on.Txn.QueryRow(ctx, `SELECT _id, doc FROM `+c.table+` WHERE _id = $1 FOR UPDATE`, key).Scan(&r.Key, &r.Doc)
 	switch {
 	case err == pgx.ErrNoRows:
-		err = fn(on, nil)
+		return fn(on, nil)
 	case err != nil:
 		return s.retryable(ctx, c, fromPG(ctx, err))
-	default:
-		err = fn(on, &r)
 	}
-	if err != nil || !own {
-		return err
-	}
-	_, err = on.Txn.Commit(ctx, on.Async)
-	return err
+	return fn(on, &r)
 }
