@@ -47,8 +47,9 @@ func parseFlags(args []string) (config, error) {
 		fmt.Fprint(fs.Output(), `Usage: tierdb-bench baseline [flags]
 
 Measures what tierdb costs on top of the PostgreSQL it stores data in: find,
-insert and update by _id through tierdb with the MongoDB Go driver, against
-the same operations as SQL with pgx straight on the same PostgreSQL. Writes
+insert and update by _id, and updates of one hot document by every client,
+through tierdb with the MongoDB Go driver, against the same operations as
+SQL with pgx straight on the same PostgreSQL. Writes
 baseline.md and baseline.json into --out (see docs/benchmarks.md).
 
 Flags:

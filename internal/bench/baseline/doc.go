@@ -2,8 +2,9 @@
 // the PostgreSQL it stores data in.
 //
 // One invocation starts a single PostgreSQL server (internal/bench/rig) and
-// a tierdb server that stores its data in it, then drives three operations
-// with 16 concurrent clients: find by _id, insert, and update by _id. Each
+// a tierdb server that stores its data in it, then drives four operations
+// with 16 concurrent clients: find by _id, insert, update by _id, and
+// update of one hot document by every client (its row lock). Each
 // operation runs once through the official MongoDB Go driver against tierdb
 // ("tierdb") and once as the equivalent SQL sent with pgx straight to the
 // same PostgreSQL ("direct"). The variants alternate for several rounds;

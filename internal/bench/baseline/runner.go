@@ -125,7 +125,10 @@ func (s *runSpec) prepare(rng *rand.Rand) func(context.Context) error {
 		f := randomFields(rng)
 		return func(ctx context.Context) error { return t.insert(ctx, id, &f) }
 	default:
-		id := rng.Int64N(int64(s.records))
+		var id int64 // opUpdateHot: all on record 0
+		if s.op == opUpdate {
+			id = rng.Int64N(int64(s.records))
+		}
 		v := randomString(rng, fieldLen)
 		return func(ctx context.Context) error { return t.update(ctx, id, v) }
 	}

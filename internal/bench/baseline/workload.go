@@ -13,9 +13,10 @@ const (
 	opFind opKind = iota
 	opInsert
 	opUpdate
+	opUpdateHot // every client updates record 0: a hot document's row lock
 )
 
-func allOps() []opKind { return []opKind{opFind, opInsert, opUpdate} }
+func allOps() []opKind { return []opKind{opFind, opInsert, opUpdate, opUpdateHot} }
 
 func (k opKind) String() string {
 	switch k {
@@ -25,6 +26,8 @@ func (k opKind) String() string {
 		return "insert"
 	case opUpdate:
 		return "update-by-_id"
+	case opUpdateHot:
+		return "update-hot"
 	}
 	return fmt.Sprintf("op%d", int(k))
 }
