@@ -53,7 +53,7 @@ func (s *Store) Insert(ctx context.Context, on On, c *Collection, docs []Doc, or
 	err = s.insertFitting(ctx, on, c, docs)
 	if err == nil {
 		for _, d := range docs {
-			s.versions.put(cacheKey(c, IDKey(d.ID)), d.Raw)
+			s.putVersion(on, cacheKey(c, IDKey(d.ID)), d.Raw)
 		}
 		return len(docs), nil, nil
 	}
@@ -65,7 +65,7 @@ func (s *Store) Insert(ctx context.Context, on On, c *Collection, docs []Doc, or
 		switch {
 		case err == nil:
 			inserted++
-			s.versions.put(cacheKey(c, IDKey(docs[i].ID)), docs[i].Raw)
+			s.putVersion(on, cacheKey(c, IDKey(docs[i].ID)), docs[i].Raw)
 		case docError(err):
 			if IsCode(err, ErrDuplicateKey) {
 				err = c.dupError(err, docs[i].D)
@@ -648,7 +648,7 @@ func (s *Store) Replace(ctx context.Context, on On, c *Collection, key, old []by
 	}
 	ok := tag.RowsAffected() == 1
 	if ok {
-		s.versions.put(cacheKey(c, key), newDoc.Raw)
+		s.putVersion(on, cacheKey(c, key), newDoc.Raw)
 	} else {
 		s.swapsLost.Add(1)
 		s.versions.forget(cacheKey(c, key))

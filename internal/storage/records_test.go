@@ -127,6 +127,7 @@ func TestConcurrentRunsOfOneWriteCommitOnce(t *testing.T) {
 // DeferredFailed says the write is to run again.
 func TestDeferredWriteCommitsWithItsRecordOrNotAtAll(t *testing.T) {
 	s, c, _ := oneCounter(t) // holds _id "a"
+	s.versions = newVersionCache(1 << 20)
 	ctx := context.Background()
 	n := 0
 	for _, readFirst := range []bool{false, true} {
@@ -198,6 +199,10 @@ func TestDeferredWriteCommitsWithItsRecordOrNotAtAll(t *testing.T) {
 			got, err := s.Get(ctx, At(qos.Normal), c, IDKey("a"))
 			if err != nil || (string(got.Doc) == string(stored.Doc)) != (tc.name != "swap") {
 				t.Fatalf("%s: the document is %v, was %v", name, bson.Raw(got.Doc), bson.Raw(stored.Doc))
+			}
+			// The version cache never keeps a refused write's version.
+			if cached := s.LastWritten(c, IDKey("a")); cached != nil && string(cached) != string(got.Doc) {
+				t.Fatalf("%s: the version cache holds %v, the document is %v", name, bson.Raw(cached), bson.Raw(got.Doc))
 			}
 		}
 	}

@@ -44,6 +44,9 @@ type Txn struct {
 	// commit (deferWrite); deferred: the last pending statement is that
 	// write; deferredFailed: PostgreSQL refused it, so nothing committed.
 	mayDefer, deferred, deferredFailed bool
+	// deferredVersions: the version cache's keys of what the deferred
+	// write stores, forgotten if PostgreSQL refuses it (putVersion).
+	deferredVersions []string
 	// dirty: the transaction has written or locked something that a
 	// failed statement must not undo (see exec).
 	dirty bool
@@ -118,11 +121,26 @@ func (t *Txn) send(ctx context.Context, b *pgx.Batch) (pgx.BatchResults, error) 
 			t.deferredFailed = deferred && errors.As(err, &pe)
 			if t.deferredFailed {
 				t.s.deferredRefused.Add(1)
+				for _, k := range t.deferredVersions {
+					t.s.versions.forget(k)
+				}
 			}
 			return nil, fromPG(ctx, err)
 		}
 	}
+	t.deferredVersions = nil
 	return br, nil
+}
+
+// putVersion caches raw as the stored version of the document k names
+// (versionCache). A write deferred in on's transaction is not stored yet:
+// its versions are forgotten again if PostgreSQL refuses it, so that the
+// write's second run does not swap against a version that never was.
+func (s *Store) putVersion(on On, k string, raw []byte) {
+	s.versions.put(k, raw)
+	if t := on.Txn; t != nil && t.deferred {
+		t.deferredVersions = append(t.deferredVersions, k)
+	}
 }
 
 // deferWrite holds back the first write of a retryable write's
