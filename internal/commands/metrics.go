@@ -54,7 +54,7 @@ func (h *Handlers) Metrics(w *metrics.Writer) {
 	w.Counter("tierdb_deferred_writes_refused_total", "Deferred writes that PostgreSQL refused (a duplicate key, a lost compare-and-swap, or any error of the pipeline before them): nothing committed and they ran again the ordinary way.", nil, float64(refused))
 	lost, locked := h.store.WriteConflicts()
 	w.Counter("tierdb_swaps_lost_total", "Compare-and-swap writes (update, findAndModify, delete) that found the document changed or gone since it was read: by a concurrent write, or from a stale cached version.", nil, float64(lost))
-	w.Counter("tierdb_locked_writes_total", "Writes that finished under the document's row lock after losing their compare-and-swap to concurrent writes.", nil, float64(locked))
+	w.Counter("tierdb_locked_writes_total", "Writes that ran under the document's row lock: after losing their compare-and-swap to a concurrent write, or as updates by _id of a document that lost one within the last second.", nil, float64(locked))
 	w.Counter("tierdb_async_commits_total", "Write statements committed without waiting for the WAL flush (j:false).", nil, float64(h.store.AsyncCommits()))
 	// Per-user accounting: one label value per user that ran anything
 	// (bounded by the number of users, which administrators create).

@@ -25,15 +25,16 @@
 // with (Store.Replace, Store.Delete): a swap lost to a concurrent writer
 // takes the row lock (Store.WithRowLocked), rechecks the filter on what it
 // finds there (an $expr error fails the statement) and finishes under the
-// lock, so it is applied once, never refused. An update by _id first tries the version this
-// process last wrote (Store.LastWritten) without reading. An upsert with
-// no match inserts the document the filter's equalities and the update
-// make; a duplicate key on that insert means a concurrent upsert won, and
-// the statement runs once more to update its document. Expiry
-// (expire.go) is one TTL index's scan-and-delete, batch by batch, each
-// admitted by the caller. exec decides nothing about sessions, retryable
-// writes, transactions or write concern: those wrap the handler, and
-// reach storage through the On they are given.
+// lock, so it is applied once, never refused. An update by _id first
+// tries the version this process last wrote (Store.LastWritten) without
+// reading, or locks the document first when it lost a swap lately
+// (Store.Hot). An upsert with no match inserts the document the filter's
+// equalities and the update make; a duplicate key on that insert means a
+// concurrent upsert won, and the statement runs once more to update its
+// document. Expiry (expire.go) is one TTL index's scan-and-delete, batch
+// by batch, each admitted by the caller. exec decides nothing about
+// sessions, retryable writes, transactions or write concern: those wrap
+// the handler, and reach storage through the On they are given.
 //
 // Pipelines are stages as push operators ($match, $project, $group,
 // $sort, $unwind, $lookup, ...) that take documents one at a time and pass

@@ -28,6 +28,8 @@ type fakeWrites struct {
 	// remember makes LastWritten return what Replace and Insert stored.
 	remember bool
 	versions map[string][]byte
+	// hot is what Hot reports for every document.
+	hot bool
 
 	inLock                      bool
 	locks, replaces, lost, gets int
@@ -163,6 +165,8 @@ func (f *fakeStore) WithRowLocked(_ context.Context, _ storage.On, _ *storage.Co
 	defer func() { f.w.inLock = false }()
 	return fn(lockedOn, f.Table.Get(key))
 }
+
+func (f *fakeStore) Hot(*storage.Collection, []byte) bool { return f.w.hot }
 
 func (f *fakeStore) LastWritten(_ *storage.Collection, key []byte) []byte {
 	return f.w.versions[string(key)]

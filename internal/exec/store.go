@@ -56,6 +56,9 @@ type Store interface {
 	// LastWritten is the version of the document of key this process
 	// last wrote, nil when it does not remember one.
 	LastWritten(col *storage.Collection, key []byte) []byte
+	// Hot reports whether the document of key lost a compare-and-swap to
+	// a concurrent write lately: an update of it takes the lock first.
+	Hot(col *storage.Collection, key []byte) bool
 }
 
 var _ Store = (*storage.Store)(nil)

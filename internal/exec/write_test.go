@@ -189,6 +189,32 @@ func TestUpdateByIDSwapsTheLastWrittenVersion(t *testing.T) {
 	}
 }
 
+// An update by _id of a hot document (Store.Hot) takes the row lock first
+// and updates under it: no swap outside the lock, no read of its own. With
+// no such document, the usual path decides (here: an upsert inserts).
+func TestUpdateByIDOfAHotDocumentLocksFirst(t *testing.T) {
+	f := newFakeStore(t, bson.D{{Key: "_id", Value: int32(1)}, {Key: "n", Value: int32(1)}})
+	f.w.hot = true
+	f.w.lose = 1000 // a swap outside the lock would lose
+	res, err := writer(f).Update(context.Background(), updateStmt(t, bson.D{{Key: "_id", Value: int32(1)}}, incN, false, false))
+	mustNoErr(t, err)
+	if res.Matched != 1 || res.Modified != 1 || field(f.Docs()[0], "n") != int32(2) || field(f.Docs()[0], "rival") != nil {
+		t.Fatalf("result %+v, stored %v", res, f.Docs())
+	}
+	if f.w.lost != 0 || f.w.locks != 1 || f.w.lockedWrites != 1 || len(f.calls) != 0 || f.w.gets != 0 {
+		t.Fatalf("%d losses, %d locks, %d writes under a lock, %d scans, %d gets; want 0, 1, 1, 0, 0",
+			f.w.lost, f.w.locks, f.w.lockedWrites, len(f.calls), f.w.gets)
+	}
+	if last := f.on[len(f.on)-1]; last != lockedOn {
+		t.Fatalf("the write ran on %+v, not the lock's On", last)
+	}
+	res, err = writer(f).Update(context.Background(), updateStmt(t, bson.D{{Key: "_id", Value: int32(2)}}, incN, false, true))
+	mustNoErr(t, err)
+	if res.UpsertedID != int32(2) || len(f.Rows) != 2 {
+		t.Fatalf("upsert of a missing hot document: %+v, %d documents", res, len(f.Rows))
+	}
+}
+
 func threeDocs() []bson.D {
 	return []bson.D{
 		{{Key: "_id", Value: int32(1)}, {Key: "x", Value: int32(1)}},

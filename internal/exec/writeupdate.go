@@ -6,6 +6,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"tierdb/internal/bsonx"
+	"tierdb/internal/mongoerr"
+	"tierdb/internal/query"
 	"tierdb/internal/storage"
 	"tierdb/internal/update"
 )
@@ -39,7 +41,15 @@ func (w *Write) Update(ctx context.Context, st UpdateStatement) (UpdateResult, e
 		return res, nil
 	}
 	if w.Col != nil && rs.Exact {
-		if done, err := w.updateLastWritten(ctx, st.Query[0].Value, upd, &res); done || err != nil {
+		id := st.Query[0].Value
+		var done bool
+		var err error
+		if w.Store.Hot(w.Col, storage.IDKey(id)) {
+			done, err = w.updateLocked(ctx, id, rs.Filter, upd, &res)
+		} else {
+			done, err = w.updateLastWritten(ctx, id, upd, &res)
+		}
+		if done || err != nil {
 			return res, err
 		}
 	}
@@ -119,4 +129,36 @@ func (w *Write) updateLastWritten(ctx context.Context, id any, upd *update.Updat
 		res.Matched, res.Modified = 1, 1
 	}
 	return ok, nil
+}
+
+// updateLocked is the update by _id of a hot document, one whose
+// compare-and-swap a concurrent write won lately (Store.Hot): it takes the
+// row lock first and updates the document under it, in two round trips
+// and one wait in the row's queue, where a swap would most likely lose and
+// lock after all. done is false when there is no such document (nothing
+// to update, or an upsert to insert): the usual path decides then.
+func (w *Write) updateLocked(ctx context.Context, id any, filter *query.Filter, upd *update.Update, res *UpdateResult) (done bool, err error) {
+	err = w.Store.WithRowLocked(ctx, w.On, w.Col, storage.IDKey(id), func(on storage.On, row *storage.Row) error {
+		if row == nil {
+			return nil
+		}
+		doc, err := bsonx.Decode(row.Doc)
+		if err != nil {
+			return err
+		}
+		if ok, err := filter.MatchErr(doc); !ok || err != nil {
+			return err
+		}
+		done = true
+		_, modified, _, swapped, err := w.tryModify(ctx, on, doc, row.Doc, func(d bson.D) (bson.D, bool, error) { return applyMatched(upd, filter, d) })
+		if err == nil && !swapped {
+			err = mongoerr.New(mongoerr.InternalError, "a locked document changed under its lock")
+		}
+		res.Matched = 1
+		if modified {
+			res.Modified = 1
+		}
+		return err
+	})
+	return done, err
 }

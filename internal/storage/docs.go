@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -651,6 +652,7 @@ func (s *Store) Replace(ctx context.Context, on On, c *Collection, key, old []by
 		s.putVersion(on, cacheKey(c, key), newDoc.Raw)
 	} else {
 		s.swapsLost.Add(1)
+		s.hotDocs.mark(cacheKey(c, key), time.Now())
 		s.versions.forget(cacheKey(c, key))
 	}
 	return ok, nil

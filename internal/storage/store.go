@@ -81,6 +81,7 @@ type Store struct {
 	deferred, deferredRefused atomic.Int64
 	// swapsLost, lockedWrites: see WriteConflicts.
 	swapsLost, lockedWrites atomic.Int64
+	hotDocs                 hotDocs       // see Hot
 	appends                 appendSignals // see capped.go
 	changesOn               atomic.Bool   // see changes.go
 }

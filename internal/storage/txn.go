@@ -380,7 +380,10 @@ func (t *Txn) exec(ctx context.Context, sql string, args ...any) (pgconn.Command
 		err = cerr
 	}
 	if err == nil {
-		t.dirty = true
+		// A statement that changed nothing (a lost swap) holds nothing
+		// either: a row lock taken next runs its write without a
+		// savepoint (underRowLock).
+		t.dirty = t.dirty || tag.RowsAffected() > 0
 		return tag, nil
 	}
 	t.failed = true

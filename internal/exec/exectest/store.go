@@ -211,6 +211,9 @@ func (s *Store) WithRowLocked(ctx context.Context, on storage.On, col *storage.C
 // LastWritten remembers nothing: every write reads first.
 func (s *Store) LastWritten(*storage.Collection, []byte) []byte { return nil }
 
+// Hot is false: every update swaps optimistically first.
+func (s *Store) Hot(*storage.Collection, []byte) bool { return false }
+
 // ReplaceMany swaps each document in if its row still holds old.
 func (s *Store) ReplaceMany(_ context.Context, _ storage.On, col *storage.Collection, keys, olds [][]byte, docs []storage.Doc) (ok []bool, err error) {
 	err = s.withTable(col, func(t *Table) error {
