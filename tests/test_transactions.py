@@ -513,7 +513,9 @@ def test_retryable_write_creating_its_collection_with_one_backend_per_tier(new_s
 def test_contended_updates_finish_under_the_row_lock(new_server, retry):
     # Many clients increment one document: each increment applies once, and
     # an update that loses its compare-and-swap takes the row lock (the
-    # metrics count both) rather than failing or retrying without end.
+    # metrics count both) rather than failing or retrying without end. Once
+    # the document has lost a swap it is hot: updates lock it first instead
+    # of swapping and losing, so few swaps are lost.
     mport = free_port()
     t = new_server(extra_args=["--metrics-listen", f"127.0.0.1:{mport}"]).start()
 
@@ -539,8 +541,9 @@ def test_contended_updates_finish_under_the_row_lock(new_server, retry):
             th.join()
         assert clients[0].test.hot.find_one({"_id": 1})["n"] == each * len(clients)
         lost, locked = (a - b for a, b in zip(conflicts(), before))
-        assert locked >= 1, (lost, locked)
-        assert lost >= locked, (lost, locked)  # only a lost swap takes the lock
+        total = each * len(clients)
+        assert lost >= 1 and locked >= 1, (lost, locked)
+        assert lost * 4 < total, (lost, locked, total)
     finally:
         for c in clients:
             c.close()
