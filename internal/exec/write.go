@@ -12,8 +12,8 @@ import (
 	"tierdb/internal/update"
 )
 
-// casRetries bounds how often a write re-reads a document that changed under
-// it before it locks the row (modify) or gives up (the others).
+// casRetries bounds how often a delete or findAndModify reads its match
+// again after losing it to a concurrent change, before it gives up.
 const casRetries = 100
 
 // Write is one write command's target: the storage it goes through, where

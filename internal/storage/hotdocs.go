@@ -15,7 +15,7 @@ import (
 // At most hotDocsMax documents are remembered, so memory stays bounded
 // whatever the workload.
 type hotDocs struct {
-	n    atomic.Int32 // len(lost): Hot reads no clock while nothing is hot
+	n    atomic.Int32 // len(lost): Hot looks no further while nothing is hot
 	mu   sync.RWMutex
 	lost map[string]time.Time // cacheKey → the last lost swap
 }
@@ -47,20 +47,33 @@ func (h *hotDocs) mark(k string, now time.Time) {
 }
 
 // hot reports whether the document k names lost a swap within hotFor of
-// now.
+// now; an entry found expired is dropped.
 func (h *hotDocs) hot(k string, now func() time.Time) bool {
-	if h.n.Load() == 0 {
-		return false
-	}
 	h.mu.RLock()
 	at, ok := h.lost[k]
 	h.mu.RUnlock()
-	return ok && now().Sub(at) < hotFor
+	if !ok {
+		return false
+	}
+	if now().Sub(at) < hotFor {
+		return true
+	}
+	h.mu.Lock()
+	if cur, ok := h.lost[k]; ok && cur.Equal(at) { // not marked again meanwhile
+		delete(h.lost, k)
+		h.n.Store(int32(len(h.lost)))
+	}
+	h.mu.Unlock()
+	return false
 }
 
 // Hot reports whether the document with _id key lost a compare-and-swap
 // to a concurrent write within the last second: an update of it should
-// take its row lock first (WithRowLocked) rather than swap.
+// take its row lock first (WithRowLocked) rather than swap. While no
+// document is hot it costs one atomic load.
 func (s *Store) Hot(c *Collection, key []byte) bool {
+	if s.hotDocs.n.Load() == 0 {
+		return false
+	}
 	return s.hotDocs.hot(cacheKey(c, key), time.Now)
 }
