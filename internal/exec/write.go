@@ -105,7 +105,16 @@ func (w *Write) modify(ctx context.Context, filter *query.Filter, doc bson.D, ra
 	if done || err != nil {
 		return matched, modified, newDoc, err
 	}
-	err = w.Store.WithRowLocked(ctx, w.On, w.Col, storage.IDKey(idOf(doc)), func(on storage.On, row *storage.Row) error {
+	return w.modifyLocked(ctx, storage.IDKey(idOf(doc)), filter, change)
+}
+
+// modifyLocked is modify under the row lock of the document of key: it
+// reads the document there, and applies change and stores the result if
+// it still matches filter. matched is false when there is no such document
+// or it does not match.
+func (w *Write) modifyLocked(ctx context.Context, key []byte, filter *query.Filter,
+	change func(bson.D) (bson.D, bool, error)) (matched, modified bool, newDoc bson.D, err error) {
+	err = w.Store.WithRowLocked(ctx, w.On, w.Col, key, func(on storage.On, row *storage.Row) error {
 		if row == nil {
 			return nil
 		}

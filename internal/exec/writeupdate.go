@@ -6,7 +6,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"tierdb/internal/bsonx"
-	"tierdb/internal/mongoerr"
 	"tierdb/internal/query"
 	"tierdb/internal/storage"
 	"tierdb/internal/update"
@@ -138,27 +137,12 @@ func (w *Write) updateLastWritten(ctx context.Context, id any, upd *update.Updat
 // lock after all. done is false when there is no such document (nothing
 // to update, or an upsert to insert): the usual path decides then.
 func (w *Write) updateLocked(ctx context.Context, id any, filter *query.Filter, upd *update.Update, res *UpdateResult) (done bool, err error) {
-	err = w.Store.WithRowLocked(ctx, w.On, w.Col, storage.IDKey(id), func(on storage.On, row *storage.Row) error {
-		if row == nil {
-			return nil
-		}
-		doc, err := bsonx.Decode(row.Doc)
-		if err != nil {
-			return err
-		}
-		if ok, err := filter.MatchErr(doc); !ok || err != nil {
-			return err
-		}
-		done = true
-		_, modified, _, swapped, err := w.tryModify(ctx, on, doc, row.Doc, func(d bson.D) (bson.D, bool, error) { return applyMatched(upd, filter, d) })
-		if err == nil && !swapped {
-			err = mongoerr.New(mongoerr.InternalError, "a locked document changed under its lock")
-		}
+	matched, modified, _, err := w.modifyLocked(ctx, storage.IDKey(id), filter, func(d bson.D) (bson.D, bool, error) { return applyMatched(upd, filter, d) })
+	if matched {
 		res.Matched = 1
-		if modified {
-			res.Modified = 1
-		}
-		return err
-	})
-	return done, err
+	}
+	if modified {
+		res.Modified = 1
+	}
+	return matched, err
 }
