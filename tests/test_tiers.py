@@ -2,6 +2,7 @@
 priority of PostgreSQL backends, run-time configuration, and --qos=off.
 
 Checked from the outside: through pymongo and through /proc."""
+import ctypes
 import os
 import socket
 import threading
@@ -51,6 +52,17 @@ def cpus_of(pid):
         for line in f:
             if line.startswith("Cpus_allowed_list:"):
                 return line.split(":", 1)[1].strip()
+
+
+def slice_of(tid):
+    """The CPU time slice the kernel gives a thread, in µs (sched_getattr)."""
+    attr = ctypes.create_string_buffer(56)  # struct sched_attr
+    if ctypes.CDLL(None, use_errno=True).syscall(315, tid, attr, 56, 0) != 0:  # SYS_sched_getattr, x86-64
+        raise OSError(ctypes.get_errno(), f"sched_getattr({tid})")
+    return int.from_bytes(attr.raw[24:32], "little") // 1000
+
+
+KEEPS_SLICES = tuple(int(x) for x in os.uname().release.split(".")[:2]) >= (6, 12)
 
 
 def status(server):
@@ -124,6 +136,36 @@ def test_backends_run_at_their_tier_nice_level(qserver):
             assert nice_of(pid) == want[tier], (tier, pid)
     for c in clients.values():
         c.close()
+
+
+@pytest.mark.skipif(not KEEPS_SLICES, reason="custom slices need Linux 6.12 (EEVDF)")
+def test_high_backends_and_tierdb_itself_run_with_the_short_slice(qserver):
+    high, normal = tier_client(qserver, "high"), tier_client(qserver, "normal")
+    high.test.warm.find_one()
+    normal.test.warm.find_one()
+    default = slice_of(os.getpid())
+    assert default != 100
+    assert status(qserver)["tiers"]["high"]["sliceMicros"] == 100
+    assert all(slice_of(p) == 100 for p in backends(high, "high"))
+    assert all(slice_of(p) == default for p in backends(normal, "normal"))
+    # tierdb's own threads serve every high-tier request: the same slice.
+    tids = [int(t) for t in os.listdir(f"/proc/{qserver.proc.pid}/task")]
+    assert tids and all(slice_of(t) == 100 for t in tids)
+
+    with pytest.raises(OperationFailure) as e:
+        normal.admin.command("setQoSConfig", 1, sliceMicros={"normal": 5})
+    assert e.value.code == 2 and "slice" in str(e.value)
+    assert all(slice_of(p) == default for p in backends(normal, "normal"))
+    try:
+        normal.admin.command("setQoSConfig", 1, sliceMicros={"normal": 300, "high": 200})
+        assert all(slice_of(p) == 300 for p in backends(normal, "normal"))
+        assert all(slice_of(p) == 200 for p in backends(high, "high"))
+        assert all(slice_of(int(t)) == 200 for t in os.listdir(f"/proc/{qserver.proc.pid}/task"))
+    finally:
+        normal.admin.command("setQoSConfig", 1, sliceMicros={"normal": 0, "high": 100})
+    assert all(slice_of(p) == default for p in backends(normal, "normal"))
+    high.close()
+    normal.close()
 
 
 def test_high_backends_in_priority_pool_and_lower_tiers_restricted_while_high_runs(qserver):
@@ -343,6 +385,8 @@ def test_qos_off_has_no_channel(new_server):
     t = new_server(extra_args=["--qos=off", "--enable-test-commands"]).start()
     c = t.client()
     assert c.admin.command("qosStatus")["enabled"] is False
+    if KEEPS_SLICES:  # tierdb's threads keep the kernel's default slice
+        assert all(slice_of(int(x)) == slice_of(os.getpid()) for x in os.listdir(f"/proc/{t.proc.pid}/task"))
     with pytest.raises(OperationFailure) as e:
         c.admin.command("setQoSConfig", 1, threshold=2)
     assert e.value.code == 20

@@ -68,6 +68,7 @@ func (h *Handlers) qosStatus(_ context.Context, req *Request) (bson.D, error) {
 				{Key: "max", Value: ts.WaitMax.Microseconds()},
 			}},
 			{Key: "nice", Value: int32(cfg.Nice[t])},
+			{Key: "sliceMicros", Value: cfg.Slice[t].Microseconds()},
 			{Key: "ioPriority", Value: cfg.IO.Tiers[t].String()},
 			{Key: "backends", Value: int32sOf(os.Backends[t])},
 		}})
@@ -320,6 +321,15 @@ func applyQoSField(c *qos.Config, e bson.E) error {
 				return mongoerr.New(mongoerr.BadValue, "nice levels must be integers between -20 and 19")
 			}
 			c.Nice[t] = int(n)
+			return nil
+		})
+	case "sliceMicros":
+		return perTier(e, func(t qos.Tier, v any) error {
+			n, ok := query.AsInt(v)
+			if !ok {
+				return mongoerr.New(mongoerr.BadValue, "slices are integers of microseconds: 0 (the kernel's default) or 100 to 100000")
+			}
+			c.Slice[t] = time.Duration(n) * time.Microsecond
 			return nil
 		})
 	case "ioPriority":

@@ -3,24 +3,29 @@ package osprio
 import (
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Settings is what the Applier should make true for one process. A nil field
-// means "leave as it is"; a non-nil empty CPUs is an error, not "leave".
+// means "leave as it is"; a non-nil empty CPUs is an error, not "leave". A
+// Slice needs a Nice: the system call that sets one sets both.
 type Settings struct {
-	Nice *int
-	CPUs CPUSet
-	IO   *IOPrio
+	Nice  *int
+	Slice *time.Duration
+	CPUs  CPUSet
+	IO    *IOPrio
 }
 
 // applied is what the Applier last set successfully on one PID. Fields whose
 // has-flag (or nil CPUs) says unknown are always re-applied.
 type applied struct {
-	nice    int
-	hasNice bool
-	cpus    CPUSet // normalized; nil when unknown
-	io      IOPrio
-	hasIO   bool
+	nice     int
+	hasNice  bool
+	slice    time.Duration
+	hasSlice bool
+	cpus     CPUSet // normalized; nil when unknown
+	io       IOPrio
+	hasIO    bool
 }
 
 // Applier applies Settings to processes and remembers what it applied, so
@@ -68,7 +73,22 @@ func (a *Applier) Apply(pid int, s Settings) error {
 		}
 	}
 
-	if s.Nice != nil && !(st.hasNice && st.nice == *s.Nice) {
+	switch {
+	case s.Slice != nil && s.Nice == nil:
+		fail(invalidf("a slice needs a nice value: one system call sets both"))
+	case s.Slice != nil && !(st.hasNice && st.nice == *s.Nice && st.hasSlice && st.slice == *s.Slice):
+		st.hasNice, st.hasSlice = false, false
+		nice, slice := *s.Nice, *s.Slice
+		invalid := checkNice(nice)
+		if invalid == nil {
+			invalid = checkSlice(slice)
+		}
+		if err := a.call(func() error { return SetNiceAndSlice(pid, nice, slice) }, invalid); err != nil {
+			fail(err)
+		} else {
+			st.nice, st.hasNice, st.slice, st.hasSlice = nice, true, slice, true
+		}
+	case s.Slice == nil && s.Nice != nil && !(st.hasNice && st.nice == *s.Nice):
 		st.hasNice = false
 		if err := a.call(func() error { return SetNice(pid, *s.Nice) }, checkNice(*s.Nice)); err != nil {
 			fail(err)
@@ -100,7 +120,7 @@ func (a *Applier) Apply(pid int, s Settings) error {
 	switch {
 	case IsNoSuchProcess(first):
 		delete(a.pids, pid)
-	case st.hasNice || st.cpus != nil || st.hasIO:
+	case st.hasNice || st.hasSlice || st.cpus != nil || st.hasIO:
 		a.pids[pid] = st
 	default:
 		delete(a.pids, pid)

@@ -1,8 +1,12 @@
 package osprio
 
 import (
+	"fmt"
 	"sync"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 func intp(n int) *int { return &n }
@@ -149,5 +153,77 @@ func TestApplierConcurrentMemoryMatchesKernel(t *testing.T) {
 				t.Fatalf("pid %d: Applier believes nice %d but kernel has %d", pid, nice, got)
 			}
 		}
+	}
+}
+
+func durp(d time.Duration) *time.Duration { return &d }
+
+// kernelKeepsSlices reports whether this kernel has custom slices (Linux
+// 6.12, EEVDF); older kernels accept and ignore sched_runtime.
+func kernelKeepsSlices(t *testing.T) bool {
+	var u unix.Utsname
+	if err := unix.Uname(&u); err != nil {
+		t.Fatal(err)
+	}
+	var major, minor int
+	fmt.Sscanf(unix.ByteSliceToString(u.Release[:]), "%d.%d", &major, &minor)
+	return major > 6 || major == 6 && minor >= 12
+}
+
+func TestApplierSetsNiceAndSliceTogether(t *testing.T) {
+	pid := startSleeper(t)
+	a := NewApplier()
+	if err := a.Apply(pid, Settings{Nice: intp(5), Slice: durp(200 * time.Microsecond)}); err != nil {
+		t.Fatal(err)
+	}
+	if n := a.Syscalls(); n != 1 {
+		t.Fatalf("nice and slice took %d syscalls, want 1", n)
+	}
+	if got := procStatNice(t, pid); got != 5 {
+		t.Errorf("nice = %d, want 5", got)
+	}
+	got, err := Slice(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := 200 * time.Microsecond; got != want && (got != 0 || kernelKeepsSlices(t)) {
+		t.Errorf("slice = %v, want %v", got, want)
+	}
+
+	// The same again: nothing; the nice level alone: one call, slice kept.
+	if err := a.Apply(pid, Settings{Nice: intp(5), Slice: durp(200 * time.Microsecond)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Apply(pid, Settings{Nice: intp(6), Slice: durp(200 * time.Microsecond)}); err != nil {
+		t.Fatal(err)
+	}
+	if n := a.Syscalls(); n != 2 {
+		t.Fatalf("%d syscalls after a repeat and a nice change, want 2", n)
+	}
+	if got := procStatNice(t, pid); got != 6 {
+		t.Errorf("nice = %d, want 6", got)
+	}
+
+	// 0 is the kernel's default slice again.
+	if err := a.Apply(pid, Settings{Nice: intp(6), Slice: durp(0)}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := Slice(pid); err != nil || got == 200*time.Microsecond {
+		t.Errorf("slice after 0 = %v, %v; want the kernel's default", got, err)
+	}
+
+	// A slice without a nice value, or out of range, reaches no kernel.
+	before := a.Syscalls()
+	if err := a.Apply(pid, Settings{Slice: durp(time.Millisecond)}); err == nil {
+		t.Error("a slice without a nice value was accepted")
+	}
+	if err := a.Apply(pid, Settings{Nice: intp(6), Slice: durp(time.Microsecond)}); err == nil {
+		t.Error("a 1µs slice was accepted")
+	}
+	if n := a.Syscalls(); n != before {
+		t.Errorf("invalid settings made %d syscalls", n-before)
+	}
+	if got := procStatNice(t, pid); got != 6 {
+		t.Errorf("nice = %d after refused settings, want 6", got)
 	}
 }

@@ -3,6 +3,7 @@ package osprio
 import (
 	"fmt"
 	"os"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -35,6 +36,44 @@ func Nice(pid int) (int, error) {
 		return 0, &Error{Op: "get nice", PID: pid, Err: err}
 	}
 	return 20 - prio, nil
+}
+
+// SetNiceAndSlice sets the nice value and the time slice of process pid in
+// one sched_setattr(2) call (policy SCHED_OTHER, which a PostgreSQL backend
+// has). The slice is the EEVDF scheduler's custom slice (Linux 6.12 and
+// later): a task that wakes with a shorter slice than the running task's
+// preempts it at once, where a heavier weight (a lower nice value) alone
+// waits until the running task's slice ends, up to the default slice of a
+// few milliseconds. 0 restores the kernel's default slice. Kernels before
+// 6.12 ignore the slice; Slice reads back what the kernel kept.
+func SetNiceAndSlice(pid, nice int, slice time.Duration) error {
+	if err := checkPID(pid); err != nil {
+		return err
+	}
+	if err := checkNice(nice); err != nil {
+		return err
+	}
+	if err := checkSlice(slice); err != nil {
+		return err
+	}
+	attr := unix.SchedAttr{Policy: unix.SCHED_NORMAL, Nice: int32(nice), Runtime: uint64(slice)}
+	if err := unix.SchedSetAttr(pid, &attr, 0); err != nil {
+		return &Error{Op: fmt.Sprintf("set nice to %d and slice to %v", nice, slice), PID: pid, Err: err}
+	}
+	return nil
+}
+
+// Slice returns the time slice the kernel gives process pid: its custom
+// slice, or the kernel's default (0 before Linux 6.12, which does not say).
+func Slice(pid int) (time.Duration, error) {
+	if err := checkPID(pid); err != nil {
+		return 0, err
+	}
+	attr, err := unix.SchedGetAttr(pid, 0)
+	if err != nil {
+		return 0, &Error{Op: "get slice", PID: pid, Err: err}
+	}
+	return time.Duration(attr.Runtime), nil
 }
 
 // SetAffinity restricts process pid to the CPUs in set (sched_setaffinity(2)).

@@ -5,6 +5,7 @@ package osprio
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Outside Linux every call fails, so that tierdb still builds (for
@@ -19,6 +20,14 @@ func SetNice(pid int, nice int) error { return unsupported("set nice") }
 
 // Nice is only implemented on Linux.
 func Nice(pid int) (int, error) { return 0, unsupported("get nice") }
+
+// SetNiceAndSlice is only implemented on Linux.
+func SetNiceAndSlice(pid, nice int, slice time.Duration) error {
+	return unsupported("set nice and slice")
+}
+
+// Slice is only implemented on Linux.
+func Slice(pid int) (time.Duration, error) { return 0, unsupported("get slice") }
 
 // SetAffinity is only implemented on Linux.
 func SetAffinity(pid int, set CPUSet) error { return unsupported("set CPU affinity") }

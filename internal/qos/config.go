@@ -22,6 +22,12 @@ type Config struct {
 	Anticipation time.Duration
 	// Nice is the nice level of each tier's backends.
 	Nice [NumTiers]int
+	// Slice is the CPU time slice of each tier's backends (0: the
+	// kernel's default). Under the EEVDF scheduler (Linux 6.12 and
+	// later) a backend that wakes with a shorter slice than the running
+	// task's preempts it at once; a lower nice value alone only weighs
+	// its share, and it waits for the running task's slice to end.
+	Slice [NumTiers]time.Duration
 	// Pools are the CPU pools of seed 003; all empty means "no pools".
 	Pools CPUPools
 	// IO is the I/O priority of each tier's backends and of PostgreSQL's
@@ -55,6 +61,12 @@ type FairConfig struct {
 	// UnfairnessBound and CVBound bound the ζ control (U_f°, V_l°).
 	UnfairnessBound, CVBound float64
 }
+
+// MinSlice and MaxSlice bound a custom slice: the kernel's own bounds.
+const (
+	MinSlice = 100 * time.Microsecond
+	MaxSlice = 100 * time.Millisecond
+)
 
 // CPUPools are CPU sets: high-tier backends run in Priority; normal and low
 // backends run in Standard while no high-tier request is in process and in
@@ -93,12 +105,14 @@ type IOConfig struct {
 }
 
 // DefaultConfig is QoS on with the paper's defaults: threshold 1, nice -19,
-// 0 and +19, no CPU pools, no starvation guard.
+// 0 and +19, no CPU pools, no starvation guard; and a 100 µs slice for the
+// high tier's backends, so that they run as soon as they wake.
 func DefaultConfig() Config {
 	return Config{
 		Enabled:   true,
 		Threshold: 1,
 		Nice:      [NumTiers]int{-19, 0, 19},
+		Slice:     [NumTiers]time.Duration{100 * time.Microsecond, 0, 0},
 		Fair:      FairConfig{UnfairnessBound: 0.10, CVBound: 1.0, HighHold: 100 * time.Millisecond, AutoAnticipation: true},
 		IO: IOConfig{
 			Background: IOPrio{Class: IOIdle},
@@ -149,6 +163,11 @@ func (c Config) Validate(onlineCPUs []int) error {
 	for t, n := range c.Nice {
 		if n < -20 || n > 19 {
 			return mongoerr.Newf(mongoerr.BadValue, "nice level of tier %s must be between -20 and 19, got %d", Tier(t), n)
+		}
+	}
+	for t, d := range c.Slice {
+		if d != 0 && (d < MinSlice || d > MaxSlice) {
+			return mongoerr.Newf(mongoerr.BadValue, "slice of tier %s must be 0 (the kernel's default) or from %v to %v, got %v", Tier(t), MinSlice, MaxSlice, d)
 		}
 	}
 	if c.Pools.Enabled() {

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"tierdb/internal/osprio"
 	"tierdb/internal/pgmanage"
@@ -43,7 +44,9 @@ type Controller struct {
 	disabled bool
 	// noRaise is set once negative nice values are refused.
 	noRaise bool
-	warned  map[string]bool
+	// selfSlice is the slice tierdb's own threads have (applySelf).
+	selfSlice time.Duration
+	warned    map[string]bool
 
 	poolsDirty chan struct{}
 	stop       chan struct{}
@@ -66,6 +69,7 @@ func New(opts Options, cfg qos.Config) *Controller {
 		poolsDirty: make(chan struct{}, 1),
 		stop:       make(chan struct{}),
 	}
+	c.applySelf()
 	go c.movePools()
 	return c
 }
@@ -148,6 +152,7 @@ func (c *Controller) SetConfig(cfg qos.Config) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.cfg = cfg
+	c.applySelf()
 	if c.disabled {
 		return
 	}
@@ -199,8 +204,8 @@ func onWALPath(title string) bool {
 	return false
 }
 
-// apply sets one backend's nice level, CPU pool and I/O priority; the
-// applier skips system calls for values already in place.
+// apply sets one backend's nice level, slice, CPU pool and I/O priority;
+// the applier skips system calls for values already in place.
 func (c *Controller) apply(pid int, t qos.Tier) {
 	if !c.cfg.Enabled {
 		return
@@ -212,8 +217,9 @@ func (c *Controller) apply(pid int, t qos.Tier) {
 	if nice < 0 && c.noRaise {
 		nice = 0
 	}
+	slice := c.cfg.Slice[t]
 	io := toOS(c.cfg.IO.Tiers[t])
-	s := osprio.Settings{Nice: &nice, IO: &io}
+	s := osprio.Settings{Nice: &nice, Slice: &slice, IO: &io}
 	if c.cfg.Pools.Enabled() {
 		s.CPUs = osprio.CPUSet(c.cfg.Pools.ForTier(t, c.highActive))
 	}
@@ -227,6 +233,41 @@ func (c *Controller) apply(pid int, t qos.Tier) {
 		err = c.applier.Apply(pid, s)
 	}
 	c.report(pid, err)
+}
+
+// applySelf gives tierdb's own threads the high tier's slice (none with
+// QoS off). They read, run and answer every high-tier request, and a
+// thread that wakes for one would otherwise wait for the running task,
+// say a lower tier's backend, to finish its slice. Threads the Go runtime
+// starts later inherit the slice from the thread that starts them. Their
+// nice levels stay as they are.
+func (c *Controller) applySelf() {
+	var slice time.Duration
+	if c.cfg.Enabled {
+		slice = c.cfg.Slice[qos.High]
+	}
+	if slice == c.selfSlice {
+		return
+	}
+	c.selfSlice = slice
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		c.warnOnce("self", "cannot list tierdb's threads to set their slice", "err", err)
+		return
+	}
+	for _, task := range tasks {
+		tid, err := strconv.Atoi(task.Name())
+		if err != nil {
+			continue
+		}
+		nice, err := osprio.Nice(tid)
+		if err == nil {
+			err = osprio.SetNiceAndSlice(tid, nice, slice)
+		}
+		if err != nil && !osprio.IsNoSuchProcess(err) {
+			c.warnOnce("self", "cannot set the slice of tierdb's threads", "err", err)
+		}
+	}
 }
 
 func (c *Controller) report(pid int, err error) {
