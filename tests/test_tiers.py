@@ -47,6 +47,20 @@ def nice_of(pid):
         return int(f.read().rsplit(")", 1)[1].split()[16])
 
 
+def group_nice_of(pid):
+    """The nice level of a process's autogroup ("/autogroup-12 nice 5")."""
+    with open(f"/proc/{pid}/autogroup") as f:
+        return int(f.read().split()[-1])
+
+
+def autogroups_on():
+    try:
+        with open("/proc/sys/kernel/sched_autogroup_enabled") as f:
+            return f.read().strip() == "1"
+    except OSError:
+        return False
+
+
 def cpus_of(pid):
     with open(f"/proc/{pid}/status") as f:
         for line in f:
@@ -139,31 +153,36 @@ def test_backends_run_at_their_tier_nice_level(qserver):
 
 
 @pytest.mark.skipif(not KEEPS_SLICES, reason="custom slices need Linux 6.12 (EEVDF)")
-def test_high_backends_and_tierdb_itself_run_with_the_short_slice(qserver):
+def test_slices_of_backends_and_of_tierdb_itself(qserver):
     high, normal = tier_client(qserver, "high"), tier_client(qserver, "normal")
     high.test.warm.find_one()
     normal.test.warm.find_one()
     default = slice_of(os.getpid())
     assert default != 100
-    assert status(qserver)["tiers"]["high"]["sliceMicros"] == 100
-    assert all(slice_of(p) == 100 for p in backends(high, "high"))
-    assert all(slice_of(p) == default for p in backends(normal, "normal"))
-    # tierdb's own threads serve every high-tier request: the same slice.
-    tids = [int(t) for t in os.listdir(f"/proc/{qserver.proc.pid}/task")]
-    assert tids and all(slice_of(t) == 100 for t in tids)
+
+    def tierdb_threads():
+        return [int(t) for t in os.listdir(f"/proc/{qserver.proc.pid}/task")]
+
+    # By default every slice is the kernel's.
+    assert status(qserver)["tiers"]["high"]["sliceMicros"] == 0
+    assert all(slice_of(p) == default for p in backends(high, "high") + backends(normal, "normal"))
+    assert all(slice_of(t) == default for t in tierdb_threads())
 
     with pytest.raises(OperationFailure) as e:
         normal.admin.command("setQoSConfig", 1, sliceMicros={"normal": 5})
     assert e.value.code == 2 and "slice" in str(e.value)
     assert all(slice_of(p) == default for p in backends(normal, "normal"))
     try:
-        normal.admin.command("setQoSConfig", 1, sliceMicros={"normal": 300, "high": 200})
+        normal.admin.command("setQoSConfig", 1, sliceMicros={"high": 100, "normal": 300})
+        assert status(qserver)["tiers"]["high"]["sliceMicros"] == 100
+        assert all(slice_of(p) == 100 for p in backends(high, "high"))
         assert all(slice_of(p) == 300 for p in backends(normal, "normal"))
-        assert all(slice_of(p) == 200 for p in backends(high, "high"))
-        assert all(slice_of(int(t)) == 200 for t in os.listdir(f"/proc/{qserver.proc.pid}/task"))
+        # tierdb's own threads serve every high-tier request: the high slice.
+        assert all(slice_of(t) == 100 for t in tierdb_threads())
     finally:
-        normal.admin.command("setQoSConfig", 1, sliceMicros={"normal": 0, "high": 100})
-    assert all(slice_of(p) == default for p in backends(normal, "normal"))
+        normal.admin.command("setQoSConfig", 1, sliceMicros={"high": 0, "normal": 0})
+    assert all(slice_of(p) == default for p in backends(high, "high") + backends(normal, "normal"))
+    assert all(slice_of(t) == default for t in tierdb_threads())
     high.close()
     normal.close()
 
@@ -338,6 +357,36 @@ def test_anticipation_holds_lower_tiers_after_a_high_request(qserver):
     high.close()
     low.close()
     admin.close()
+
+
+@pytest.mark.skipif(not autogroups_on(), reason="the kernel's autogroups are off")
+def test_restricted_nice_weighs_lower_backends_only_while_high_runs(qserver):
+    high, normal, low = (tier_client(qserver, t) for t in ("high", "normal", "low"))
+    for c in (high, normal, low):
+        c.test.warm.find_one()
+    lower = backends(normal, "normal") + backends(low, "low")
+    assert lower and all(group_nice_of(p) == 0 for p in lower)
+    with pytest.raises(OperationFailure) as e:
+        normal.admin.command("setQoSConfig", 1, restrictedNice=25)
+    assert e.value.code == 2 and "restricted nice" in str(e.value)
+    assert normal.admin.command("setQoSConfig", 1)["restrictedNice"] == "off"
+    try:
+        assert normal.admin.command("setQoSConfig", 1, restrictedNice=19)["restrictedNice"] == 19
+        assert all(group_nice_of(p) == 0 for p in lower), "the high tier is idle"
+        th, _ = run_in_thread(lambda: high.admin.command("sleep", 1, millis=1500))
+        assert wait_until(lambda: all(group_nice_of(p) == 19 for p in lower)), "while a high request runs"
+        assert all(group_nice_of(p) == 0 for p in backends(normal, "high"))
+        th.join()
+        assert wait_until(lambda: all(group_nice_of(p) == 0 for p in lower)), "after the high tier's hold"
+        th, _ = run_in_thread(lambda: high.admin.command("sleep", 1, millis=1500))
+        assert wait_until(lambda: all(group_nice_of(p) == 19 for p in lower))
+        normal.admin.command("setQoSConfig", 1, restrictedNice="off")
+        assert all(group_nice_of(p) == 0 for p in lower), "turned off while the high tier runs"
+        th.join()
+    finally:
+        normal.admin.command("setQoSConfig", 1, restrictedNice="off")
+    for c in (high, normal, low):
+        c.close()
 
 
 def test_set_cpu_pools_and_nice_at_run_time(qserver):

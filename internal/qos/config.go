@@ -28,6 +28,13 @@ type Config struct {
 	// task's preempts it at once; a lower nice value alone only weighs
 	// its share, and it waits for the running task's slice to end.
 	Slice [NumTiers]time.Duration
+	// RestrictedNice, when On, is the nice level of the normal and low
+	// backends' autogroups while the high tier is active (FairConfig.
+	// HighHold), and 0 otherwise: the CPU-weight analogue of seed 003's
+	// restricted pool. A backend leads its own session, and with the
+	// kernel's autogroups its group's level, not its own, weighs it
+	// against other processes (docs/architecture.md).
+	RestrictedNice OptionalNice
 	// Pools are the CPU pools of seed 003; all empty means "no pools".
 	Pools CPUPools
 	// IO is the I/O priority of each tier's backends and of PostgreSQL's
@@ -68,6 +75,12 @@ const (
 	MaxSlice = 100 * time.Millisecond
 )
 
+// OptionalNice is a nice level that may be off.
+type OptionalNice struct {
+	On    bool
+	Level int
+}
+
 // CPUPools are CPU sets: high-tier backends run in Priority; normal and low
 // backends run in Standard while no high-tier request is in process and in
 // Restricted while one is.
@@ -105,14 +118,12 @@ type IOConfig struct {
 }
 
 // DefaultConfig is QoS on with the paper's defaults: threshold 1, nice -19,
-// 0 and +19, no CPU pools, no starvation guard; and a 100 µs slice for the
-// high tier's backends, so that they run as soon as they wake.
+// 0 and +19, no CPU pools, no starvation guard; the kernel's own slices.
 func DefaultConfig() Config {
 	return Config{
 		Enabled:   true,
 		Threshold: 1,
 		Nice:      [NumTiers]int{-19, 0, 19},
-		Slice:     [NumTiers]time.Duration{100 * time.Microsecond, 0, 0},
 		Fair:      FairConfig{UnfairnessBound: 0.10, CVBound: 1.0, HighHold: 100 * time.Millisecond, AutoAnticipation: true},
 		IO: IOConfig{
 			Background: IOPrio{Class: IOIdle},
@@ -164,6 +175,9 @@ func (c Config) Validate(onlineCPUs []int) error {
 		if n < -20 || n > 19 {
 			return mongoerr.Newf(mongoerr.BadValue, "nice level of tier %s must be between -20 and 19, got %d", Tier(t), n)
 		}
+	}
+	if n := c.RestrictedNice; n.On && (n.Level < -20 || n.Level > 19) {
+		return mongoerr.Newf(mongoerr.BadValue, "restricted nice level must be off or between -20 and 19, got %d", n.Level)
 	}
 	for t, d := range c.Slice {
 		if d != 0 && (d < MinSlice || d > MaxSlice) {
