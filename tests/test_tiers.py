@@ -47,20 +47,6 @@ def nice_of(pid):
         return int(f.read().rsplit(")", 1)[1].split()[16])
 
 
-def group_nice_of(pid):
-    """The nice level of a process's autogroup ("/autogroup-12 nice 5")."""
-    with open(f"/proc/{pid}/autogroup") as f:
-        return int(f.read().split()[-1])
-
-
-def autogroups_on():
-    try:
-        with open("/proc/sys/kernel/sched_autogroup_enabled") as f:
-            return f.read().strip() == "1"
-    except OSError:
-        return False
-
-
 def cpus_of(pid):
     with open(f"/proc/{pid}/status") as f:
         for line in f:
@@ -357,36 +343,6 @@ def test_anticipation_holds_lower_tiers_after_a_high_request(qserver):
     high.close()
     low.close()
     admin.close()
-
-
-@pytest.mark.skipif(not autogroups_on(), reason="the kernel's autogroups are off")
-def test_restricted_nice_weighs_lower_backends_only_while_high_runs(qserver):
-    high, normal, low = (tier_client(qserver, t) for t in ("high", "normal", "low"))
-    for c in (high, normal, low):
-        c.test.warm.find_one()
-    lower = backends(normal, "normal") + backends(low, "low")
-    assert lower and all(group_nice_of(p) == 0 for p in lower)
-    with pytest.raises(OperationFailure) as e:
-        normal.admin.command("setQoSConfig", 1, restrictedNice=25)
-    assert e.value.code == 2 and "restricted nice" in str(e.value)
-    assert normal.admin.command("setQoSConfig", 1)["restrictedNice"] == "off"
-    try:
-        assert normal.admin.command("setQoSConfig", 1, restrictedNice=19)["restrictedNice"] == 19
-        assert all(group_nice_of(p) == 0 for p in lower), "the high tier is idle"
-        th, _ = run_in_thread(lambda: high.admin.command("sleep", 1, millis=1500))
-        assert wait_until(lambda: all(group_nice_of(p) == 19 for p in lower)), "while a high request runs"
-        assert all(group_nice_of(p) == 0 for p in backends(normal, "high"))
-        th.join()
-        assert wait_until(lambda: all(group_nice_of(p) == 0 for p in lower)), "after the high tier's hold"
-        th, _ = run_in_thread(lambda: high.admin.command("sleep", 1, millis=1500))
-        assert wait_until(lambda: all(group_nice_of(p) == 19 for p in lower))
-        normal.admin.command("setQoSConfig", 1, restrictedNice="off")
-        assert all(group_nice_of(p) == 0 for p in lower), "turned off while the high tier runs"
-        th.join()
-    finally:
-        normal.admin.command("setQoSConfig", 1, restrictedNice="off")
-    for c in (high, normal, low):
-        c.close()
 
 
 def test_set_cpu_pools_and_nice_at_run_time(qserver):

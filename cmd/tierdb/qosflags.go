@@ -25,7 +25,6 @@ type qosFlags struct {
 	anticipation time.Duration
 	nice         string
 	slice        string
-	restrNice    string
 	io           string
 	pools        string
 	fair         qos.FairConfig
@@ -45,7 +44,6 @@ func (q *qosFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&q.guard, "starvation-guard", 0, "admit at least one waiting lower-tier request per interval (0: off)")
 	fs.DurationVar(&q.anticipation, "anticipation", d.Anticipation, "keep lower tiers held this long after the last high-tier request ends, for that client's next request (0: off, the paper's channel)")
 	fs.StringVar(&q.nice, "nice", fmt.Sprintf("high=%d,normal=%d,low=%d", d.Nice[qos.High], d.Nice[qos.Normal], d.Nice[qos.Low]), "nice level of each tier's PostgreSQL backends")
-	fs.StringVar(&q.restrNice, "restricted-nice", "off", "nice level of the normal and low tiers' PostgreSQL backends' autogroups while the high tier is active, 0 after (off: leave autogroups alone); with the kernel's autogroups, what weighs a backend against other processes")
 	fs.StringVar(&q.slice, "slice", fmt.Sprintf("high=%s,normal=%s,low=%s", sliceText(d.Slice[qos.High]), sliceText(d.Slice[qos.Normal]), sliceText(d.Slice[qos.Low])), "CPU time slice of each tier's PostgreSQL backends, and the high tier's for tierdb's own threads (Linux 6.12 and later): a backend with a shorter slice than the running task's preempts it as soon as it wakes (0: the kernel's default), e.g. high=100us where other CPU-heavy processes share the server's CPUs")
 	fs.StringVar(&q.io, "io-priority", fmt.Sprintf("background=%s,walwriter=%s,high=%s,normal=%s,low=%s", d.IO.Background, d.IO.WALWriter, d.IO.Tiers[qos.High], d.IO.Tiers[qos.Normal], d.IO.Tiers[qos.Low]), "I/O priority of PostgreSQL's background processes (checkpointer, background writer, autovacuum), its WAL path (WAL writer, senders, receivers, standby replay), and each tier's backends")
 	fs.StringVar(&q.pools, "cpu-pools", "", `CPU pools, e.g. "priority=0-1;standard=0-1;restricted=1" (empty: no pools)`)
@@ -85,13 +83,6 @@ func (q *qosFlags) config() (qos.Config, error) {
 		c.Fair.Anticipation = d
 	}
 	c.StarvationGuard = q.guard
-	if q.restrNice != "off" {
-		n, err := strconv.Atoi(q.restrNice)
-		if err != nil {
-			return c, fmt.Errorf("--restricted-nice must be off or a nice level from -20 to 19, got %q", q.restrNice)
-		}
-		c.RestrictedNice = qos.OptionalNice{On: true, Level: n}
-	}
 	c.Anticipation = q.anticipation
 	err := eachPair(q.nice, ",", func(k, v string) error {
 		t, ok := qos.ParseTier(k)

@@ -174,7 +174,6 @@ func (h *Handlers) setQoSConfig(_ context.Context, req *Request) (bson.D, error)
 		{Key: "anticipationMS", Value: float64(cfg.Anticipation) / float64(time.Millisecond)},
 		{Key: "parallelism", Value: int32(cfg.Fair.Parallelism)},
 		{Key: "restricted", Value: int32(cfg.Fair.Restricted)},
-		{Key: "restrictedNice", Value: restrictedNice(cfg.RestrictedNice)},
 		{Key: "fairAnticipationMS", Value: fairAnticipation},
 		{Key: "fairUnfairness", Value: cfg.Fair.UnfairnessBound},
 		{Key: "fairCV", Value: cfg.Fair.CVBound},
@@ -391,16 +390,6 @@ func applyQoSField(c *qos.Config, e bson.E) error {
 		} else {
 			c.Fair.CVBound = v
 		}
-	case "restrictedNice":
-		if e.Value == "off" {
-			c.RestrictedNice = qos.OptionalNice{}
-			return nil
-		}
-		n, ok := query.AsInt(e.Value)
-		if !ok {
-			return mongoerr.New(mongoerr.BadValue, "restrictedNice must be \"off\" or a nice level from -20 to 19")
-		}
-		c.RestrictedNice = qos.OptionalNice{On: true, Level: int(n)}
 	case "cpuPools":
 		d, ok := e.Value.(bson.D)
 		if !ok {
@@ -412,7 +401,7 @@ func applyQoSField(c *qos.Config, e bson.E) error {
 		}
 		c.Pools = pools
 	default:
-		return mongoerr.Newf(mongoerr.BadValue, "unknown setQoSConfig field %q; allowed: threshold, starvationGuardMS, anticipationMS, nice, sliceMicros, ioPriority, cpuPools, parallelism, restricted, restrictedNice, fairAnticipationMS, fairUnfairness, fairCV, zeta, recalibrate, calibrationWindowMS", e.Key)
+		return mongoerr.Newf(mongoerr.BadValue, "unknown setQoSConfig field %q; allowed: threshold, starvationGuardMS, anticipationMS, nice, sliceMicros, ioPriority, cpuPools, parallelism, restricted, fairAnticipationMS, fairUnfairness, fairCV, zeta, recalibrate, calibrationWindowMS", e.Key)
 	}
 	return nil
 }
@@ -508,12 +497,4 @@ func isGenericField(k string) bool {
 		return true
 	}
 	return false
-}
-
-// restrictedNice is qos.OptionalNice as qosStatus shows it: "off" or the level.
-func restrictedNice(n qos.OptionalNice) any {
-	if !n.On {
-		return "off"
-	}
-	return int32(n.Level)
 }

@@ -8,14 +8,12 @@ import (
 
 // Settings is what the Applier should make true for one process. A nil field
 // means "leave as it is"; a non-nil empty CPUs is an error, not "leave". A
-// Slice needs a Nice: the system call that sets one sets both. GroupNice is
-// the nice level of the process's autogroup (SetGroupNice).
+// Slice needs a Nice: the system call that sets one sets both.
 type Settings struct {
-	Nice      *int
-	Slice     *time.Duration
-	GroupNice *int
-	CPUs      CPUSet
-	IO        *IOPrio
+	Nice  *int
+	Slice *time.Duration
+	CPUs  CPUSet
+	IO    *IOPrio
 }
 
 // applied is what the Applier last set successfully on one PID. Fields whose
@@ -25,8 +23,6 @@ type applied struct {
 	hasNice  bool
 	slice    time.Duration
 	hasSlice bool
-	group    int
-	hasGroup bool
 	cpus     CPUSet // normalized; nil when unknown
 	io       IOPrio
 	hasIO    bool
@@ -100,18 +96,6 @@ func (a *Applier) Apply(pid int, s Settings) error {
 			st.nice, st.hasNice = *s.Nice, true
 		}
 	}
-	if s.GroupNice != nil && !IsNoSuchProcess(first) && !(st.hasGroup && st.group == *s.GroupNice) {
-		st.hasGroup = false
-		written, err := SetGroupNice(pid, *s.GroupNice)
-		if written || err != nil {
-			a.syscalls.Add(1)
-		}
-		if err != nil {
-			fail(err)
-		} else {
-			st.group, st.hasGroup = *s.GroupNice, true
-		}
-	}
 	if s.CPUs != nil && !IsNoSuchProcess(first) {
 		want := s.CPUs.normalize()
 		if st.cpus == nil || !st.cpus.Equal(want) {
@@ -136,7 +120,7 @@ func (a *Applier) Apply(pid int, s Settings) error {
 	switch {
 	case IsNoSuchProcess(first):
 		delete(a.pids, pid)
-	case st.hasNice || st.hasSlice || st.hasGroup || st.cpus != nil || st.hasIO:
+	case st.hasNice || st.hasSlice || st.cpus != nil || st.hasIO:
 		a.pids[pid] = st
 	default:
 		delete(a.pids, pid)

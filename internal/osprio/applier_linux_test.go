@@ -2,11 +2,7 @@ package osprio
 
 import (
 	"fmt"
-	"os"
-	"os/exec"
-	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -229,50 +225,5 @@ func TestApplierSetsNiceAndSliceTogether(t *testing.T) {
 	}
 	if got := procStatNice(t, pid); got != 6 {
 		t.Errorf("nice = %d after refused settings, want 6", got)
-	}
-}
-
-// A process alone in its session, as a PostgreSQL backend is, has its
-// autogroup's nice level set; one that shares its session (here, the
-// test's) leaves the session's group alone.
-func TestApplierSetsTheAutogroupOfASessionLeaderOnly(t *testing.T) {
-	if on, err := os.ReadFile(autogroupEnabled); err != nil || strings.TrimSpace(string(on)) != "1" {
-		t.Skip("this kernel has no autogroups")
-	}
-	cmd := exec.Command("sleep", "30")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	leader, member := cmd.Process.Pid, startSleeper(t)
-	ours, err := GroupNice(os.Getpid())
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	a := NewApplier()
-	for _, pid := range []int{leader, member} {
-		if err := a.Apply(pid, Settings{GroupNice: intp(7)}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if n := a.Syscalls(); n != 1 {
-		t.Errorf("%d writes, want 1: the leader's autogroup only", n)
-	}
-	if got, err := GroupNice(leader); err != nil || got != 7 {
-		t.Errorf("the session leader's autogroup nice = %d, %v; want 7", got, err)
-	}
-	if got, err := GroupNice(member); err != nil || got != ours {
-		t.Errorf("the shared autogroup's nice = %d, %v; want %d as before", got, err, ours)
-	}
-	if err := a.Apply(leader, Settings{GroupNice: intp(7)}); err != nil || a.Syscalls() != 1 {
-		t.Errorf("a repeat made %d more writes (%v)", a.Syscalls()-1, err)
-	}
-	if err := a.Apply(leader, Settings{GroupNice: intp(0)}); err != nil {
-		t.Fatal(err)
-	}
-	if got, err := GroupNice(leader); err != nil || got != 0 {
-		t.Errorf("after a change the autogroup nice = %d, %v; want 0", got, err)
 	}
 }

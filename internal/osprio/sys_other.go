@@ -48,9 +48,3 @@ func IOPriority(pid int) (IOClass, int, error) { return 0, 0, unsupported("get I
 
 // CanRaisePriority is always false outside Linux.
 func CanRaisePriority() bool { return false }
-
-// SetGroupNice is only implemented on Linux.
-func SetGroupNice(pid, nice int) (bool, error) { return false, unsupported("set autogroup nice") }
-
-// GroupNice is only implemented on Linux.
-func GroupNice(pid int) (int, error) { return 0, unsupported("get autogroup nice") }

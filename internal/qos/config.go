@@ -28,13 +28,6 @@ type Config struct {
 	// task's preempts it at once; a lower nice value alone only weighs
 	// its share, and it waits for the running task's slice to end.
 	Slice [NumTiers]time.Duration
-	// RestrictedNice, when On, is the nice level of the normal and low
-	// backends' autogroups while the high tier is active (FairConfig.
-	// HighHold), and 0 otherwise: the CPU-weight analogue of seed 003's
-	// restricted pool. A backend leads its own session, and with the
-	// kernel's autogroups its group's level, not its own, weighs it
-	// against other processes (docs/architecture.md).
-	RestrictedNice OptionalNice
 	// Pools are the CPU pools of seed 003; all empty means "no pools".
 	Pools CPUPools
 	// IO is the I/O priority of each tier's backends and of PostgreSQL's
@@ -74,12 +67,6 @@ const (
 	MinSlice = 100 * time.Microsecond
 	MaxSlice = 100 * time.Millisecond
 )
-
-// OptionalNice is a nice level that may be off.
-type OptionalNice struct {
-	On    bool
-	Level int
-}
 
 // CPUPools are CPU sets: high-tier backends run in Priority; normal and low
 // backends run in Standard while no high-tier request is in process and in
@@ -175,9 +162,6 @@ func (c Config) Validate(onlineCPUs []int) error {
 		if n < -20 || n > 19 {
 			return mongoerr.Newf(mongoerr.BadValue, "nice level of tier %s must be between -20 and 19, got %d", Tier(t), n)
 		}
-	}
-	if n := c.RestrictedNice; n.On && (n.Level < -20 || n.Level > 19) {
-		return mongoerr.Newf(mongoerr.BadValue, "restricted nice level must be off or between -20 and 19, got %d", n.Level)
 	}
 	for t, d := range c.Slice {
 		if d != 0 && (d < MinSlice || d > MaxSlice) {

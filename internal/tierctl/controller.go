@@ -44,8 +44,6 @@ type Controller struct {
 	disabled bool
 	// noRaise is set once negative nice values are refused.
 	noRaise bool
-	// groupsSet: backends' autogroups have been set (RestrictedNice).
-	groupsSet bool
 	// selfSlice is the slice tierdb's own threads have (applySelf).
 	selfSlice time.Duration
 	warned    map[string]bool
@@ -113,9 +111,9 @@ func (c *Controller) BackendClosed(pid int) {
 func (c *Controller) SetHighActive(active bool) {
 	c.mu.Lock()
 	c.highActive = active
-	move := !c.disabled && c.movesOnHighActive()
+	pools := !c.disabled && c.cfg.Pools.Enabled()
 	c.mu.Unlock()
-	if !move {
+	if !pools {
 		return
 	}
 	select {
@@ -124,15 +122,8 @@ func (c *Controller) SetHighActive(active bool) {
 	}
 }
 
-// movesOnHighActive says whether normal and low backends change settings
-// when the high tier becomes active or idle: their CPU pool, or their
-// autogroup's nice level (Config.RestrictedNice).
-func (c *Controller) movesOnHighActive() bool {
-	return c.cfg.Enabled && (c.cfg.Pools.Enabled() || c.cfg.RestrictedNice.On)
-}
-
-// movePools applies the CPU pools and the restricted nice level to normal
-// and low backends whenever the high-active state changes, until Close.
+// movePools applies the CPU pools to normal and low backends whenever the
+// high-active state changes, until Close.
 func (c *Controller) movePools() {
 	for {
 		select {
@@ -141,7 +132,7 @@ func (c *Controller) movePools() {
 		case <-c.poolsDirty:
 		}
 		c.mu.Lock()
-		if !c.disabled && c.movesOnHighActive() {
+		if !c.disabled && c.cfg.Pools.Enabled() {
 			for pid, t := range c.backends {
 				if t != qos.High {
 					c.apply(pid, t)
@@ -231,15 +222,6 @@ func (c *Controller) apply(pid int, t qos.Tier) {
 	s := osprio.Settings{Nice: &nice, Slice: &slice, IO: &io}
 	if c.cfg.Pools.Enabled() {
 		s.CPUs = osprio.CPUSet(c.cfg.Pools.ForTier(t, c.highActive))
-	}
-	if r := c.cfg.RestrictedNice; r.On || c.groupsSet {
-		// Once set, groups are set back to 0 when it is turned off.
-		c.groupsSet = true
-		group := 0
-		if r.On && t != qos.High && c.highActive {
-			group = r.Level
-		}
-		s.GroupNice = &group
 	}
 	err := c.applier.Apply(pid, s)
 	if err != nil && nice < 0 && osprio.IsPermission(err) {
