@@ -138,6 +138,13 @@ func (e *engine) runOne(ctx context.Context, rep int, v Variant) (run RunResult,
 	if err := e.pg.exec(ctx, "CHECKPOINT"); err != nil {
 		return run, fmt.Errorf("CHECKPOINT: %w", err)
 	}
+	if v.BusyLoop {
+		stop, err := startBusyLoops(e.serverCPUs())
+		if err != nil {
+			return run, err
+		}
+		defer stop()
+	}
 
 	// The groups of this run: the baseline has only the time-sensitive
 	// ones, starting at once.

@@ -133,6 +133,9 @@ func markdown(res *Results, plots []plotFile) string {
 		if v.ReadPreference != nil {
 			extra += "; reads: " + v.ReadPreference.String()
 		}
+		if v.BusyLoop {
+			extra += "; a busy loop of another program on each server CPU"
+		}
 		for _, g := range sc.Groups {
 			if n, ok := v.Clients[g.Name]; ok {
 				extra += fmt.Sprintf("; %d clients in %s", n, g.Name)

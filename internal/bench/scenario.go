@@ -239,6 +239,10 @@ type Variant struct {
 	// WithoutSLOs creates the per-user groups' users without their
 	// latency objectives (a fixed-weight configuration to compare with).
 	WithoutSLOs bool `yaml:"withoutSLOs,omitempty" json:"withoutSLOs,omitempty"`
+	// BusyLoop runs another program on each server CPU for the whole run:
+	// a busy loop at nice 0 in a session of its own, as a batch job
+	// sharing the machine would (busyloop.go).
+	BusyLoop bool `yaml:"busyLoop,omitempty" json:"busyLoop,omitempty"`
 }
 
 // ServeArgs are the `tierdb serve` flags for the variant.
