@@ -227,3 +227,9 @@ func TestApplierSetsNiceAndSliceTogether(t *testing.T) {
 		t.Errorf("nice = %d after refused settings, want 6", got)
 	}
 }
+
+func TestSlicesSupportedMatchesTheKernel(t *testing.T) {
+	if got, want := SlicesSupported(), kernelKeepsSlices(t); got != want {
+		t.Errorf("SlicesSupported() = %v on this kernel, want %v", got, want)
+	}
+}

@@ -76,6 +76,14 @@ func Slice(pid int) (time.Duration, error) {
 	return time.Duration(attr.Runtime), nil
 }
 
+// SlicesSupported reports whether this kernel keeps custom slices (Linux
+// 6.12 and later). It asks about the calling thread without changing it:
+// such a kernel reports every task's slice, an older one none.
+func SlicesSupported() bool {
+	attr, err := unix.SchedGetAttr(unix.Gettid(), 0)
+	return err == nil && attr.Runtime > 0
+}
+
 // SetAffinity restricts process pid to the CPUs in set (sched_setaffinity(2)).
 // The set must be non-empty. The kernel silently drops CPUs that are offline
 // and fails only if none is online, so check configured sets once with

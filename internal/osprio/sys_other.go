@@ -29,6 +29,9 @@ func SetNiceAndSlice(pid, nice int, slice time.Duration) error {
 // Slice is only implemented on Linux.
 func Slice(pid int) (time.Duration, error) { return 0, unsupported("get slice") }
 
+// SlicesSupported is false outside Linux.
+func SlicesSupported() bool { return false }
+
 // SetAffinity is only implemented on Linux.
 func SetAffinity(pid int, set CPUSet) error { return unsupported("set CPU affinity") }
 

@@ -62,10 +62,10 @@ type FairConfig struct {
 	UnfairnessBound, CVBound float64
 }
 
-// MinSlice and MaxSlice bound a custom slice: the kernel's own bounds.
+// minSlice and maxSlice bound a custom slice: the kernel's own bounds.
 const (
-	MinSlice = 100 * time.Microsecond
-	MaxSlice = 100 * time.Millisecond
+	minSlice = 100 * time.Microsecond
+	maxSlice = 100 * time.Millisecond
 )
 
 // CPUPools are CPU sets: high-tier backends run in Priority; normal and low
@@ -164,8 +164,8 @@ func (c Config) Validate(onlineCPUs []int) error {
 		}
 	}
 	for t, d := range c.Slice {
-		if d != 0 && (d < MinSlice || d > MaxSlice) {
-			return mongoerr.Newf(mongoerr.BadValue, "slice of tier %s must be 0 (the kernel's default) or from %v to %v, got %v", Tier(t), MinSlice, MaxSlice, d)
+		if d != 0 && (d < minSlice || d > maxSlice) {
+			return mongoerr.Newf(mongoerr.BadValue, "slice of tier %s must be 0 (the kernel's default) or from %v to %v, got %v", Tier(t), minSlice, maxSlice, d)
 		}
 	}
 	if c.Pools.Enabled() {

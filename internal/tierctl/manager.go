@@ -2,6 +2,7 @@ package tierctl
 
 import (
 	"sync"
+	"time"
 
 	"tierdb/internal/mongoerr"
 	"tierdb/internal/osprio"
@@ -55,7 +56,13 @@ func Validate(cfg qos.Config) error {
 	if err != nil && cfg.Pools.Enabled() {
 		return err
 	}
-	return cfg.Validate(online)
+	if err := cfg.Validate(online); err != nil {
+		return err
+	}
+	if cfg.Enabled && cfg.Slice != [qos.NumTiers]time.Duration{} && !osprio.SlicesSupported() {
+		return mongoerr.New(mongoerr.InvalidOptions, "this kernel keeps no custom time slices (Linux 6.12 and later do): slices must be 0 here")
+	}
+	return nil
 }
 
 // Update applies change to a copy of the running configuration, validates
