@@ -125,15 +125,33 @@ def test_set_client_priority_and_connection_status(qserver):
 
 
 def test_backends_run_at_their_tier_nice_level(qserver):
+    """The high tier's backends run at -19. A lower tier's positive nice
+    level applies only while the high tier is active (a request in process,
+    or one that ended within --restricted-hold); otherwise its backends run
+    at 0, as with QoS off: where they share a cgroup with tierdb, at 19 they
+    would yield to tierdb's own threads, which their requests need too."""
     clients = {t: tier_client(qserver, t) for t in ("high", "normal", "low")}
     for c in clients.values():
         c.test.warm.find_one()
-    want = {"high": -19, "normal": 0, "low": 19}
-    for tier, c in clients.items():
-        pids = backends(c, tier)
-        assert pids, f"no {tier} backends"
-        for pid in pids:
-            assert nice_of(pid) == want[tier], (tier, pid)
+    pids = {t: backends(c, t) for t, c in clients.items()}
+    assert all(pids.values()), pids
+
+    def nices(tier):
+        return {nice_of(p) for p in pids[tier]}
+
+    assert nices("high") == {-19}
+    assert wait_until(lambda: nices("low") == {0}), "the low tier kept nice 19 with the high tier idle"
+    assert nices("normal") == {0}
+    assert status(qserver)["osPriorities"]["lowerTiersNiced"] is False
+    th, _ = hold_high(qserver, clients["high"], 1000)
+    try:
+        assert wait_until(lambda: nices("low") == {19}), "the low tier did not yield while the high tier was active"
+        assert nices("normal") == {0} and nices("high") == {-19}
+        assert status(qserver)["osPriorities"]["lowerTiersNiced"] is True
+    finally:
+        th.join()
+    assert wait_until(lambda: nices("low") == {0}), "the low tier stayed at 19 after the high tier went idle"
+    assert status(qserver)["osPriorities"]["lowerTiersNiced"] is False
     for c in clients.values():
         c.close()
 
@@ -354,11 +372,19 @@ def test_set_cpu_pools_and_nice_at_run_time(qserver):
         assert reply["standard"] == "1"
         assert wait_until(lambda: all(cpus_of(p) == "1" for p in pids))
         c.admin.command("setQoSConfig", 1, nice={"low": 10})
-        assert all(nice_of(p) == 10 for p in pids)
         assert c.admin.command("qosStatus")["tiers"]["low"]["nice"] == 10
+        assert wait_until(lambda: all(nice_of(p) == 0 for p in pids)), "the high tier is idle: the low tier runs at 0"
+        high = tier_client(qserver, "high")
+        th, _ = hold_high(qserver, high, 500)
+        try:
+            assert wait_until(lambda: all(nice_of(p) == 10 for p in pids))
+        finally:
+            th.join()
+            high.close()
     finally:
         c.admin.command("setQoSConfig", 1, nice={"low": 19}, cpuPools={"priority": "0-1", "standard": "0-1", "restricted": "1"})
-    assert all(cpus_of(p) == "0-1" for p in pids) and all(nice_of(p) == 19 for p in pids)
+    assert all(cpus_of(p) == "0-1" for p in pids)
+    assert wait_until(lambda: all(nice_of(p) == 0 for p in pids))
     c.close()
 
 

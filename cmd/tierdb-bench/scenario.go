@@ -27,6 +27,7 @@ func runScenario(args []string) error {
 	repeat := fs.Int("repeat", 0, "repetitions (default: the scenario's)")
 	layout := fs.String("layout", "", "split: servers and load generator on disjoint CPUs; shared: all on all CPUs (default: the scenario's, else split)")
 	serverCPUs := fs.String("server-cpus", "", "with --layout split: the servers' CPUs, e.g. 1 or 2-3 (default: the last half)")
+	serverCgroup := fs.Bool("server-cgroup", false, "run PostgreSQL and tierdb in one cgroup v1 cpu group of their own, without a quota, as systemd with CPU accounting or a container would (the scenario's serverCgroup sets it too)")
 	pgQuota := fs.Float64("pg-cpu-quota", 0, "cap PostgreSQL at this many CPUs with a cgroup v1 quota, e.g. 0.5; with replicas, each node gets its own cgroup with this cap (0: the scenario's pgCPUQuota, else no cap)")
 	quick := fs.Bool("quick", false, "shortened runs (one repetition, a quarter of every time span and operation count), for CI")
 	noPlots := fs.Bool("no-plots", false, "skip the PNG plots")
@@ -100,7 +101,7 @@ Flags:
 		Tierdb:   bin,
 		Repeat:   *repeat,
 		Quick:    *quick,
-		Layout:   bench.LayoutOptions{Mode: *layout, ServerCPUs: *serverCPUs, PGCPUQuota: *pgQuota},
+		Layout:   bench.LayoutOptions{Mode: *layout, ServerCPUs: *serverCPUs, PGCPUQuota: *pgQuota, ServerCgroup: *serverCgroup},
 		NoPlots:  *noPlots,
 		Command:  bench.CommandLine("tierdb-bench", args),
 		Stdout:   os.Stdout,

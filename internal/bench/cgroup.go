@@ -23,8 +23,9 @@ const cfsPeriod = 100_000
 // stalls short, at some more accounting work.
 const nodeCFSPeriod = 10_000
 
-// cpuQuota is a cgroup v1 cpu group capping its processes at a share of
-// CPU time: quota/period CPUs over every period.
+// cpuQuota is a cgroup v1 cpu group, capping its processes at a share of
+// CPU time (quota/period CPUs over every period) unless made by
+// newCPUGroup.
 type cpuQuota struct {
 	dir    string
 	kernel bool // a real cgroup, not a test's stand-in directory
@@ -41,12 +42,9 @@ func newCPUQuotaPeriod(root, name string, cpus float64, period int64) (*cpuQuota
 	if cpus <= 0 {
 		return nil, fmt.Errorf("a CPU quota must be positive, got %g", cpus)
 	}
-	if _, err := os.Stat(filepath.Join(root, "cpu.cfs_quota_us")); err != nil {
-		return nil, fmt.Errorf("--pg-cpu-quota needs the cgroup v1 cpu controller at %s (cgroup v2 is not supported): %w", root, err)
-	}
-	q := &cpuQuota{dir: filepath.Join(root, name), kernel: root == cgroupV1CPU}
-	if err := os.Mkdir(q.dir, 0o755); err != nil {
-		return nil, fmt.Errorf("--pg-cpu-quota: cannot create cgroup %s (run as root, with %s writable): %w", q.dir, root, err)
+	q, err := newCPUGroup(root, name)
+	if err != nil {
+		return nil, fmt.Errorf("--pg-cpu-quota: %w", err)
 	}
 	quota := int64(cpus * float64(period))
 	// The kernel refuses quotas below 1 ms.
@@ -59,6 +57,20 @@ func newCPUQuotaPeriod(root, name string, cpus float64, period int64) (*cpuQuota
 			_ = q.remove()
 			return nil, fmt.Errorf("--pg-cpu-quota: %w", err)
 		}
+	}
+	return q, nil
+}
+
+// newCPUGroup creates the group root/name without a quota: its processes
+// share the CPU with the rest of the machine as one group, at the default
+// weight.
+func newCPUGroup(root, name string) (*cpuQuota, error) {
+	if _, err := os.Stat(filepath.Join(root, "cpu.cfs_quota_us")); err != nil {
+		return nil, fmt.Errorf("this needs the cgroup v1 cpu controller at %s (cgroup v2 is not supported): %w", root, err)
+	}
+	q := &cpuQuota{dir: filepath.Join(root, name), kernel: root == cgroupV1CPU}
+	if err := os.Mkdir(q.dir, 0o755); err != nil {
+		return nil, fmt.Errorf("cannot create cgroup %s (run as root, with %s writable): %w", q.dir, root, err)
 	}
 	return q, nil
 }

@@ -46,7 +46,7 @@ func (e *engine) startTierdb(ctx context.Context, args, env []string, logName st
 	if standbys := e.pg.StandbyConnStrings(); len(standbys) > 0 {
 		pre = append(pre, "--standby-urls", strings.Join(standbys, ","))
 	}
-	return rig.StartTierdb(ctx, rig.TierdbOptions{
+	t, err := rig.StartTierdb(ctx, rig.TierdbOptions{
 		Bin:         e.opts.Tierdb,
 		PostgresURL: e.pg.Cluster.ConnString(),
 		Args:        append(pre, args...),
@@ -55,6 +55,13 @@ func (e *engine) startTierdb(ctx context.Context, args, env []string, logName st
 		LogPath:     filepath.Join(e.opts.OutDir, "logs", logName),
 		Metrics:     true,
 	})
+	if err != nil {
+		return nil, err
+	}
+	if err := e.pg.joinServerGroup(t.PID()); err != nil {
+		return nil, errors.Join(err, t.Stop())
+	}
+	return t, nil
 }
 
 // load inserts the records once, through a QoS-off tierdb.

@@ -23,6 +23,11 @@ type LayoutOptions struct {
 	// PGCPUQuota caps PostgreSQL (all its processes) at this many CPUs with
 	// a cgroup v1 CPU quota; 0 means no cap.
 	PGCPUQuota float64
+	// ServerCgroup puts PostgreSQL and tierdb in one cgroup v1 cpu group
+	// of their own, without a quota, as systemd with CPU accounting or a
+	// container would: the kernel's autogroups do not apply there, so the
+	// processes inside are weighed by their nice levels.
+	ServerCgroup bool
 	// Nodes is how many PostgreSQL nodes run (the primary and its
 	// standbys); set by Run from the scenario. With a quota each node gets
 	// its own cgroup with it.
@@ -40,9 +45,12 @@ func planLayout(o LayoutOptions) (Layout, error) {
 	if o.Mode == "" {
 		o.Mode = LayoutSplit
 	}
-	l := Layout{Mode: o.Mode, PGCPUQuota: o.PGCPUQuota, Nodes: max(o.Nodes, 1)}
+	l := Layout{Mode: o.Mode, PGCPUQuota: o.PGCPUQuota, ServerCgroup: o.ServerCgroup, Nodes: max(o.Nodes, 1)}
 	if o.PGCPUQuota < 0 {
 		return l, fmt.Errorf("--pg-cpu-quota must be positive, got %g", o.PGCPUQuota)
+	}
+	if o.PGCPUQuota > 0 && o.ServerCgroup {
+		return l, fmt.Errorf("--server-cgroup and --pg-cpu-quota do not combine: each makes cgroups of its own")
 	}
 	switch o.Mode {
 	case LayoutShared:
@@ -95,6 +103,8 @@ func planLayout(o LayoutOptions) (Layout, error) {
 		l.Text += fmt.Sprintf("; each node in its own cgroup v1 cpu group capped at %g CPU (10 ms CFS period; equal-capacity nodes emulated on one machine: %g CPU of PostgreSQL in all)", o.PGCPUQuota, o.PGCPUQuota*float64(l.Nodes))
 	case o.PGCPUQuota > 0:
 		l.Text += fmt.Sprintf("; PostgreSQL capped at %g CPU by a cgroup quota", o.PGCPUQuota)
+	case o.ServerCgroup:
+		l.Text += "; PostgreSQL and tierdb in one cgroup v1 cpu group of their own, no quota (as under systemd with CPU accounting, or in a container): nice levels rank their processes, the kernel's autogroups do not apply"
 	case l.Nodes > 1:
 		l.Text += "; no CPU quota: the nodes share the server CPUs freely, so routing reads to standbys adds no capacity"
 	}

@@ -50,6 +50,8 @@ type Layout struct {
 	ServerCPUs []int   `json:"serverCPUs"`
 	LoadCPUs   []int   `json:"loadCPUs"`
 	PGCPUQuota float64 `json:"pgCPUQuota,omitempty"` // CPUs, 0 = none
+	// ServerCgroup: PostgreSQL and tierdb shared a cpu cgroup of their own.
+	ServerCgroup bool `json:"serverCgroup,omitempty"`
 	// Nodes is how many PostgreSQL nodes there are (primary and standbys);
 	// with a quota each has its own cgroup capped at PGCPUQuota.
 	Nodes int    `json:"nodes,omitempty"`

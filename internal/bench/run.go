@@ -70,6 +70,7 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 	if lo.Mode == "" {
 		lo.Mode = sc.Layout
 	}
+	lo.ServerCgroup = lo.ServerCgroup || sc.ServerCgroup
 	lo.Nodes = sc.Replicas + 1
 	layout, err := planLayout(lo)
 	if err != nil {

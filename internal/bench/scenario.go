@@ -54,6 +54,10 @@ type Scenario struct {
 	// overrides it): with replicas each node gets its own cgroup with this
 	// quota, emulating equal-capacity nodes on one machine.
 	PGCPUQuota float64 `yaml:"pgCPUQuota,omitempty" json:"pgCPUQuota,omitempty"`
+	// ServerCgroup is the scenario's default for --server-cgroup:
+	// PostgreSQL and tierdb run in one cpu cgroup of their own, as under
+	// systemd with CPU accounting or in a container.
+	ServerCgroup bool `yaml:"serverCgroup,omitempty" json:"serverCgroup,omitempty"`
 	// Layout is the scenario's default for --layout (which overrides it):
 	// split (the default) or shared, for experiments that need every CPU
 	// of the machine on the server side (e.g. more than one server CPU on a

@@ -17,6 +17,9 @@ import (
 type pgServer struct {
 	*rig.Postgres
 	quotas []*cpuQuota // one per node
+	// group holds PostgreSQL and every tierdb of the runs with
+	// --server-cgroup (joinServerGroup); nil without.
+	group *cpuQuota
 }
 
 // startPostgres starts PostgreSQL, pins it (and so every backend it forks
@@ -35,6 +38,20 @@ func startPostgres(ctx context.Context, settings map[string]string, replicas int
 		return nil, err
 	}
 	p := &pgServer{Postgres: pg}
+	if layout.ServerCgroup {
+		if p.group, err = newCPUGroup(cgroupV1CPU, fmt.Sprintf("tierdb-bench-%d-server", os.Getpid())); err != nil {
+			return nil, errors.Join(fmt.Errorf("--server-cgroup: %w", err), p.stop())
+		}
+		nodes, err := pg.NodePIDs()
+		for _, pm := range nodes {
+			if err == nil {
+				err = moveTree(p.group, pm)
+			}
+		}
+		if err != nil {
+			return nil, errors.Join(fmt.Errorf("--server-cgroup: %w", err), p.stop())
+		}
+	}
 	if layout.PGCPUQuota > 0 {
 		nodes, err := pg.NodePIDs()
 		if err == nil {
@@ -75,23 +92,44 @@ func applyNodeQuotas(root, name string, postmasters []int, cpus float64) (quotas
 			return quotas, err
 		}
 		quotas = append(quotas, q)
-		tree, _ := rig.ProcessTree(pm)
-		pids := []int{pm}
-		for _, proc := range tree {
-			if proc.PID != pm {
-				pids = append(pids, proc.PID)
-			}
-		}
-		if err := q.add(pids...); err != nil {
-			return quotas, err
-		}
-		if q.kernel {
-			if in, err := q.contains(pm); err != nil || !in {
-				return quotas, fmt.Errorf("--pg-cpu-quota: postmaster %d is not in cgroup %s after moving it (%v)", pm, q.dir, err)
-			}
+		if err := moveTree(q, pm); err != nil {
+			return quotas, fmt.Errorf("--pg-cpu-quota: %w", err)
 		}
 	}
 	return quotas, nil
+}
+
+// moveTree moves a process and every process below it into q; processes
+// they fork later are born in it.
+func moveTree(q *cpuQuota, root int) error {
+	tree, _ := rig.ProcessTree(root)
+	pids := []int{root}
+	for _, proc := range tree {
+		if proc.PID != root {
+			pids = append(pids, proc.PID)
+		}
+	}
+	if err := q.add(pids...); err != nil {
+		return err
+	}
+	if q.kernel {
+		if in, err := q.contains(root); err != nil || !in {
+			return fmt.Errorf("process %d is not in cgroup %s after moving it (%v)", root, q.dir, err)
+		}
+	}
+	return nil
+}
+
+// joinServerGroup moves a tierdb the harness started into the server
+// group, if there is one.
+func (p *pgServer) joinServerGroup(pid int) error {
+	if p.group == nil {
+		return nil
+	}
+	if err := moveTree(p.group, pid); err != nil {
+		return fmt.Errorf("--server-cgroup: %w", err)
+	}
+	return nil
 }
 
 // postgresCPU is the CPU seconds of every PostgreSQL process of every node.
@@ -132,7 +170,10 @@ func (p *pgServer) version(ctx context.Context) string {
 // while processes remain in it, and the temporary directory.
 func (p *pgServer) stop() error {
 	err := p.Postgres.Stop()
-	for _, q := range p.quotas {
+	for _, q := range append(p.quotas, p.group) {
+		if q == nil {
+			continue
+		}
 		err = errors.Join(err, q.remove())
 	}
 	return err

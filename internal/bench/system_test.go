@@ -7,8 +7,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
+	"tierdb/internal/bench/rig"
 	"tierdb/internal/osprio"
 )
 
@@ -191,5 +194,60 @@ func TestCPUQuotaKernel(t *testing.T) {
 	b, _ := os.ReadFile(filepath.Join(q.dir, "cpu.cfs_quota_us"))
 	if strings.TrimSpace(string(b)) != "25000" {
 		t.Errorf("quota %q", b)
+	}
+}
+
+// TestServerGroupKernel moves a process tree into a real cgroup without a
+// quota (--server-cgroup), when this machine has a writable cgroup v1 cpu
+// controller: the parent and the child it had already forked are both in
+// it, and the group caps nothing.
+func TestServerGroupKernel(t *testing.T) {
+	if _, err := os.Stat(filepath.Join(cgroupV1CPU, "cpu.cfs_quota_us")); err != nil || os.Geteuid() != 0 {
+		t.Skip("needs root and cgroup v1's cpu controller at " + cgroupV1CPU)
+	}
+	g, err := newCPUGroup(cgroupV1CPU, "tierdb-bench-test-"+t.Name())
+	if err != nil {
+		t.Skip(err)
+	}
+	sh := exec.Command("sh", "-c", "sleep 30 & echo started; wait")
+	sh.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	out, _ := sh.StdoutPipe()
+	if err := sh.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = syscall.Kill(-sh.Process.Pid, syscall.SIGKILL)
+		sh.Wait()
+		// The orphaned sleep leaves the group once the kernel has killed it.
+		err := g.remove()
+		for i := 0; err != nil && i < 100; i++ {
+			time.Sleep(10 * time.Millisecond)
+			err = g.remove()
+		}
+		if err != nil {
+			t.Error(err)
+		}
+	}()
+	if _, err := bufio.NewReader(out).ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	if err := moveTree(g, sh.Process.Pid); err != nil {
+		t.Fatal(err)
+	}
+	tree, err := rig.ProcessTree(sh.Process.Pid)
+	if err != nil || len(tree) < 2 {
+		t.Fatalf("process tree %v: %v", tree, err)
+	}
+	for _, p := range tree {
+		if in, err := g.contains(p.PID); err != nil || !in {
+			t.Errorf("process %d is not in the group: %v", p.PID, err)
+		}
+	}
+	b, _ := os.ReadFile(filepath.Join(g.dir, "cpu.cfs_quota_us"))
+	if strings.TrimSpace(string(b)) != "-1" {
+		t.Errorf("quota %q, want none", b)
+	}
+	if _, err := planLayout(LayoutOptions{Mode: LayoutShared, ServerCgroup: true, PGCPUQuota: 0.5}); err == nil {
+		t.Error("--server-cgroup with --pg-cpu-quota was accepted")
 	}
 }

@@ -32,6 +32,12 @@ type Controller struct {
 	cfg        qos.Config
 	backends   map[int]qos.Tier
 	highActive bool
+	// highEnded is when the last high-tier request ended; niced says the
+	// lower tiers' positive nice levels are in force, from the high tier's
+	// first request until HighHold after its last (follow). Otherwise
+	// their backends run at nice 0, tierdb's own level, as with QoS off.
+	highEnded time.Time
+	niced     bool
 	// boosted are lower-tier backends running with the high tier's
 	// settings because a high-tier request waits for them (inherit.go);
 	// boosts counts how often one was.
@@ -48,9 +54,9 @@ type Controller struct {
 	selfSlice time.Duration
 	warned    map[string]bool
 
-	poolsDirty chan struct{}
-	stop       chan struct{}
-	closeOnce  sync.Once
+	dirty     chan struct{}
+	stop      chan struct{}
+	closeOnce sync.Once
 }
 
 // New returns a Controller for cfg.
@@ -59,18 +65,18 @@ func New(opts Options, cfg qos.Config) *Controller {
 		opts.Logger = slog.Default()
 	}
 	c := &Controller{
-		log:        opts.Logger,
-		applier:    osprio.NewApplier(),
-		bgProcs:    opts.BackgroundProcesses,
-		cfg:        cfg,
-		backends:   map[int]qos.Tier{},
-		boosted:    map[int]bool{},
-		warned:     map[string]bool{},
-		poolsDirty: make(chan struct{}, 1),
-		stop:       make(chan struct{}),
+		log:      opts.Logger,
+		applier:  osprio.NewApplier(),
+		bgProcs:  opts.BackgroundProcesses,
+		cfg:      cfg,
+		backends: map[int]qos.Tier{},
+		boosted:  map[int]bool{},
+		warned:   map[string]bool{},
+		dirty:    make(chan struct{}, 1),
+		stop:     make(chan struct{}),
 	}
 	c.applySelf()
-	go c.movePools()
+	go c.follow()
 	return c
 }
 
@@ -99,45 +105,68 @@ func (c *Controller) BackendClosed(pid int) {
 	c.applier.Forget(pid)
 }
 
-// SetHighActive records whether high-tier requests are in process. The move
-// of normal and low backends between the standard and the restricted CPU pool
-// happens on the controller's own goroutine, so the high-tier request whose
-// admission flipped the state does not pay for the system calls.
+// SetHighActive records whether high-tier requests are in process. What
+// follows from it, the lower tiers' nice levels and CPU pool, is applied
+// on the controller's own goroutine (follow), so the high-tier request
+// whose admission flipped the state does not pay for the system calls.
 //
-// Without CPU pools there is nothing to move: the flip, once per high-tier
-// request, then wakes no goroutine to compete with that request for the
-// CPU (SetConfig applies the pools to the current state when they are
-// turned on).
+// That goroutine is woken only when there is something to change: at the
+// high tier's first request after a calm spell, or at every flip with CPU
+// pools. A back-to-back high-tier client flips the state at each request,
+// and a wake-up would compete with its request for the CPU.
 func (c *Controller) SetHighActive(active bool) {
 	c.mu.Lock()
 	c.highActive = active
-	pools := !c.disabled && c.cfg.Pools.Enabled()
-	c.mu.Unlock()
-	if !pools {
-		return
+	if !active {
+		c.highEnded = time.Now()
 	}
-	select {
-	case c.poolsDirty <- struct{}{}:
-	default: // a move is already pending; it will read the latest state
+	wake := !c.disabled && c.cfg.Enabled && (c.cfg.Pools.Enabled() || active && !c.niced && c.lowerTiersHaveNice())
+	c.mu.Unlock()
+	if wake {
+		c.kick()
 	}
 }
 
-// movePools applies the CPU pools to normal and low backends whenever the
-// high-active state changes, until Close.
-func (c *Controller) movePools() {
+// lowerTiersHaveNice says whether a lower tier has a positive nice level,
+// one that only applies while the high tier is active.
+func (c *Controller) lowerTiersHaveNice() bool {
+	return c.cfg.Nice[qos.Normal] > 0 || c.cfg.Nice[qos.Low] > 0
+}
+
+// follow keeps the normal and low backends' nice levels and CPU pool in
+// line with the high tier's activity, until Close. Their positive nice
+// levels apply from the high tier's first request until HighHold after its
+// last, as the gate's restricted share does: a lower tier alone must run
+// as it would with QoS off, and at nice 19 its backends would yield to
+// tierdb's own threads, which its requests need too (where the backends
+// and tierdb share a scheduling group: a cgroup, as under systemd or in a
+// container; low-alone-cgroup in docs/benchmarks.md).
+func (c *Controller) follow() {
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
 	for {
 		select {
 		case <-c.stop:
+			timer.Stop()
 			return
-		case <-c.poolsDirty:
+		case <-c.dirty:
+		case <-timer.C:
 		}
 		c.mu.Lock()
-		if !c.disabled && c.cfg.Pools.Enabled() {
+		now := time.Now()
+		hold := max(c.cfg.Fair.HighHold, time.Millisecond)
+		niced := c.lowerTiersHaveNice() && (c.highActive || now.Sub(c.highEnded) < hold)
+		if !c.disabled && (niced != c.niced || c.cfg.Pools.Enabled()) {
+			c.niced = niced
 			for pid, t := range c.backends {
 				if t != qos.High {
 					c.apply(pid, t)
 				}
 			}
+		}
+		if c.niced {
+			// Look again when the hold would end, were no request to come.
+			timer.Reset(max(c.highEnded.Add(hold).Sub(now), hold/4))
 		}
 		c.mu.Unlock()
 	}
@@ -160,6 +189,15 @@ func (c *Controller) SetConfig(cfg qos.Config) {
 		c.apply(pid, t)
 	}
 	c.applyBackground()
+	c.kick() // the lower tiers' nice levels may now have to come into force
+}
+
+// kick wakes follow, unless a wake-up is already pending.
+func (c *Controller) kick() {
+	select {
+	case c.dirty <- struct{}{}:
+	default: // it will read the latest state
+	}
 }
 
 // ApplyBackground sets the background processes' I/O priority (call once
@@ -214,7 +252,7 @@ func (c *Controller) apply(pid int, t qos.Tier) {
 		t = qos.High // inheriting the priority of a high-tier request that waits for it
 	}
 	nice := c.cfg.Nice[t]
-	if nice < 0 && c.noRaise {
+	if nice < 0 && c.noRaise || nice > 0 && t != qos.High && !c.niced {
 		nice = 0
 	}
 	slice := c.cfg.Slice[t]
@@ -311,7 +349,10 @@ type Status struct {
 	HighActive bool
 	Backends   [qos.NumTiers][]int
 	NoRaise    bool
-	Syscalls   int64
+	// LowerTiersNiced: the normal and low backends run at their tiers'
+	// positive nice levels (the high tier is active), not at 0.
+	LowerTiersNiced bool
+	Syscalls        int64
 	// Boosted backends inherit the high tier's priority now; Boosts
 	// counts how often one started to.
 	Boosted []int
@@ -322,7 +363,7 @@ type Status struct {
 func (c *Controller) Status() Status {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	st := Status{Applied: !c.disabled && c.cfg.Enabled, HighActive: c.highActive, NoRaise: c.noRaise, Syscalls: c.applier.Syscalls(), Boosts: c.boosts}
+	st := Status{Applied: !c.disabled && c.cfg.Enabled, HighActive: c.highActive, NoRaise: c.noRaise, LowerTiersNiced: c.niced, Syscalls: c.applier.Syscalls(), Boosts: c.boosts}
 	for pid := range c.boosted {
 		st.Boosted = append(st.Boosted, pid)
 	}
