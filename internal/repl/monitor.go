@@ -109,6 +109,15 @@ type waiter struct {
 // next commit, and a high-tier majority write would stall for that long.
 const flushAfter = time.Millisecond
 
+// aloneInterval is how often a primary without standbys is polled. Its
+// WAL position only dates the standbys' positions, so with none there is
+// nothing to date, only its being up to report; at Interval it would cost
+// a PostgreSQL query and two wake-ups 50 times a second on every server
+// that runs without replicas. A standby that appears is polled at once;
+// until the primary's next poll, at most this long after, it counts as
+// staler than it is, never fresher.
+const aloneInterval = time.Second
+
 // New makes a monitor; Run polls.
 func New(opts Options) *Monitor {
 	if opts.Interval <= 0 {
@@ -174,8 +183,12 @@ func (m *Monitor) runNode(ctx context.Context, n *storage.Node) {
 		flush := m.needsFlush(n)
 		fast := m.behind(n)
 		wake := m.wake
+		tick := t.C
 		if n.Primary {
 			wake = nil // waiting writes need news of the standbys only
+			if len(m.opts.Store.Nodes()) == 1 {
+				tick = time.After(aloneInterval)
+			}
 		}
 		m.mu.Unlock()
 		if flush {
@@ -193,7 +206,7 @@ func (m *Monitor) runNode(ctx context.Context, n *storage.Node) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-tick:
 		case <-wake:
 		}
 	}

@@ -838,3 +838,31 @@ func TestReplacedStandbysDoNotCountForWrites(t *testing.T) {
 		t.Fatalf("AwaitApplied = %v, want ErrWaitEnded: a replaced standby's old position counted", err)
 	}
 }
+
+// TestLonePrimaryIsPolledSlowly: without standbys the primary's position
+// dates nothing, so Run polls it every aloneInterval rather than every
+// Interval; once a standby appears, the primary is polled at Interval
+// again (within aloneInterval).
+func TestLonePrimaryIsPolledSlowly(t *testing.T) {
+	primary, s1 := &storage.Node{Name: "p", Primary: true}, &storage.Node{Name: "s1"}
+	p := newFakeProber(nil, primary)
+	p.set(primary, 100, 0)
+	p.set(s1, 100, 0)
+	m := New(Options{Store: p, Logger: quietLogger(), Interval: time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	defer func() {
+		cancel()
+		<-done
+	}()
+	go func() { m.Run(ctx); close(done) }()
+	eventually(t, "the first poll", func() bool { return p.callsTo(primary) >= 1 })
+	time.Sleep(300 * time.Millisecond) // 300 polls at Interval
+	if n := p.callsTo(primary); n > 2 {
+		t.Errorf("a lone primary was polled %d times in 300ms", n)
+	}
+	p.setNodes(primary, s1)
+	eventually(t, "the standby to be polled", func() bool { return p.callsTo(s1) >= 1 })
+	start := p.callsTo(primary)
+	eventually(t, "the primary to be polled at Interval again", func() bool { return p.callsTo(primary) >= start+20 })
+}
