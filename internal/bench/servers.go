@@ -23,7 +23,8 @@ type pgServer struct {
 }
 
 // startPostgres starts PostgreSQL, pins it (and so every backend it forks
-// later) to the server CPUs in the split layout and applies the CPU quota.
+// later) to the server CPUs in the split layout, and applies the CPU quota
+// or moves it into the server group (--server-cgroup).
 // On error it stops whatever it started.
 func startPostgres(ctx context.Context, settings map[string]string, replicas int, layout Layout, log *slog.Logger) (*pgServer, error) {
 	// WAL fsync timing feeds the diagnostics; the scenario may override.
