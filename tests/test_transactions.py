@@ -509,6 +509,44 @@ def test_retryable_write_creating_its_collection_with_one_backend_per_tier(new_s
         c.close()
 
 
+def test_contended_pops_finish_under_the_row_lock(new_server):
+    # Many clients pop the lowest seq from one queue (findAndModify with
+    # remove and a sort): every document goes to exactly one client, and a
+    # pop that loses its compare-and-swap to another takes the row lock of
+    # the next match (the metrics count it) rather than swapping again.
+    mport = free_port()
+    t = new_server(extra_args=["--metrics-listen", f"127.0.0.1:{mport}"]).start()
+
+    def locked_writes():
+        body = urllib.request.urlopen(f"http://127.0.0.1:{mport}/metrics", timeout=10).read().decode()
+        return int(float(re.search(r"^tierdb_locked_writes_total (\S+)$", body, re.M).group(1)))
+
+    clients = [t.client() for _ in range(16)]
+    try:
+        total = 320
+        clients[0].test.queue.insert_many([{"_id": i, "seq": i} for i in range(total)])
+        before = locked_writes()
+        popped = [[] for _ in clients]
+
+        def pop(c, out):
+            while (doc := c.test.queue.find_one_and_delete({}, sort=[("seq", 1)])) is not None:
+                out.append(doc["_id"])
+
+        threads = [threading.Thread(target=pop, args=(c, out)) for c, out in zip(clients, popped)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+        everything = sorted(i for out in popped for i in out)
+        assert everything == list(range(total)), "a document was popped twice or never"
+        assert clients[0].test.queue.count_documents({}) == 0
+        assert locked_writes() - before >= 1
+    finally:
+        for c in clients:
+            c.close()
+        t.cleanup()
+
+
 @pytest.mark.parametrize("retry", [True, False])
 def test_contended_updates_finish_under_the_row_lock(new_server, retry):
     # Many clients increment one document: each increment applies once, and

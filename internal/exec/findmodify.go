@@ -31,12 +31,16 @@ type FindAndModifyResult struct {
 
 // FindAndModify removes or updates the first document the query selects
 // in sort order, or upserts one, and returns the document before the
-// change (after it with ReturnNew). A document changed or deleted between
-// the read and the write is read again (up to casRetries rounds).
+// change (after it with ReturnNew). As modify and deleteOne: a change is
+// first a compare-and-swap on the document as read; after a lost swap the
+// first match is read again and changed under its row lock, so under
+// contention writers take turns instead of losing swaps again. Each
+// further round (up to casRetries) means another writer deleted or changed
+// a match meanwhile.
 func (w *Write) FindAndModify(ctx context.Context, fm FindAndModify) (FindAndModifyResult, error) {
 	rs := fm.Spec
 	upsertRounds := 0
-	for range casRetries {
+	for round := range casRetries {
 		var doc bson.D
 		var raw bson.Raw
 		if w.Col != nil {
@@ -85,7 +89,14 @@ func (w *Write) FindAndModify(ctx context.Context, fm FindAndModify) (FindAndMod
 		case doc == nil:
 			return FindAndModifyResult{}, nil
 		case fm.Remove:
-			n, err := w.Store.Delete(ctx, w.On, w.Col, []storage.Row{{Key: storage.IDKey(idOf(doc)), Doc: raw}})
+			key := storage.IDKey(idOf(doc))
+			var n int64
+			var err error
+			if round == 0 {
+				n, err = w.Store.Delete(ctx, w.On, w.Col, []storage.Row{{Key: key, Doc: raw}})
+			} else {
+				n, doc, err = w.deleteIfMatching(ctx, rs, key)
+			}
 			if err != nil {
 				return FindAndModifyResult{}, err
 			}

@@ -42,7 +42,7 @@ func (w *Write) Delete(ctx context.Context, rs *ReadSpec, limitOne bool) (int64,
 					continue // deleted: by this statement or another
 				}
 				var more int64
-				if more, err = w.deleteIfMatching(ctx, rs, r.Key); err != nil {
+				if more, _, err = w.deleteIfMatching(ctx, rs, r.Key); err != nil {
 					break
 				}
 				n += more
@@ -82,7 +82,7 @@ func (w *Write) deleteOne(ctx context.Context, rs *ReadSpec) (int64, error) {
 		if try == 0 {
 			n, err = w.Store.Delete(ctx, w.On, w.Col, []storage.Row{*row})
 		} else {
-			n, err = w.deleteIfMatching(ctx, rs, row.Key)
+			n, _, err = w.deleteIfMatching(ctx, rs, row.Key)
 		}
 		if err != nil || n == 1 {
 			return n, err
@@ -92,8 +92,8 @@ func (w *Write) deleteOne(ctx context.Context, rs *ReadSpec) (int64, error) {
 }
 
 // deleteIfMatching deletes the document with key under its row lock if it
-// still exists and matches rs.
-func (w *Write) deleteIfMatching(ctx context.Context, rs *ReadSpec, key []byte) (n int64, err error) {
+// still exists and matches rs, and returns it as deleted.
+func (w *Write) deleteIfMatching(ctx context.Context, rs *ReadSpec, key []byte) (n int64, deleted bson.D, err error) {
 	err = w.Store.WithRowLocked(ctx, w.On, w.Col, key, func(on storage.On, locked *storage.Row) error {
 		if locked == nil {
 			return nil
@@ -105,8 +105,10 @@ func (w *Write) deleteIfMatching(ctx context.Context, rs *ReadSpec, key []byte) 
 		if ok, err := rs.Filter.MatchErr(doc); !ok || err != nil {
 			return err
 		}
-		n, err = w.Store.Delete(ctx, on, w.Col, []storage.Row{*locked})
+		if n, err = w.Store.Delete(ctx, on, w.Col, []storage.Row{*locked}); n == 1 {
+			deleted = doc
+		}
 		return err
 	})
-	return n, err
+	return n, deleted, err
 }
