@@ -527,16 +527,22 @@ def test_contended_pops_finish_under_the_row_lock(new_server):
         clients[0].test.queue.insert_many([{"_id": i, "seq": i} for i in range(total)])
         before = locked_writes()
         popped = [[] for _ in clients]
+        errors = []
 
         def pop(c, out):
-            while (doc := c.test.queue.find_one_and_delete({}, sort=[("seq", 1)])) is not None:
-                out.append(doc["_id"])
+            try:
+                while (doc := c.test.queue.find_one_and_delete({}, sort=[("seq", 1)])) is not None:
+                    assert doc["seq"] == doc["_id"]
+                    out.append(doc["_id"])
+            except Exception as e:  # noqa: BLE001 - reported below
+                errors.append(e)
 
         threads = [threading.Thread(target=pop, args=(c, out)) for c, out in zip(clients, popped)]
         for th in threads:
             th.start()
         for th in threads:
             th.join()
+        assert not errors, errors
         everything = sorted(i for out in popped for i in out)
         assert everything == list(range(total)), "a document was popped twice or never"
         assert clients[0].test.queue.count_documents({}) == 0

@@ -28,16 +28,18 @@ type Controller struct {
 	applier *osprio.Applier
 	bgProcs func() ([]pgmanage.BackgroundProcess, error)
 
-	mu         sync.Mutex
-	cfg        qos.Config
-	backends   map[int]qos.Tier
-	highActive bool
-	// highEnded is when the last high-tier request ended; niced says the
-	// lower tiers' positive nice levels are in force, from the high tier's
-	// first request until HighHold after its last (follow). Otherwise
-	// their backends run at nice 0, tierdb's own level, as with QoS off.
-	highEnded time.Time
-	niced     bool
+	// flip is what SetHighActive touches, under a lock of its own: a
+	// high-tier request must never wait for the system calls made under mu.
+	flip flipState
+
+	mu       sync.Mutex
+	cfg      qos.Config
+	backends map[int]qos.Tier
+	// niced says the lower tiers' positive nice levels are in force, from
+	// the high tier's first request until the hold after its last
+	// (follow). Otherwise their backends run at nice 0, tierdb's own
+	// level, as with QoS off.
+	niced bool
 	// boosted are lower-tier backends running with the high tier's
 	// settings because a high-tier request waits for them (inherit.go);
 	// boosts counts how often one was.
@@ -59,6 +61,42 @@ type Controller struct {
 	closeOnce sync.Once
 }
 
+// flipState is whether high-tier requests are in process, and what a flip
+// of it must wake follow for. mu is taken after Controller.mu, never
+// before it.
+type flipState struct {
+	mu     sync.Mutex
+	active bool
+	ended  time.Time // when the last high-tier request ended
+	// pools: every flip moves backends between CPU pools. nicePending:
+	// the lower tiers' nice levels are not in force and come into force
+	// at the next activation. Both are kept by refreshFlip.
+	pools, nicePending bool
+}
+
+// highActive reports the flip state: whether high-tier requests are in
+// process, and when the last one ended.
+func (c *Controller) highActive() (active bool, ended time.Time) {
+	c.flip.mu.Lock()
+	defer c.flip.mu.Unlock()
+	return c.flip.active, c.flip.ended
+}
+
+// refreshFlip tells SetHighActive what its flips must wake follow for,
+// after anything it depends on changed. c.mu is held.
+func (c *Controller) refreshFlip() {
+	c.flip.mu.Lock()
+	c.refreshFlipLocked()
+	c.flip.mu.Unlock()
+}
+
+// refreshFlipLocked is refreshFlip with c.flip.mu held too.
+func (c *Controller) refreshFlipLocked() {
+	on := !c.disabled && c.cfg.Enabled
+	c.flip.pools = on && c.cfg.Pools.Enabled()
+	c.flip.nicePending = on && !c.niced && c.lowerTiersHaveNice()
+}
+
 // New returns a Controller for cfg.
 func New(opts Options, cfg qos.Config) *Controller {
 	if opts.Logger == nil {
@@ -76,6 +114,7 @@ func New(opts Options, cfg qos.Config) *Controller {
 		stop:     make(chan struct{}),
 	}
 	c.applySelf()
+	c.refreshFlip()
 	go c.follow()
 	return c
 }
@@ -89,6 +128,7 @@ func (c *Controller) BackendOpened(pid int, t qos.Tier) {
 	}
 	if !isLocalPostgres(pid) {
 		c.disabled = true
+		c.refreshFlip()
 		c.log.Warn("PostgreSQL backends are not local processes (external PostgreSQL?): nice levels, CPU pools and I/O priorities are not applied; the priority channel still works", "pid", pid)
 		return
 	}
@@ -113,15 +153,17 @@ func (c *Controller) BackendClosed(pid int) {
 // That goroutine is woken only when there is something to change: at the
 // high tier's first request after a calm spell, or at every flip with CPU
 // pools. A back-to-back high-tier client flips the state at each request,
-// and a wake-up would compete with its request for the CPU.
+// and a wake-up would compete with its request for the CPU. SetHighActive
+// takes only the flip state's lock, never the one held during system calls.
 func (c *Controller) SetHighActive(active bool) {
-	c.mu.Lock()
-	c.highActive = active
+	f := &c.flip
+	f.mu.Lock()
+	f.active = active
 	if !active {
-		c.highEnded = time.Now()
+		f.ended = time.Now()
 	}
-	wake := !c.disabled && c.cfg.Enabled && (c.cfg.Pools.Enabled() || active && !c.niced && c.lowerTiersHaveNice())
-	c.mu.Unlock()
+	wake := f.pools || active && f.nicePending
+	f.mu.Unlock()
 	if wake {
 		c.kick()
 	}
@@ -133,10 +175,17 @@ func (c *Controller) lowerTiersHaveNice() bool {
 	return c.cfg.Nice[qos.Normal] > 0 || c.cfg.Nice[qos.Low] > 0
 }
 
+// minNiceHold is the shortest time the lower tiers' nice levels stay in
+// force after the high tier's last request, whatever --restricted-hold
+// says: a high-tier client that pauses between requests would otherwise
+// turn them on and off, two wake-ups and a system call per backend, at
+// every request.
+const minNiceHold = 20 * time.Millisecond
+
 // follow keeps the normal and low backends' nice levels and CPU pool in
 // line with the high tier's activity, until Close. Their positive nice
-// levels apply from the high tier's first request until HighHold after its
-// last, as the gate's restricted share does: a lower tier alone must run
+// levels apply from the high tier's first request until HighHold (at least
+// minNiceHold) after its last, as the gate's restricted share does: a lower tier alone must run
 // as it would with QoS off, and at nice 19 its backends would yield to
 // tierdb's own threads, which its requests need too (where the backends
 // and tierdb share a scheduling group: a cgroup, as under systemd or in a
@@ -154,10 +203,17 @@ func (c *Controller) follow() {
 		}
 		c.mu.Lock()
 		now := time.Now()
-		hold := max(c.cfg.Fair.HighHold, time.Millisecond)
-		niced := c.lowerTiersHaveNice() && (c.highActive || now.Sub(c.highEnded) < hold)
-		if !c.disabled && (niced != c.niced || c.cfg.Pools.Enabled()) {
-			c.niced = niced
+		hold := max(c.cfg.Fair.HighHold, minNiceHold)
+		// Decide under the flip lock, so that a flip after the decision
+		// sees nicePending as it leaves it, and one before is in active.
+		c.flip.mu.Lock()
+		active, ended := c.flip.active, c.flip.ended
+		niced := c.cfg.Enabled && c.lowerTiersHaveNice() && (active || now.Sub(ended) < hold)
+		changed := niced != c.niced
+		c.niced = niced
+		c.refreshFlipLocked()
+		c.flip.mu.Unlock()
+		if !c.disabled && (changed || c.cfg.Pools.Enabled()) {
 			for pid, t := range c.backends {
 				if t != qos.High {
 					c.apply(pid, t)
@@ -165,8 +221,13 @@ func (c *Controller) follow() {
 			}
 		}
 		if c.niced {
-			// Look again when the hold would end, were no request to come.
-			timer.Reset(max(c.highEnded.Add(hold).Sub(now), hold/4))
+			// Look again when the hold would end, were no request to
+			// come; while one is in process, a hold from now.
+			wait := hold
+			if !active {
+				wait = max(ended.Add(hold).Sub(now), time.Millisecond)
+			}
+			timer.Reset(wait)
 		}
 		c.mu.Unlock()
 	}
@@ -189,6 +250,7 @@ func (c *Controller) SetConfig(cfg qos.Config) {
 		c.apply(pid, t)
 	}
 	c.applyBackground()
+	c.refreshFlip()
 	c.kick() // the lower tiers' nice levels may now have to come into force
 }
 
@@ -259,7 +321,8 @@ func (c *Controller) apply(pid int, t qos.Tier) {
 	io := toOS(c.cfg.IO.Tiers[t])
 	s := osprio.Settings{Nice: &nice, Slice: &slice, IO: &io}
 	if c.cfg.Pools.Enabled() {
-		s.CPUs = osprio.CPUSet(c.cfg.Pools.ForTier(t, c.highActive))
+		active, _ := c.highActive()
+		s.CPUs = osprio.CPUSet(c.cfg.Pools.ForTier(t, active))
 	}
 	err := c.applier.Apply(pid, s)
 	if err != nil && nice < 0 && osprio.IsPermission(err) {
@@ -363,7 +426,8 @@ type Status struct {
 func (c *Controller) Status() Status {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	st := Status{Applied: !c.disabled && c.cfg.Enabled, HighActive: c.highActive, NoRaise: c.noRaise, LowerTiersNiced: c.niced, Syscalls: c.applier.Syscalls(), Boosts: c.boosts}
+	active, _ := c.highActive()
+	st := Status{Applied: !c.disabled && c.cfg.Enabled, HighActive: active, NoRaise: c.noRaise, LowerTiersNiced: c.niced, Syscalls: c.applier.Syscalls(), Boosts: c.boosts}
 	for pid := range c.boosted {
 		st.Boosted = append(st.Boosted, pid)
 	}

@@ -2,6 +2,7 @@ package tierctl
 
 import (
 	"testing"
+	"time"
 
 	"tierdb/internal/qos"
 )
@@ -31,13 +32,63 @@ func TestHighActiveFlipsWakeTheControllerOnlyForAChange(t *testing.T) {
 		}
 		// No goroutine: the test reads what it would be woken by.
 		c := &Controller{cfg: cfg, niced: tc.niced, dirty: make(chan struct{}, 1)}
+		c.refreshFlip()
 		c.SetHighActive(true)
 		c.SetHighActive(false)
 		if woken := len(c.dirty) == 1; woken != tc.wake {
 			t.Errorf("%s: woken %v, want %v", tc.name, woken, tc.wake)
 		}
-		if c.highActive || c.highEnded.IsZero() {
+		if active, ended := c.highActive(); active || ended.IsZero() {
 			t.Errorf("%s: the last flip was to inactive, at a time", tc.name)
 		}
 	}
+}
+
+// The lower tiers' nice levels come into force with the high tier's first
+// request and go a hold after its last, on the controller's goroutine; a
+// flip never waits for that goroutine's lock.
+func TestLowerTiersNicedFollowTheHighTier(t *testing.T) {
+	cfg := qos.DefaultConfig()
+	cfg.Enabled = true
+	cfg.Fair.HighHold = 30 * time.Millisecond
+	c := New(Options{}, cfg)
+	defer c.Close()
+	niced := func() bool { return c.Status().LowerTiersNiced }
+	eventually := func(what string, want bool) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for niced() != want {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: lowerTiersNiced stayed %v", what, !want)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	if niced() {
+		t.Fatal("niced before any high-tier request")
+	}
+	c.SetHighActive(true)
+	eventually("the high tier active", true)
+	time.Sleep(3 * cfg.Fair.HighHold)
+	if !niced() {
+		t.Fatal("lifted while a high-tier request was in process")
+	}
+	c.SetHighActive(false)
+	eventually("a hold after the last request", false)
+
+	// A flip while the controller's lock is held (as during its system
+	// calls) returns at once.
+	c.mu.Lock()
+	done := make(chan struct{})
+	go func() {
+		c.SetHighActive(true)
+		c.SetHighActive(false)
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Error("SetHighActive waited for the controller's lock")
+	}
+	c.mu.Unlock()
 }

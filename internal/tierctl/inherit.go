@@ -33,7 +33,8 @@ func (c *Controller) Inherit(ctx context.Context, every time.Duration, holders H
 		case <-tick.C:
 		}
 		c.mu.Lock()
-		active := c.highActive && !c.disabled
+		active, _ := c.highActive()
+		active = active && !c.disabled
 		var high []int
 		if active {
 			for pid, t := range c.backends {
