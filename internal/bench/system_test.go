@@ -247,7 +247,14 @@ func TestServerGroupKernel(t *testing.T) {
 	if strings.TrimSpace(string(b)) != "-1" {
 		t.Errorf("quota %q, want none", b)
 	}
+}
+
+func TestServerCgroupLayout(t *testing.T) {
 	if _, err := planLayout(LayoutOptions{Mode: LayoutShared, ServerCgroup: true, PGCPUQuota: 0.5}); err == nil {
 		t.Error("--server-cgroup with --pg-cpu-quota was accepted")
+	}
+	l, err := planLayout(LayoutOptions{Mode: LayoutShared, ServerCgroup: true})
+	if err != nil || !l.ServerCgroup || !strings.Contains(l.Text, "one cgroup v1 cpu group") {
+		t.Errorf("layout %+v: %v", l, err)
 	}
 }
