@@ -184,12 +184,13 @@ const minNiceHold = 20 * time.Millisecond
 
 // follow keeps the normal and low backends' nice levels and CPU pool in
 // line with the high tier's activity, until Close. Their positive nice
-// levels apply from the high tier's first request until HighHold (at least
-// minNiceHold) after its last, as the gate's restricted share does: a lower tier alone must run
-// as it would with QoS off, and at nice 19 its backends would yield to
-// tierdb's own threads, which its requests need too (where the backends
-// and tierdb share a scheduling group: a cgroup, as under systemd or in a
-// container; low-alone-cgroup in docs/benchmarks.md).
+// levels apply from the high tier's first request until HighHold (at
+// least minNiceHold) after its last, as the gate's restricted share does:
+// a lower tier alone must run as it would with QoS off, and at nice 19
+// its backends would yield to tierdb's own threads, which its requests
+// need too (where the backends and tierdb share a scheduling group: a
+// cgroup, as under systemd or in a container; low-alone-cgroup in
+// docs/benchmarks.md).
 func (c *Controller) follow() {
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
