@@ -738,13 +738,7 @@ func TestRun(t *testing.T) {
 
 	t.Run("write concern wakes it", func(t *testing.T) {
 		m := New(Options{Store: p, Logger: quietLogger(), Interval: time.Hour})
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		defer func() {
-			cancel()
-			<-done
-		}()
-		go func() { m.Run(ctx); close(done) }()
+		startRun(t, m)
 		// Wait for Run's first poll.
 		deadline := time.Now().Add(10 * time.Second)
 		for !m.Members()[1].Up {
@@ -759,6 +753,17 @@ func TestRun(t *testing.T) {
 		if err := m.AwaitApplied(wctx, 200, 1); err != nil {
 			t.Fatalf("AwaitApplied with Run polling = %v", err)
 		}
+	})
+}
+
+// startRun runs m until the test ends.
+func startRun(t *testing.T, m *Monitor) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { m.Run(ctx); close(done) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
 	})
 }
 
@@ -783,13 +788,7 @@ func TestRunFollowsFailover(t *testing.T) {
 	p.set(oldPrimary, 1000, 0)
 	p.set(oldStandby, 1000, 0)
 	m := New(Options{Store: p, Logger: quietLogger(), Interval: time.Millisecond})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	defer func() {
-		cancel()
-		<-done
-	}()
-	go func() { m.Run(ctx); close(done) }()
+	startRun(t, m)
 	eventually(t, "the old standby is up", func() bool { return m.Members()[1].Up })
 
 	newPrimary, newStandby := &storage.Node{Name: "s1", Primary: true}, &storage.Node{Name: "p"}
@@ -849,13 +848,7 @@ func TestLonePrimaryIsPolledSlowly(t *testing.T) {
 	p.set(primary, 100, 0)
 	p.set(s1, 100, 0)
 	m := New(Options{Store: p, Logger: quietLogger(), Interval: time.Millisecond})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	defer func() {
-		cancel()
-		<-done
-	}()
-	go func() { m.Run(ctx); close(done) }()
+	startRun(t, m)
 	eventually(t, "the first poll", func() bool { return p.callsTo(primary) >= 1 })
 	time.Sleep(300 * time.Millisecond) // 300 polls at Interval
 	if n := p.callsTo(primary); n > 2 {
