@@ -27,7 +27,7 @@ func runScenario(args []string) error {
 	repeat := fs.Int("repeat", 0, "repetitions (default: the scenario's)")
 	layout := fs.String("layout", "", "split: servers and load generator on disjoint CPUs; shared: all on all CPUs (default: the scenario's, else split)")
 	serverCPUs := fs.String("server-cpus", "", "with --layout split: the servers' CPUs, e.g. 1 or 2-3 (default: the last half)")
-	serverCgroup := fs.Bool("server-cgroup", false, "run PostgreSQL and tierdb in one cgroup v1 cpu group of their own, without a quota, as systemd with CPU accounting or a container would (the scenario's serverCgroup sets it too)")
+	serverCgroup := fs.Bool("server-cgroup", false, "run PostgreSQL and tierdb in one cgroup v1 cpu group of their own, without a quota, as systemd with CPU accounting or a container would (default: the scenario's serverCgroup)")
 	pgQuota := fs.Float64("pg-cpu-quota", 0, "cap PostgreSQL at this many CPUs with a cgroup v1 quota, e.g. 0.5; with replicas, each node gets its own cgroup with this cap (0: the scenario's pgCPUQuota, else no cap)")
 	quick := fs.Bool("quick", false, "shortened runs (one repetition, a quarter of every time span and operation count), for CI")
 	noPlots := fs.Bool("no-plots", false, "skip the PNG plots")
@@ -88,6 +88,11 @@ Flags:
 	if err != nil {
 		return err
 	}
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "server-cgroup" {
+			sc.ServerCgroup = *serverCgroup // the flag wins over the scenario, either way
+		}
+	})
 	if *out == "" {
 		*out = filepath.Join("bench-results", sc.Name+"-"+time.Now().Format("20060102-150405"))
 	}
