@@ -374,6 +374,9 @@ def test_priority_inheritance_boosts_the_holder_of_a_row_lock(new_server):
         while nice_of(low_pids[0]) != want["high"]:
             assert time.time() < deadline, "the lock holder never inherited the high tier's priority"
             time.sleep(0.01)
+        if c.admin.command("qosStatus")["osPriorities"]["sessionNice"]:
+            with open(f"/proc/{low_pids[0]}/autogroup") as f:
+                assert int(f.read().split()[2]) == want["high"], "the holder's session kept its own level"
         assert low_pids[0] in c.admin.command("qosStatus")["osPriorities"]["inheriting"]
         s.commit_transaction()
         th.join(10)

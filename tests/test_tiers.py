@@ -47,6 +47,23 @@ def nice_of(pid):
         return int(f.read().rsplit(")", 1)[1].split()[16])
 
 
+def session_nice_of(pid):
+    """The nice level of the autogroup of pid's session ("/autogroup-7 nice 5")."""
+    with open(f"/proc/{pid}/autogroup") as f:
+        return int(f.read().split()[2])
+
+
+def autogroups_enabled():
+    try:
+        with open("/proc/sys/kernel/sched_autogroup_enabled") as f:
+            return f.read().strip() == "1"
+    except OSError:
+        return False
+
+
+AUTOGROUPS = autogroups_enabled()
+
+
 def cpus_of(pid):
     with open(f"/proc/{pid}/status") as f:
         for line in f:
@@ -129,15 +146,23 @@ def test_backends_run_at_their_tier_nice_level(qserver):
     level applies only while the high tier is active (a request in process,
     or one that ended within --restricted-hold); otherwise its backends run
     at 0, as with QoS off: where they share a cgroup with tierdb, at 19 they
-    would yield to tierdb's own threads, which their requests need too."""
+    would yield to tierdb's own threads, which their requests need too.
+    Where the kernel shares the CPU between sessions (autogroups), each
+    backend leads a session of its own, and its session gets the level too:
+    that is the level that ranks it there."""
     clients = {t: tier_client(qserver, t) for t in ("high", "normal", "low")}
     for c in clients.values():
         c.test.warm.find_one()
     pids = {t: backends(c, t) for t, c in clients.items()}
     assert all(pids.values()), pids
+    sessions = AUTOGROUPS and os.geteuid() == 0
+    assert status(qserver)["osPriorities"]["sessionNice"] is sessions
 
     def nices(tier):
-        return {nice_of(p) for p in pids[tier]}
+        got = {nice_of(p) for p in pids[tier]}
+        if sessions:
+            assert {session_nice_of(p) for p in pids[tier]} == got, f"{tier}: sessions apart from the backends"
+        return got
 
     assert nices("high") == {-19}
     assert wait_until(lambda: nices("low") == {0}), "the low tier kept nice 19 with the high tier idle"
@@ -146,11 +171,11 @@ def test_backends_run_at_their_tier_nice_level(qserver):
     th, _ = hold_high(qserver, clients["high"], 1000)
     try:
         assert wait_until(lambda: nices("low") == {19}), "the low tier did not yield while the high tier was active"
-        assert nices("normal") == {0} and nices("high") == {-19}
+        assert nices("normal") == {10} and nices("high") == {-19}
         assert status(qserver)["osPriorities"]["lowerTiersNiced"] is True
     finally:
         th.join()
-    assert wait_until(lambda: nices("low") == {0}), "the low tier stayed at 19 after the high tier went idle"
+    assert wait_until(lambda: nices("low") == {0} and nices("normal") == {0}), "the lower tiers stayed niced after the high tier went idle"
     assert status(qserver)["osPriorities"]["lowerTiersNiced"] is False
     for c in clients.values():
         c.close()

@@ -36,7 +36,7 @@ func TestQoSFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !c.Enabled || c.Threshold != 2 || c.Nice != [qos.NumTiers]int{-10, 0, 10} || c.IO.Tiers[qos.Low] != (qos.IOPrio{Class: qos.IOBestEffort, Level: 6}) || len(c.Pools.Restricted) != 1 {
+	if !c.Enabled || c.Threshold != 2 || c.Nice != [qos.NumTiers]int{-10, 10, 10} || c.IO.Tiers[qos.Low] != (qos.IOPrio{Class: qos.IOBestEffort, Level: 6}) || len(c.Pools.Restricted) != 1 {
 		t.Fatalf("unexpected config %+v", c)
 	}
 	if c, err := parse("--qos", "off"); err != nil || c.Enabled {

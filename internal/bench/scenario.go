@@ -222,7 +222,7 @@ type Variant struct {
 	Threshold int `yaml:"threshold,omitempty" json:"threshold,omitempty"`
 	// CPUPools is tierdb's --cpu-pools, e.g. "priority=0-1;standard=0-1;restricted=1".
 	CPUPools string `yaml:"cpuPools,omitempty" json:"cpuPools,omitempty"`
-	// Nice is tierdb's --nice, e.g. "high=-19,normal=0,low=19".
+	// Nice is tierdb's --nice, e.g. "high=-19,normal=10,low=19".
 	Nice string `yaml:"nice,omitempty" json:"nice,omitempty"`
 	// BackendsPerTier is tierdb's --backends-per-tier (default tierdb's).
 	BackendsPerTier int `yaml:"backendsPerTier,omitempty" json:"backendsPerTier,omitempty"`

@@ -110,6 +110,7 @@ func (h *Handlers) qosStatus(_ context.Context, req *Request) (bson.D, error) {
 		{Key: "osPriorities", Value: bson.D{
 			{Key: "applied", Value: os.Applied},
 			{Key: "negativeNiceAllowed", Value: !os.NoRaise},
+			{Key: "sessionNice", Value: os.SessionNice},
 			{Key: "lowerTiersNiced", Value: os.LowerTiersNiced},
 			{Key: "syscalls", Value: os.Syscalls},
 			{Key: "inheriting", Value: int32sOf(os.Boosted)},

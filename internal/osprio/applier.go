@@ -8,12 +8,15 @@ import (
 
 // Settings is what the Applier should make true for one process. A nil field
 // means "leave as it is"; a non-nil empty CPUs is an error, not "leave". A
-// Slice needs a Nice: the system call that sets one sets both.
+// Slice needs a Nice: the system call that sets one sets both. Session is
+// the nice level of the process's session (SetSessionNice): the one that
+// ranks it where the kernel groups tasks by session.
 type Settings struct {
-	Nice  *int
-	Slice *time.Duration
-	CPUs  CPUSet
-	IO    *IOPrio
+	Nice    *int
+	Slice   *time.Duration
+	Session *int
+	CPUs    CPUSet
+	IO      *IOPrio
 }
 
 // applied is what the Applier last set successfully on one PID. Fields whose
@@ -23,6 +26,8 @@ type applied struct {
 	hasNice  bool
 	slice    time.Duration
 	hasSlice bool
+	session  int
+	hasSess  bool
 	cpus     CPUSet // normalized; nil when unknown
 	io       IOPrio
 	hasIO    bool
@@ -96,6 +101,15 @@ func (a *Applier) Apply(pid int, s Settings) error {
 			st.nice, st.hasNice = *s.Nice, true
 		}
 	}
+	if s.Session != nil && !IsNoSuchProcess(first) && !(st.hasSess && st.session == *s.Session) {
+		st.hasSess = false
+		nice := *s.Session
+		if err := a.call(func() error { return SetSessionNice(pid, nice) }, checkNice(nice)); err != nil {
+			fail(err)
+		} else {
+			st.session, st.hasSess = nice, true
+		}
+	}
 	if s.CPUs != nil && !IsNoSuchProcess(first) {
 		want := s.CPUs.normalize()
 		if st.cpus == nil || !st.cpus.Equal(want) {
@@ -120,7 +134,7 @@ func (a *Applier) Apply(pid int, s Settings) error {
 	switch {
 	case IsNoSuchProcess(first):
 		delete(a.pids, pid)
-	case st.hasNice || st.hasSlice || st.cpus != nil || st.hasIO:
+	case st.hasNice || st.hasSlice || st.hasSess || st.cpus != nil || st.hasIO:
 		a.pids[pid] = st
 	default:
 		delete(a.pids, pid)

@@ -67,6 +67,41 @@ func TestApplierSkipsRepeats(t *testing.T) {
 	}
 }
 
+func TestApplierSetsSessionNice(t *testing.T) {
+	if !AutogroupsEnabled() {
+		t.Skip("this kernel does not group tasks by session")
+	}
+	pid := startSessionLeader(t)
+	a := NewApplier()
+	for range 2 {
+		if err := a.Apply(pid, Settings{Nice: intp(3), Session: intp(6)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := a.Syscalls(); n != 2 {
+		t.Fatalf("two equal Applies made %d syscalls, want 2", n)
+	}
+	if got, err := SessionNice(pid); err != nil || got != 6 {
+		t.Errorf("SessionNice = %d, %v; want 6", got, err)
+	}
+	if got := procStatNice(t, pid); got != 3 {
+		t.Errorf("nice = %d, want 3", got)
+	}
+	if err := a.Apply(pid, Settings{Session: intp(0)}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := SessionNice(pid); got != 0 || a.Syscalls() != 3 {
+		t.Errorf("session nice %d after %d syscalls; want 0 after 3", got, a.Syscalls())
+	}
+	// Refused (not a session leader): forgotten, so tried again next time.
+	member := startSleeper(t)
+	for range 2 {
+		if err := a.Apply(member, Settings{Session: intp(4)}); !IsInvalid(err) {
+			t.Fatalf("Apply(session nice of a non-leader) = %v, want invalid", err)
+		}
+	}
+}
+
 func TestApplierTriesAllAndRetriesFailures(t *testing.T) {
 	pid := startSleeper(t)
 	a := NewApplier()

@@ -1,6 +1,7 @@
 package osprio
 
 import (
+	"errors"
 	"io"
 	"os"
 	"os/exec"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -93,6 +95,23 @@ func TestUnprivilegedHelper(t *testing.T) {
 	}
 	if err := SetIOPriority(pid, IOClassRT, 0); !IsPermission(err) {
 		t.Errorf("realtime I/O as nobody = %v, want permission error", err)
+	}
+	if SessionNiceUnlimited() {
+		t.Error("SessionNiceUnlimited is true for nobody")
+	}
+	if AutogroupsEnabled() {
+		leader := startSessionLeader(t)
+		if err := SetSessionNice(leader, -5); !IsPermission(err) {
+			t.Errorf("SetSessionNice(own child, -5) = %v, want permission error", err)
+		}
+		// One change in 100 ms, machine-wide, is all the kernel allows.
+		time.Sleep(150 * time.Millisecond)
+		if err := SetSessionNice(leader, 5); err != nil {
+			t.Errorf("raising the session nice of own child: %v", err)
+		}
+		if err := SetSessionNice(leader, 6); !errors.Is(err, syscall.EAGAIN) {
+			t.Errorf("a second change within 100 ms = %v, want EAGAIN", err)
+		}
 	}
 	// Another user's process: the root test process that started us.
 	if err := SetNice(rootPID, 19); !IsPermission(err) {

@@ -1,8 +1,13 @@
 package osprio
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"strconv"
+	"strings"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -82,6 +87,81 @@ func Slice(pid int) (time.Duration, error) {
 func SlicesSupported() bool {
 	attr, err := unix.SchedGetAttr(unix.Gettid(), 0)
 	return err == nil && attr.Runtime > 0
+}
+
+// SetSessionNice sets the nice level of the autogroup of process pid's
+// session: the CPU weight the kernel gives the session as a whole against
+// other sessions where it groups tasks by session (AutogroupsEnabled, and
+// the process in the root cgroup). There a process's own nice level only
+// ranks it within its session, so for a process alone in its session this
+// is the level that counts. pid must lead its session, so that the
+// autogroup is its own and not, say, that of the terminal tierdb runs in:
+// every PostgreSQL backend does (each calls setsid). Lowering the level
+// below its current value needs CAP_SYS_NICE, as for SetNice.
+func SetSessionNice(pid, nice int) error {
+	if err := checkPID(pid); err != nil {
+		return err
+	}
+	if err := checkNice(nice); err != nil {
+		return err
+	}
+	sid, err := unix.Getsid(pid)
+	if err != nil {
+		return &Error{Op: "get session", PID: pid, Err: err}
+	}
+	if sid != pid {
+		return invalidf("process %d does not lead its session (%d), whose autogroup is shared", pid, sid)
+	}
+	if err := os.WriteFile(autogroupPath(pid), []byte(strconv.Itoa(nice)), 0); err != nil {
+		return &Error{Op: fmt.Sprintf("set session nice to %d", nice), PID: pid, Err: procErrno(err)}
+	}
+	return nil
+}
+
+// SessionNice returns the nice level of the autogroup of process pid's
+// session.
+func SessionNice(pid int) (int, error) {
+	if err := checkPID(pid); err != nil {
+		return 0, err
+	}
+	b, err := os.ReadFile(autogroupPath(pid))
+	if err != nil {
+		return 0, &Error{Op: "get session nice", PID: pid, Err: procErrno(err)}
+	}
+	// "/autogroup-123 nice 5"
+	f := strings.Fields(string(b))
+	if len(f) != 3 || f[1] != "nice" {
+		return 0, &Error{Op: "get session nice", PID: pid, Err: fmt.Errorf("unexpected %q", b)}
+	}
+	n, err := strconv.Atoi(f[2])
+	if err != nil {
+		return 0, &Error{Op: "get session nice", PID: pid, Err: err}
+	}
+	return n, nil
+}
+
+// AutogroupsEnabled reports whether the kernel groups tasks by session
+// (CONFIG_SCHED_AUTOGROUP, on unless booted with noautogroup or turned off
+// in /proc/sys/kernel/sched_autogroup_enabled). It does so only for tasks
+// in the root cgroup; inside a cpu cgroup nice levels rank processes.
+func AutogroupsEnabled() bool {
+	b, err := os.ReadFile("/proc/sys/kernel/sched_autogroup_enabled")
+	return err == nil && strings.TrimSpace(string(b)) == "1"
+}
+
+func autogroupPath(pid int) string { return "/proc/" + strconv.Itoa(pid) + "/autogroup" }
+
+// procErrno turns a failed /proc file operation into the errno the
+// package's error tests know: a process that is gone has no /proc entry.
+func procErrno(err error) error {
+	if errors.Is(err, fs.ErrNotExist) {
+		return syscall.ESRCH
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 // SetAffinity restricts process pid to the CPUs in set (sched_setaffinity(2)).
@@ -204,16 +284,26 @@ func IOPriority(pid int) (IOClass, int, error) {
 // Callers use it to warn once and run without negative nice values rather
 // than fail every request.
 func CanRaisePriority() bool {
-	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
-	var data [2]unix.CapUserData // version 3 fills two 32-bit words
-	if err := unix.Capget(&hdr, &data[0]); err == nil {
-		if data[unix.CAP_SYS_NICE/32].Effective&(1<<(unix.CAP_SYS_NICE%32)) != 0 {
-			return true
-		}
-	} else if unix.Geteuid() == 0 {
+	if hasCapability(unix.CAP_SYS_NICE) {
 		return true
 	}
 	// RLIMIT_NICE holds 20-minimum nice, so anything above 20 reaches below 0.
 	var rl unix.Rlimit
 	return unix.Getrlimit(unix.RLIMIT_NICE, &rl) == nil && rl.Cur > 20
+}
+
+// SessionNiceUnlimited reports whether this process may change session nice
+// levels as often as it likes: without CAP_SYS_ADMIN the kernel allows one
+// change in 100 ms, machine-wide, and answers the others EAGAIN.
+func SessionNiceUnlimited() bool { return hasCapability(unix.CAP_SYS_ADMIN) }
+
+// hasCapability reports whether capability c is in this process's
+// effective set (for root, should capget fail, whether euid is 0).
+func hasCapability(c int) bool {
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData // version 3 fills two 32-bit words
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return unix.Geteuid() == 0
+	}
+	return data[c/32].Effective&(1<<(c%32)) != 0
 }

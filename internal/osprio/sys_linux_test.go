@@ -1,6 +1,7 @@
 package osprio
 
 import (
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -35,6 +36,54 @@ func TestNice(t *testing.T) {
 		}
 	} else if !IsPermission(err) {
 		t.Fatalf("without privilege SetNice(-5) = %v, want a permission error", err)
+	}
+}
+
+func TestSessionNice(t *testing.T) {
+	if !AutogroupsEnabled() {
+		t.Skip("this kernel does not group tasks by session")
+	}
+	pid := startSessionLeader(t)
+	if err := SetSessionNice(pid, 7); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := SessionNice(pid); err != nil || got != 7 {
+		t.Errorf("SessionNice = %d, %v; want 7", got, err)
+	}
+	if got := procStatNice(t, pid); got != 0 {
+		t.Errorf("the process's own nice became %d; want it left at 0", got)
+	}
+	err := SetSessionNice(pid, -5)
+	if CanRaisePriority() {
+		if got, _ := SessionNice(pid); err != nil || got != -5 {
+			t.Errorf("CanRaisePriority but SetSessionNice(-5) = %v, session nice %d", err, got)
+		}
+	} else if !IsPermission(err) {
+		t.Errorf("without privilege SetSessionNice(-5) = %v, want a permission error", err)
+	}
+
+	// A process in this test's session: its autogroup is ours (and the
+	// terminal's), which is not the package's to change.
+	mine, err := SessionNice(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	member := startSleeper(t)
+	if err := SetSessionNice(member, 9); !IsInvalid(err) {
+		t.Errorf("SetSessionNice(not a session leader) = %v, want invalid", err)
+	}
+	if got, _ := SessionNice(os.Getpid()); got != mine {
+		t.Errorf("our own session's nice changed from %d to %d", mine, got)
+	}
+	for _, n := range []int{-21, 20} {
+		if err := SetSessionNice(pid, n); !IsInvalid(err) {
+			t.Errorf("SetSessionNice(%d) = %v, want invalid", n, err)
+		}
+	}
+	for _, p := range []int{0, -1} {
+		if err := SetSessionNice(p, 5); !IsInvalid(err) {
+			t.Errorf("SetSessionNice(pid %d) = %v, want invalid", p, err)
+		}
 	}
 }
 
@@ -184,6 +233,9 @@ func TestDeadProcess(t *testing.T) {
 	_, err = Affinity(pid)
 	check("Affinity", err)
 	check("SetIOPriority", SetIOPriority(pid, IOClassIdle, 0))
+	check("SetSessionNice", SetSessionNice(pid, 5))
+	_, err = SessionNice(pid)
+	check("SessionNice", err)
 	_, _, err = IOPriority(pid)
 	check("IOPriority", err)
 }

@@ -32,6 +32,18 @@ func Slice(pid int) (time.Duration, error) { return 0, unsupported("get slice") 
 // SlicesSupported is false outside Linux.
 func SlicesSupported() bool { return false }
 
+// SetSessionNice is only implemented on Linux.
+func SetSessionNice(pid, nice int) error { return unsupported("set session nice") }
+
+// SessionNice is only implemented on Linux.
+func SessionNice(pid int) (int, error) { return 0, unsupported("get session nice") }
+
+// SessionNiceUnlimited is false outside Linux.
+func SessionNiceUnlimited() bool { return false }
+
+// AutogroupsEnabled is false outside Linux.
+func AutogroupsEnabled() bool { return false }
+
 // SetAffinity is only implemented on Linux.
 func SetAffinity(pid int, set CPUSet) error { return unsupported("set CPU affinity") }
 

@@ -104,13 +104,15 @@ type IOConfig struct {
 	Tiers     [NumTiers]IOPrio
 }
 
-// DefaultConfig is QoS on with the paper's defaults: threshold 1, nice -19,
-// 0 and +19, no CPU pools, no starvation guard; the kernel's own slices.
+// DefaultConfig is QoS on with the paper's defaults: threshold 1, nice -19
+// for the high tier, +10 and +19 for normal and low while the high tier is
+// active (0 otherwise: tierctl), no CPU pools, no starvation guard; the
+// kernel's own slices.
 func DefaultConfig() Config {
 	return Config{
 		Enabled:   true,
 		Threshold: 1,
-		Nice:      [NumTiers]int{-19, 0, 19},
+		Nice:      [NumTiers]int{-19, 10, 19},
 		Fair:      FairConfig{UnfairnessBound: 0.10, CVBound: 1.0, HighHold: 100 * time.Millisecond, AutoAnticipation: true},
 		IO: IOConfig{
 			Background: IOPrio{Class: IOIdle},

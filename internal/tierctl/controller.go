@@ -52,6 +52,10 @@ type Controller struct {
 	disabled bool
 	// noRaise is set once negative nice values are refused.
 	noRaise bool
+	// sessions: the kernel weighs sessions apart (autogroups) and lets
+	// tierdb change their nice levels at will, so each backend's session
+	// gets its nice level too (niceSettings).
+	sessions bool
 	// selfSlice is the slice tierdb's own threads have (applySelf).
 	selfSlice time.Duration
 	warned    map[string]bool
@@ -112,6 +116,11 @@ func New(opts Options, cfg qos.Config) *Controller {
 		warned:   map[string]bool{},
 		dirty:    make(chan struct{}, 1),
 		stop:     make(chan struct{}),
+		sessions: osprio.AutogroupsEnabled() && osprio.SessionNiceUnlimited(),
+	}
+	if osprio.AutogroupsEnabled() && !c.sessions && cfg.Enabled {
+		c.log.Info("the kernel shares the CPU between sessions (autogroups) and tierdb may not set their nice levels freely (no CAP_SYS_ADMIN): " +
+			"the tiers' nice levels rank the backends only inside a cpu cgroup, as under the systemd unit")
 	}
 	c.applySelf()
 	c.refreshFlip()
@@ -320,7 +329,8 @@ func (c *Controller) apply(pid int, t qos.Tier) {
 	}
 	slice := c.cfg.Slice[t]
 	io := toOS(c.cfg.IO.Tiers[t])
-	s := osprio.Settings{Nice: &nice, Slice: &slice, IO: &io}
+	s := c.niceSettings(nice)
+	s.Slice, s.IO = &slice, &io
 	if c.cfg.Pools.Enabled() {
 		active, _ := c.highActive()
 		s.CPUs = osprio.CPUSet(c.cfg.Pools.ForTier(t, active))
@@ -330,11 +340,26 @@ func (c *Controller) apply(pid int, t qos.Tier) {
 		// Retry without raising priority, remember, say so once.
 		c.noRaise = true
 		c.warnOnce("nice", "no privilege for negative nice values: high-tier backends run at nice 0; the priority channel and CPU pools still apply", "err", err)
-		zero := 0
-		s.Nice = &zero
+		zero := c.niceSettings(0)
+		s.Nice, s.Session = zero.Nice, zero.Session
 		err = c.applier.Apply(pid, s)
 	}
 	c.report(pid, err)
+}
+
+// niceSettings sets a process's nice level and, where the kernel weighs
+// sessions apart (autogroups: the default outside a cpu cgroup), its
+// session's. Each PostgreSQL backend leads a session of its own, in which
+// its own nice level ranks it against nothing; its session's level is what
+// ranks it against tierdb, the other backends and the rest of the machine.
+// Inside a cpu cgroup (a systemd unit, a container) the kernel ignores the
+// session's level and the process's own counts.
+func (c *Controller) niceSettings(nice int) osprio.Settings {
+	s := osprio.Settings{Nice: &nice}
+	if c.sessions {
+		s.Session = &nice
+	}
+	return s
 }
 
 // applySelf gives tierdb's own threads the high tier's slice (none with
@@ -413,6 +438,9 @@ type Status struct {
 	HighActive bool
 	Backends   [qos.NumTiers][]int
 	NoRaise    bool
+	// SessionNice: each backend's session (autogroup) gets its nice
+	// level too.
+	SessionNice bool
 	// LowerTiersNiced: the normal and low backends run at their tiers'
 	// positive nice levels (the high tier is active), not at 0.
 	LowerTiersNiced bool
@@ -428,7 +456,7 @@ func (c *Controller) Status() Status {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	active, _ := c.highActive()
-	st := Status{Applied: !c.disabled && c.cfg.Enabled, HighActive: active, NoRaise: c.noRaise, LowerTiersNiced: c.niced, Syscalls: c.applier.Syscalls(), Boosts: c.boosts}
+	st := Status{Applied: !c.disabled && c.cfg.Enabled, HighActive: active, NoRaise: c.noRaise, SessionNice: c.sessions, LowerTiersNiced: c.niced, Syscalls: c.applier.Syscalls(), Boosts: c.boosts}
 	for pid := range c.boosted {
 		st.Boosted = append(st.Boosted, pid)
 	}

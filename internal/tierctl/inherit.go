@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"tierdb/internal/osprio"
 	"tierdb/internal/qos"
 )
 
@@ -120,7 +119,7 @@ func (c *Controller) boostWALPath(on bool) {
 	}
 	for _, p := range procs {
 		if onWALPath(p.Title) && isLocalPostgres(p.PID) {
-			c.report(p.PID, c.applier.Apply(p.PID, osprio.Settings{Nice: &nice}))
+			c.report(p.PID, c.applier.Apply(p.PID, c.niceSettings(nice)))
 		}
 	}
 }

@@ -22,7 +22,7 @@ type config struct {
 	pin        bool
 	outDir     string
 	// monitoring is the driver's serverMonitoringMode (auto, poll or
-	// stream); see the flag's help for why the default is poll.
+	// stream).
 	monitoring string
 }
 
@@ -41,8 +41,9 @@ func parseFlags(args []string) (config, error) {
 	fs.BoolVar(&c.pin, "pin", true, "pin the servers to CPU 1 and this load generator to CPU 0")
 	fs.StringVar(&c.outDir, "out", "bench-results", "directory for baseline.md and baseline.json")
 	fs.StringVar(&c.monitoring, "server-monitoring", "poll",
-		"the driver's serverMonitoringMode: auto, poll or stream. poll, because tierdb answers an awaitable hello at once "+
-			"instead of waiting maxAwaitTimeMS, so a streaming monitor keeps the server busy with hellos")
+		"the driver's serverMonitoringMode: auto, poll or stream. poll sends a hello every heartbeat (10 s); "+
+			"stream (auto's choice outside FaaS) keeps an awaitable hello waiting on a connection of its own, "+
+			"which tierdb answers when maxAwaitTimeMS is up")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `Usage: tierdb-bench baseline [flags]
 
