@@ -1,5 +1,7 @@
 // Package osprio changes how the Linux kernel schedules a process, given its
-// PID: nice level (CPU weight), time slice (how soon it preempts when it
+// PID: nice level (CPU weight), its session's nice level (the weight of the
+// session's autogroup, which is what ranks the process where the kernel
+// groups tasks by session), time slice (how soon it preempts when it
 // wakes), CPU affinity (which CPUs it may run on) and I/O priority class
 // and level. tierdb uses it on the PostgreSQL backend processes that serve
 // each performance tier.
@@ -9,6 +11,8 @@
 // caller's business), and it must never touch a process it was not handed:
 // every call names its target PID explicitly, and PID 0 ("the caller") and
 // negative PIDs (process groups) are rejected rather than passed to the kernel.
+// A session's level is changed only through a process that leads the
+// session, never through a member of someone else's (the terminal's, say).
 //
 // These settings are per thread on Linux; passing a PID targets the
 // process's main thread only. That is exactly right for PostgreSQL

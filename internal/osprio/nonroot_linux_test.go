@@ -104,12 +104,24 @@ func TestUnprivilegedHelper(t *testing.T) {
 		if err := SetSessionNice(leader, -5); !IsPermission(err) {
 			t.Errorf("SetSessionNice(own child, -5) = %v, want permission error", err)
 		}
-		// One change in 100 ms, machine-wide, is all the kernel allows.
-		time.Sleep(150 * time.Millisecond)
-		if err := SetSessionNice(leader, 5); err != nil {
+		// One change in 100 ms, machine-wide (any process's counts), is
+		// all the kernel allows an unprivileged process.
+		var err error
+		for range 20 {
+			time.Sleep(150 * time.Millisecond)
+			if err = SetSessionNice(leader, 5); !errors.Is(err, syscall.EAGAIN) {
+				break
+			}
+		}
+		if err != nil {
 			t.Errorf("raising the session nice of own child: %v", err)
 		}
-		if err := SetSessionNice(leader, 6); !errors.Is(err, syscall.EAGAIN) {
+		if got, _ := SessionNice(leader); got != 5 {
+			t.Errorf("session nice %d, want 5", got)
+		}
+		start := time.Now()
+		err = SetSessionNice(leader, 6)
+		if time.Since(start) < 50*time.Millisecond && !errors.Is(err, syscall.EAGAIN) {
 			t.Errorf("a second change within 100 ms = %v, want EAGAIN", err)
 		}
 	}
