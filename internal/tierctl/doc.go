@@ -1,8 +1,9 @@
 // Package tierctl applies each tier's OS treatment to the PostgreSQL
-// processes that serve it: the nice level and I/O priority of every backend in
-// a tier's pool, the CPU pool it may run on (switched while high-tier
-// requests are in process), and a low I/O priority for PostgreSQL's
-// background processes.
+// processes that serve it: the nice level (and, where the kernel groups tasks
+// by session, the level of the backend's own session) and I/O priority of
+// every backend in a tier's pool, the lower tiers' levels only while the high
+// tier is active, the CPU pool it may run on (switched with that), and a low
+// I/O priority for PostgreSQL's background processes.
 //
 // It turns a qos.Config into osprio calls and nothing more: it must never
 // decide when a request runs (that is qos), never touch a process it was not
