@@ -13,23 +13,20 @@ import (
 // of, and kills it when the test ends.
 func startSleeper(t *testing.T) int {
 	t.Helper()
-	cmd := exec.Command("sleep", "30")
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting sleep: %v", err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	return cmd.Process.Pid
+	return startSleep(t, nil)
 }
 
 // startSessionLeader is startSleeper for a child that leads a session of
 // its own, as each PostgreSQL backend does.
 func startSessionLeader(t *testing.T) int {
 	t.Helper()
+	return startSleep(t, &syscall.SysProcAttr{Setsid: true})
+}
+
+func startSleep(t *testing.T, attr *syscall.SysProcAttr) int {
+	t.Helper()
 	cmd := exec.Command("sleep", "30")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	cmd.SysProcAttr = attr
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting sleep: %v", err)
 	}

@@ -106,6 +106,7 @@ func New(opts Options, cfg qos.Config) *Controller {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	autogroups := osprio.AutogroupsEnabled()
 	c := &Controller{
 		log:      opts.Logger,
 		applier:  osprio.NewApplier(),
@@ -116,9 +117,9 @@ func New(opts Options, cfg qos.Config) *Controller {
 		warned:   map[string]bool{},
 		dirty:    make(chan struct{}, 1),
 		stop:     make(chan struct{}),
-		sessions: osprio.AutogroupsEnabled() && osprio.SessionNiceUnlimited(),
+		sessions: autogroups && osprio.SessionNiceUnlimited(),
 	}
-	if osprio.AutogroupsEnabled() && !c.sessions && cfg.Enabled {
+	if autogroups && !c.sessions && cfg.Enabled {
 		c.log.Info("the kernel shares the CPU between sessions (autogroups) and tierdb may not set their nice levels freely (no CAP_SYS_ADMIN): " +
 			"the tiers' nice levels rank the backends only inside a cpu cgroup, as under the systemd unit")
 	}
