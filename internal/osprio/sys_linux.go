@@ -119,7 +119,9 @@ func SetSessionNice(pid, nice int) error {
 }
 
 // SessionNice returns the nice level of the autogroup of process pid's
-// session.
+// session. A process in the kernel's default group (a daemon in init's
+// session, say) has no autogroup and so no session level: that is an
+// invalid-argument error.
 func SessionNice(pid int) (int, error) {
 	if err := checkPID(pid); err != nil {
 		return 0, err
@@ -128,7 +130,10 @@ func SessionNice(pid int) (int, error) {
 	if err != nil {
 		return 0, &Error{Op: "get session nice", PID: pid, Err: procErrno(err)}
 	}
-	// "/autogroup-123 nice 5"
+	// "/autogroup-123 nice 5", or nothing for the default group.
+	if len(b) == 0 {
+		return 0, invalidf("process %d is in the kernel's default group, not an autogroup", pid)
+	}
 	f := strings.Fields(string(b))
 	if len(f) != 3 || f[1] != "nice" {
 		return 0, &Error{Op: "get session nice", PID: pid, Err: fmt.Errorf("unexpected %q", b)}
