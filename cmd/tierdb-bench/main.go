@@ -18,9 +18,13 @@ import (
 	"os"
 
 	"tierdb/internal/bench/baseline"
+	"tierdb/internal/gctune"
 )
 
 func main() {
+	// The load generator's own collections would show up as latency of the
+	// requests it times; like the server, it collects rarely.
+	gctune.Start(gctune.DefaultHeadroom)
 	args := os.Args[1:]
 	if len(args) > 0 && args[0] == "baseline" {
 		os.Exit(baseline.Main(args[1:]))

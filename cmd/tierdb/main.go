@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"tierdb/internal/commands"
+	"tierdb/internal/gctune"
 	"tierdb/internal/pgmanage"
 	"tierdb/internal/qos"
 	"tierdb/internal/server"
@@ -166,6 +167,13 @@ func (f *serveFlags) run() error {
 	}
 	if f.slowMS < 0 {
 		return fmt.Errorf("bad --slow-ms %d: 0 turns the slow log off, more logs operations over that many milliseconds", f.slowMS)
+	}
+
+	// Rare collections: each is a burst of CPU that requests in flight
+	// wait out (GOGC in the environment wins).
+	if gc := gctune.Start(gctune.DefaultHeadroom); gc != nil {
+		defer gc.Stop()
+		log.Info("Go's collector lets the heap grow by a headroom past what is live (GOGC in the environment overrides)", "headroom_mib", gctune.DefaultHeadroom>>20)
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)

@@ -500,8 +500,8 @@ var maxChunkBytes = 32 << 20
 
 // arenaBlock is the largest block that kept rows' bytes are copied into:
 // one allocation for many small rows instead of two or three per row. A
-// scan's first block fits its first row a few times over and each next one
-// doubles, so a point read (most requests) allocates a few KB, not 64.
+// scan's first block fits its first row exactly and each next one doubles,
+// so a point read (most requests) allocates its row's size, not 64 KB.
 const arenaBlock = 64 << 10
 
 // ScanChunk is Scan that asks keep (when not nil) about each row's
@@ -538,15 +538,15 @@ func (s *Store) ScanChunk(ctx context.Context, on On, c *Collection, p ScanParam
 		if b == nil {
 			return nil
 		}
-		if len(b) > arenaBlock/4 {
-			return append([]byte(nil), b...)
-		}
-		if cap(arena)-len(arena) < len(b) {
-			arena = make([]byte, 0, min(arenaBlock, max(2*cap(arena), 4*len(b), 1024)))
-		}
 		start := len(arena)
 		arena = append(arena, b...)
 		return arena[start:len(arena):len(arena)]
+	}
+	copyRow := func(key, doc, order []byte, seq int64) Row {
+		if need := len(key) + len(doc) + len(order); cap(arena)-len(arena) < need {
+			arena = make([]byte, 0, max(need, min(arenaBlock, 2*cap(arena))))
+		}
+		return Row{Key: copyOut(key), Doc: copyOut(doc), OrderKey: copyOut(order), Seq: seq}
 	}
 	var lastKey, lastOrder []byte
 	kept := 0
@@ -580,7 +580,7 @@ func (s *Store) ScanChunk(ctx context.Context, on On, c *Collection, p ScanParam
 		if keep != nil && !keep(doc) {
 			continue
 		}
-		ch.Rows = append(ch.Rows, Row{Key: copyOut(key), Doc: copyOut(doc), OrderKey: copyOut(order), Seq: seq})
+		ch.Rows = append(ch.Rows, copyRow(key, doc, order, seq))
 		kept += len(key) + len(doc) + len(order)
 	}
 	if kept >= maxChunkBytes && (p.Limit == 0 || ch.Read < p.Limit) {

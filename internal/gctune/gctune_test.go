@@ -1,0 +1,103 @@
+package gctune
+
+import (
+	"runtime"
+	"runtime/metrics"
+	"testing"
+	"time"
+)
+
+func TestPercent(t *testing.T) {
+	for _, c := range []struct {
+		live, headroom uint64
+		want           int
+	}{
+		{8 << 20, 128 << 20, 1600},  // a small live heap: rare collections
+		{100 << 20, 128 << 20, 128}, // headroom past live
+		{512 << 20, 128 << 20, 100}, // never less than the default doubling
+		{0, 128 << 20, 3200},        // before the first collection: the runtime's 4 MB
+		{6 << 20, 10 << 20, 167},    // rounded up
+	} {
+		if got := Percent(c.live, c.headroom); got != c.want {
+			t.Errorf("Percent(%d, %d) = %d, want %d", c.live, c.headroom, got, c.want)
+		}
+	}
+}
+
+func readUint(name string) uint64 {
+	s := []metrics.Sample{{Name: name}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
+
+// waitPercent waits for the finalizer that runs after a collection.
+func waitPercent(t *testing.T, want int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		got := int(readUint("/gc/gogc:percent"))
+		if got == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("GOGC is %d, want %d", got, want)
+		}
+		runtime.Gosched()
+		time.Sleep(time.Millisecond)
+	}
+}
+
+var keep [][]byte
+
+func TestTunerFollowsLiveHeap(t *testing.T) {
+	const headroom = 64 << 20
+	tu := start(headroom)
+	t.Cleanup(tu.Stop)
+	runtime.GC()
+	live := readUint("/gc/heap/live:bytes")
+	waitPercent(t, Percent(live, headroom))
+
+	// Fewer collections than the default while garbage is made: 32 MiB of
+	// garbage fits in the headroom, where GOGC=100 would collect at every
+	// doubling of a few MB.
+	before := readUint("/gc/cycles/total:gc-cycles")
+	for range 32 << 10 {
+		keep = append(keep[:0], make([]byte, 1<<10))
+	}
+	if n := readUint("/gc/cycles/total:gc-cycles") - before; n > 1 {
+		t.Errorf("%d collections for 32 MiB of garbage with %d MiB of headroom", n, headroom>>20)
+	}
+
+	// A larger live heap lowers the percentage after the next collection.
+	small := tu.Percent()
+	for range 96 {
+		keep = append(keep, make([]byte, 1<<20))
+	}
+	runtime.GC()
+	live = readUint("/gc/heap/live:bytes")
+	want := Percent(live, headroom)
+	if want >= small {
+		t.Fatalf("live heap %d MiB: percentage %d not below %d", live>>20, want, small)
+	}
+	waitPercent(t, want)
+	keep = nil
+
+	tu.Stop()
+	waitPercent(t, 100)
+	runtime.GC()
+	time.Sleep(10 * time.Millisecond)
+	if got := readUint("/gc/gogc:percent"); got != 100 {
+		t.Errorf("after Stop GOGC is %d, want 100", got)
+	}
+}
+
+func TestStartLeavesGOGCAlone(t *testing.T) {
+	t.Setenv("GOGC", "100")
+	if tu := Start(DefaultHeadroom); tu != nil {
+		tu.Stop()
+		t.Fatal("Start with GOGC set returned a tuner")
+	}
+	if got := readUint("/gc/gogc:percent"); got != 100 {
+		t.Errorf("GOGC is %d, want 100", got)
+	}
+}
