@@ -6,7 +6,6 @@ import (
 	"runtime/debug"
 	"runtime/metrics"
 	"sync"
-	"sync/atomic"
 )
 
 // DefaultHeadroom is how far the heap may grow past the live heap before
@@ -27,9 +26,9 @@ func Percent(live, headroom uint64) int {
 // Tuner adjusts the collector's percentage after every collection.
 type Tuner struct {
 	headroom uint64
-	percent  atomic.Int64
 
-	mu      sync.Mutex // orders adjust against Stop
+	mu      sync.Mutex // orders adjust against Stop and Percent
+	percent int
 	stopped bool
 	sample  []metrics.Sample
 }
@@ -69,7 +68,9 @@ func (t *Tuner) Percent() int {
 	if t == nil {
 		return 0
 	}
-	return int(t.percent.Load())
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.percent
 }
 
 // arm sets a finalizer on a fresh object: the runtime runs it after the
@@ -98,10 +99,10 @@ func (t *Tuner) adjust() bool {
 	}
 	p := Percent(live, t.headroom)
 	// Small changes are not worth the runtime's recomputation of its pace.
-	if old := t.percent.Load(); old != 0 && p*10 > int(old)*9 && p*10 < int(old)*11 {
+	if old := t.percent; old != 0 && p*10 > old*9 && p*10 < old*11 {
 		return true
 	}
-	t.percent.Store(int64(p))
+	t.percent = p
 	debug.SetGCPercent(p)
 	return true
 }
