@@ -239,28 +239,42 @@ def test_recalibration_samples_three_parallelisms_and_sets_p(new_server):
         t.cleanup()
 
 
-def test_parallelism_auto_is_the_default_and_calibrates_under_sustained_load_until_set_by_hand(new_server):
-    t = new_server().start()
-    c = t.client(maxPoolSize=40)
-    fair = c.admin.command("qosStatus")["fair"]
-    assert fair["autoParallelism"] is True and "samples" not in fair["calibration"], fair
-    load = UpdateLoad(c, 32)
+def test_parallelism_auto_is_the_default_and_calibrates_while_users_share_until_set_by_hand(new_server):
+    t = new_server(env={"TIERDB_ADMIN_PASSWORD": PW}, extra_args=["--admin-user", "admin"]).start()
+    admin = t.client(username="admin", password=PW)
+    clients, loads = [], []
     try:
+        fair = admin.admin.command("qosStatus")["fair"]
+        assert fair["autoParallelism"] is True and "samples" not in fair["calibration"], fair
+        for name in ("u1", "u2"):
+            admin.admin.command("createUser", name, pwd=name, roles=[{"role": "readWrite", "db": "app"}])
+            clients.append(t.client(username=name, password=name, maxPoolSize=40))
+        # One user alone, however busy, is not calibrated for: two 2 s
+        # windows of demand pass without a calibration starting.
+        loads.append(UpdateLoad(clients[0], 16))
+        time.sleep(4.5)
+        cal = admin.admin.command("qosStatus")["fair"]["calibration"]
+        assert not cal["running"] and "samples" not in cal, cal
+        # A second user shares the normal tier: a 2 s window, then the samples.
+        loads.append(UpdateLoad(clients[1], 16))
         deadline = time.time() + 60
-        while True:  # a 2 s window of enough demand, then three 1 s samples
-            cal = c.admin.command("qosStatus")["fair"]["calibration"]
+        while True:
+            cal = admin.admin.command("qosStatus")["fair"]["calibration"]
             if "samples" in cal and not cal["running"]:
                 break
             assert time.time() < deadline, cal
             time.sleep(0.2)
         assert [s["p"] for s in cal["samples"]][0] == 2, cal
-        c.admin.command("setQoSConfig", parallelism=3)
-        fair = c.admin.command("qosStatus")["fair"]
+        admin.admin.command("setQoSConfig", parallelism=3)
+        fair = admin.admin.command("qosStatus")["fair"]
         assert fair["autoParallelism"] is False and fair["parallelism"] == 3, fair
         assert fair["parallelismWhileShared"] is False, fair  # by hand: it always holds
     finally:
-        load.end()
-        c.close()
+        for load in loads:
+            load.end()
+        for c in clients:
+            c.close()
+        admin.close()
         t.cleanup()
 
 

@@ -439,8 +439,11 @@ type GateStats struct {
 	// WhileShared: P holds only while two or more users have requests
 	// (FairConfig.ParallelismForFairness).
 	WhileShared bool
-	InProcess   [NumTiers]int
-	Tiers       [NumTiers]FairStats
+	// Users is how many users of the normal and low tiers have requests in
+	// process or waiting.
+	Users     int
+	InProcess [NumTiers]int
+	Tiers     [NumTiers]FairStats
 }
 
 // FairStats describes the round-robin of one tier.
@@ -474,7 +477,7 @@ type UserStats struct {
 func (g *Gate) Stats() GateStats {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	st := GateStats{Parallelism: g.p, Restricted: g.restricted, WhileShared: g.forFairness, InProcess: g.running}
+	st := GateStats{Parallelism: g.p, Restricted: g.restricted, WhileShared: g.forFairness, Users: g.users, InProcess: g.running}
 	for t := range g.tiers {
 		tr := &g.tiers[t]
 		fs := FairStats{Waiting: tr.waiting, Zeta: tr.ctl.zeta, Unfairness: tr.ctl.uf, CV: tr.ctl.cv, Grown: tr.ctl.grown, Halved: tr.ctl.halved, Anticipation: tr.ctl.anticipation, UnfairnessLong: tr.ctl.ufLong}

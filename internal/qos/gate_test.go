@@ -136,8 +136,14 @@ func TestParallelismForFairnessHoldsOnlyWhileShared(t *testing.T) {
 	} else {
 		defer dh()
 	}
+	if st := g.Stats(); st.Users != 1 {
+		t.Fatalf("%d users counted, want 1: a (the high tier is nobody's share)", st.Users)
+	}
 	b := admitAsync(g, ctx, Low, "b", 1)
 	waitQueued(t, g, Low, 1)
+	if st := g.Stats(); st.Users != 2 {
+		t.Fatalf("%d users counted, want 2: a in process, b waiting", st.Users)
+	}
 	a5 := admitAsync(g, ctx, Normal, "a", 1) // shared now: P holds for a too
 	waitQueued(t, g, Normal, 1)
 	for _, d := range alone[:3] {
@@ -170,8 +176,8 @@ func TestParallelismForFairnessHoldsOnlyWhileShared(t *testing.T) {
 		t.Fatal("a cancelled request was admitted")
 	}
 	d8 := admitted(a8)
-	if st := g.Stats(); st.InProcess[Normal] != 3 || !st.WhileShared {
-		t.Fatalf("stats %+v, want 3 normal in process past P = 2, P while shared", st)
+	if st := g.Stats(); st.InProcess[Normal] != 3 || !st.WhileShared || st.Users != 1 {
+		t.Fatalf("stats %+v, want 3 normal in process past P = 2, P while shared, one user", st)
 	}
 	d6()
 	d7()

@@ -122,7 +122,7 @@ func (m *Manager) AutoCalibrate(ctx context.Context, policy qos.AutoCalibration,
 			if gaveUp {
 				policy.Retry()
 			}
-			if policy.Observe(now, m.Gate.Stats().Demand()) {
+			if st := m.Gate.Stats(); policy.Observe(now, st.Demand(), st.Users) {
 				_ = m.Recalibrate(window, maxP)
 			}
 		}
