@@ -182,6 +182,25 @@ def test_backends_run_at_their_tier_nice_level(qserver):
 
 
 @pytest.mark.skipif(not KEEPS_SLICES, reason="custom slices need Linux 6.12 (EEVDF)")
+def test_one_high_tier_backend_waits_ready_before_any_high_tier_request(new_server):
+    """A time-sensitive client's first request does not pay for a backend's
+    start: one high-tier backend is opened with the server, at the high
+    tier's level, and kept."""
+    t = new_server().start()
+    try:
+        c = t.client()  # the default tier: nothing runs at the high tier
+        assert wait_until(lambda: len(backends(c, "high")) == 1), backends(c, "high")
+        pid = backends(c, "high")[0]
+        assert nice_of(pid) == -19
+        high = tier_client(t, "high")
+        high.test.warm.find_one()
+        assert backends(c, "high") == [pid], "the first high-tier request opened a backend of its own"
+        high.close()
+        c.close()
+    finally:
+        t.cleanup()
+
+
 def test_slices_of_backends_and_of_tierdb_itself(qserver):
     high, normal = tier_client(qserver, "high"), tier_client(qserver, "normal")
     high.test.warm.find_one()
