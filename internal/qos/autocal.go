@@ -8,9 +8,9 @@ import "time"
 // and two or more users share the lower tiers, and the last calibration it
 // started is older than Every (or there was none). Below Busy a limit on P
 // could not hold anything back, so there is nothing to find. A lone user
-// is not calibrated for: its samples at small P cost it throughput (on
-// fig5-paper's traffic the lone user's 31 clients ran 16 % slower in the
-// seconds the calibration took), while what a calibration finds for it is
+// is not calibrated for: its samples at small P cost it throughput
+// (fig5-paper's 31 clients of one host ran at 0.90× QoS off over the 4 s a
+// calibration filled), while what a calibration finds for it is
 // no limit, or a P that buys only fairness and so binds only while users
 // share (Calibration.ForFairness). It is pure logic: the caller feeds it
 // the time, the demand and the users and starts the calibration.
