@@ -43,6 +43,19 @@ def test_connection_ids_differ(server):
     assert ida != idb
 
 
+def test_connection_ids_count_connections_not_replies(server):
+    """A connection's ID is the next after the last connection's, however
+    many replies went out in between (reply IDs have a counter of their own)."""
+    with rawwire.connect(server) as a:
+        ida = rawwire.command(a, {"hello": 1, "$db": "admin"})["connectionId"]
+        for _ in range(20):
+            rawwire.command(a, {"ping": 1, "$db": "admin"})
+        with rawwire.connect(server) as b:
+            idb = rawwire.command(b, {"hello": 1, "$db": "admin"})["connectionId"]
+    # Other tests' clients may connect meanwhile, but not 20 of them.
+    assert ida < idb < ida + 20, (ida, idb)
+
+
 def test_client_asking_for_compression_still_works(server):
     c = server.client(compressors="zlib")
     try:

@@ -48,8 +48,11 @@ type Server struct {
 	log  *slog.Logger
 	ln   net.Listener
 
-	nextID atomic.Int64
+	nextID atomic.Int64 // connection IDs, one per accepted connection
 	total  atomic.Int64
+	// replyID numbers replies (their requestID): a counter of its own, so
+	// that connection IDs stay consecutive in logs and currentOp.
+	replyID atomic.Int32
 
 	mu    sync.Mutex
 	conns map[int64]*conn
@@ -383,7 +386,7 @@ func (c *conn) write(log *slog.Logger, responseTo int32, reply bson.D, legacy bo
 		log.Error("cannot encode reply", "err", err, "size", len(body))
 		body, _ = bsonx.AppendDocument(c.body[:0], commands.ErrorReply(mongoerr.New(mongoerr.BSONObjectTooLarge, "reply too large or not encodable")))
 	}
-	id := int32(c.srv.nextID.Add(1))
+	id := c.srv.replyID.Add(1)
 	var msg []byte
 	if legacy {
 		msg, err = wire.AppendReply(c.out[:0], id, responseTo, 0, body)
