@@ -181,7 +181,6 @@ def test_backends_run_at_their_tier_nice_level(qserver):
         c.close()
 
 
-@pytest.mark.skipif(not KEEPS_SLICES, reason="custom slices need Linux 6.12 (EEVDF)")
 def test_one_high_tier_backend_waits_ready_before_any_high_tier_request(new_server):
     """A time-sensitive client's first request does not pay for a backend's
     start: one high-tier backend is opened with the server, at the high
@@ -201,6 +200,7 @@ def test_one_high_tier_backend_waits_ready_before_any_high_tier_request(new_serv
         t.cleanup()
 
 
+@pytest.mark.skipif(not KEEPS_SLICES, reason="custom slices need Linux 6.12 (EEVDF)")
 def test_slices_of_backends_and_of_tierdb_itself(qserver):
     high, normal = tier_client(qserver, "high"), tier_client(qserver, "normal")
     high.test.warm.find_one()
