@@ -171,7 +171,8 @@ func (f *serveFlags) run() error {
 
 	// Rare collections: each is a burst of CPU that requests in flight
 	// wait out (GOGC in the environment wins).
-	if gc := gctune.Start(gctune.DefaultHeadroom); gc != nil {
+	gc := gctune.Start(gctune.DefaultHeadroom)
+	if gc != nil {
 		defer gc.Stop()
 		log.Info("Go's collector lets the heap grow by a headroom past what is live (GOGC in the environment overrides)", "headroom_mib", gctune.DefaultHeadroom>>20)
 	}
@@ -235,7 +236,9 @@ func (f *serveFlags) run() error {
 		}
 		ctrl := tierctl.New(tierctl.Options{Logger: log, BackgroundProcesses: backgroundProcs}, qcfg)
 		defer ctrl.Close()
-		manager = tierctl.NewManager(qcfg, ch, gate, ctrl)
+		// Collections wait while the high tier is active (gctune; a nil
+		// tuner ignores it).
+		manager = tierctl.NewManager(qcfg, ch, gate, ctrl, gc.SetHighActive)
 		storeOpts.OnBackendOpen = ctrl.BackendOpened
 		storeOpts.OnBackendClose = ctrl.BackendClosed
 		go keepBackgroundIO(ctx, ctrl)

@@ -9,7 +9,13 @@
 // (and never by less than the default's doubling), so collections become
 // rare while the heap stays within live + headroom.
 //
+// While the high tier is active (SetHighActive, from the priority channel)
+// and for a second after, the headroom is four times as large: the
+// collections that remain fall in the high tier's pauses, not in its
+// requests, and the heap stays within live + 4 × headroom.
+//
 // It must never override what the operator chose: with GOGC set in the
 // environment it does nothing. It only adjusts the collector's percentage
-// (debug.SetGCPercent); it never forces a collection or holds memory.
+// (debug.SetGCPercent); it never forces a collection or holds memory, and
+// it never decides which requests run (that is qos).
 package gctune

@@ -6,11 +6,22 @@ import (
 	"runtime/debug"
 	"runtime/metrics"
 	"sync"
+	"sync/atomic"
+	"time"
 )
 
 // DefaultHeadroom is how far the heap may grow past the live heap before
 // a collection: 128 MiB.
 const DefaultHeadroom = 128 << 20
+
+// DeferHold is how long after the high tier's last request collections
+// stay deferred (SetHighActive).
+const DeferHold = time.Second
+
+// deferFactor multiplies the headroom while collections are deferred: 512
+// MiB at the default, eight seconds of fig5-paper's allocation (60 MB/s),
+// whose time-sensitive phase lasts three.
+const deferFactor = 4
 
 // minHeap is the runtime's own smallest heap goal, 4 MB: the live heap
 // counts as at least that.
@@ -26,6 +37,16 @@ func Percent(live, headroom uint64) int {
 // Tuner adjusts the collector's percentage after every collection.
 type Tuner struct {
 	headroom uint64
+	hold     time.Duration
+
+	// active and ended (Unix ns) are the high tier's state as last told;
+	// deferring is whether the doubled headroom is in force. SetHighActive
+	// stores active before it loads deferring, and endDefer stores
+	// deferring before it loads active, so one of them always sees the
+	// other.
+	active    atomic.Bool
+	ended     atomic.Int64
+	deferring atomic.Bool
 
 	mu      sync.Mutex // orders adjust against Stop and Percent
 	percent int
@@ -44,7 +65,7 @@ func Start(headroom uint64) *Tuner {
 }
 
 func start(headroom uint64) *Tuner {
-	t := &Tuner{headroom: headroom, sample: []metrics.Sample{{Name: "/gc/heap/live:bytes"}}}
+	t := &Tuner{headroom: headroom, hold: DeferHold, sample: []metrics.Sample{{Name: "/gc/heap/live:bytes"}}}
 	t.adjust()
 	t.arm()
 	return t
@@ -59,6 +80,7 @@ func (t *Tuner) Stop() {
 	defer t.mu.Unlock()
 	if !t.stopped {
 		t.stopped = true
+		t.deferring.Store(false)
 		debug.SetGCPercent(100)
 	}
 }
@@ -92,17 +114,92 @@ func (t *Tuner) adjust() bool {
 	if t.stopped {
 		return false
 	}
+	t.setLocked(false)
+	return true
+}
+
+// setLocked sets the percentage from the live heap and the headroom in
+// force; small changes are not worth the runtime's recomputation of its
+// pace unless force.
+func (t *Tuner) setLocked(force bool) {
 	metrics.Read(t.sample)
 	var live uint64
 	if t.sample[0].Value.Kind() == metrics.KindUint64 {
 		live = t.sample[0].Value.Uint64()
 	}
-	p := Percent(live, t.headroom)
-	// Small changes are not worth the runtime's recomputation of its pace.
-	if old := t.percent; old != 0 && p*10 > old*9 && p*10 < old*11 {
-		return true
+	headroom := t.headroom
+	if t.deferring.Load() {
+		headroom *= deferFactor
+	}
+	p := Percent(live, headroom)
+	if old := t.percent; !force && old != 0 && p*10 > old*9 && p*10 < old*11 {
+		return
 	}
 	t.percent = p
 	debug.SetGCPercent(p)
-	return true
 }
+
+// SetHighActive tells the tuner whether high-tier requests are in process
+// (qos.Channel.OnHighActive). From the high tier's first request until
+// DeferHold after its last, the heap may grow by deferFactor times the
+// headroom before a collection, so that collections fall in the high tier's
+// pauses rather than in its requests; when the hold ends the usual headroom
+// is back and a heap already past it is collected then. A high tier that
+// never pauses sees collections a quarter as often, and the heap stays
+// within live + 4 × headroom.
+//
+// It is called at every flip (twice per request of a back-to-back client):
+// two atomics and a clock read, unless the deferral starts.
+func (t *Tuner) SetHighActive(active bool) {
+	if t == nil {
+		return
+	}
+	if !active {
+		t.ended.Store(time.Now().UnixNano())
+		t.active.Store(false)
+		return
+	}
+	t.active.Store(true)
+	if !t.deferring.Load() {
+		t.startDefer()
+	}
+}
+
+func (t *Tuner) startDefer() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.stopped || t.deferring.Load() {
+		return
+	}
+	t.deferring.Store(true)
+	t.setLocked(true)
+	time.AfterFunc(t.hold, t.endDefer)
+}
+
+// endDefer ends the deferral once the hold has passed since the high
+// tier's last request, or looks again when it would have.
+func (t *Tuner) endDefer() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.stopped {
+		return
+	}
+	wait := t.hold
+	if !t.active.Load() {
+		wait -= time.Since(time.Unix(0, t.ended.Load()))
+	}
+	if wait > 0 {
+		time.AfterFunc(wait, t.endDefer)
+		return
+	}
+	t.deferring.Store(false)
+	if t.active.Load() { // a request came as the hold ended
+		t.deferring.Store(true)
+		time.AfterFunc(t.hold, t.endDefer)
+		return
+	}
+	t.setLocked(true)
+}
+
+// Deferring reports whether collections are deferred for the high tier.
+func (t *Tuner) Deferring() bool { return t != nil && t.deferring.Load() }

@@ -101,3 +101,51 @@ func TestStartLeavesGOGCAlone(t *testing.T) {
 		t.Errorf("GOGC is %d, want 100", got)
 	}
 }
+
+func TestHighTierDefersCollections(t *testing.T) {
+	const headroom = 64 << 20
+	tu := start(headroom)
+	tu.hold = 50 * time.Millisecond
+	t.Cleanup(tu.Stop)
+	runtime.GC()
+	live := readUint("/gc/heap/live:bytes")
+	normal, deferred := Percent(live, headroom), Percent(live, deferFactor*headroom)
+	waitPercent(t, normal)
+
+	// A back-to-back high-tier client: the deferral starts at its first
+	// request and outlasts the hold while it keeps coming.
+	tu.SetHighActive(true)
+	if !tu.Deferring() {
+		t.Fatal("not deferring while the high tier is active")
+	}
+	waitPercent(t, deferred)
+	for range 20 {
+		tu.SetHighActive(false)
+		time.Sleep(5 * time.Millisecond)
+		tu.SetHighActive(true)
+	}
+	if !tu.Deferring() || tu.Percent() != deferred {
+		t.Fatalf("deferring %v at %d%% after 100 ms of requests, want %d%%", tu.Deferring(), tu.Percent(), deferred)
+	}
+
+	// The hold ends after the last request and the headroom is back.
+	tu.SetHighActive(false)
+	waitPercent(t, normal)
+	if tu.Deferring() {
+		t.Error("still deferring after the hold")
+	}
+
+	// Stop ends a deferral in force.
+	tu.SetHighActive(true)
+	waitPercent(t, deferred)
+	tu.Stop()
+	waitPercent(t, 100)
+	if tu.Deferring() {
+		t.Error("deferring after Stop")
+	}
+	tu.SetHighActive(true)
+	time.Sleep(2 * tu.hold)
+	if got := readUint("/gc/gogc:percent"); got != 100 {
+		t.Errorf("after Stop GOGC is %d, want 100", got)
+	}
+}

@@ -29,9 +29,17 @@ type Manager struct {
 	auto bool
 }
 
-// NewManager starts a manager for a validated configuration.
-func NewManager(cfg qos.Config, ch *qos.Channel, gate *qos.Gate, ctrl *Controller) *Manager {
-	ch.OnHighActive(ctrl.SetHighActive)
+// NewManager starts a manager for a validated configuration. The controller
+// and alsoHigh (when not nil) learn whenever the high tier's activity flips.
+func NewManager(cfg qos.Config, ch *qos.Channel, gate *qos.Gate, ctrl *Controller, alsoHigh func(active bool)) *Manager {
+	if alsoHigh == nil {
+		ch.OnHighActive(ctrl.SetHighActive)
+	} else {
+		ch.OnHighActive(func(active bool) {
+			ctrl.SetHighActive(active)
+			alsoHigh(active)
+		})
+	}
 	return &Manager{Channel: ch, Gate: gate, Controller: ctrl, cfg: cfg}
 }
 
