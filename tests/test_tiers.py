@@ -200,6 +200,42 @@ def test_one_high_tier_backend_waits_ready_before_any_high_tier_request(new_serv
         t.cleanup()
 
 
+def test_collections_wait_while_the_high_tier_is_active(new_server):
+    """Go's collector gets four times its headroom while a high-tier request
+    is in process and for a second after (serverStatus.tierdb.gc), so that
+    its collections fall in the high tier's pauses; then the usual again."""
+    t = new_server(extra_args=["--enable-test-commands"]).start()
+    try:
+        c = t.client()
+
+        def gc():
+            return c.admin.command("serverStatus")["tierdb"]["gc"]
+
+        before = gc()
+        assert before["paced"] and before["headroomMiB"] == 128, before
+        assert not before["deferredForHighTier"] and before["deferrals"] == 0, before
+        for i in range(100):  # the default tier defers nothing
+            c.test.gc.insert_one({"i": i})
+        assert gc()["deferrals"] == 0
+        high = tier_client(t, "high")
+        th, out = hold_high(t, high, 2500)
+        during = gc()
+        assert during["deferredForHighTier"] and during["deferrals"] == 1, during
+        assert during["gogc"] >= 3 * before["gogc"], (before, during)
+        time.sleep(1.5)
+        assert gc()["deferredForHighTier"], "the deferral ended while a high-tier request ran"
+        th.join()
+        assert "error" not in out, out
+        assert wait_until(lambda: not gc()["deferredForHighTier"], timeout=5)
+        assert time.monotonic() - out["end"] >= 0.8, "the deferral ended before its hold"
+        after = gc()
+        assert after["gogc"] < during["gogc"] and after["deferrals"] == 1, (during, after)
+        high.close()
+        c.close()
+    finally:
+        t.cleanup()
+
+
 @pytest.mark.skipif(not KEEPS_SLICES, reason="custom slices need Linux 6.12 (EEVDF)")
 def test_slices_of_backends_and_of_tierdb_itself(qserver):
     high, normal = tier_client(qserver, "high"), tier_client(qserver, "normal")

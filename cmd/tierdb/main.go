@@ -289,6 +289,7 @@ func (f *serveFlags) run() error {
 		Auth:           registry,
 		Replication:    f.repl.startReplication(ctx, store, set, log),
 		SlowThreshold:  time.Duration(f.slowMS) * time.Millisecond,
+		GC:             gc,
 	})
 	defer h.Close()
 	srv.SetHandlers(h)

@@ -13,6 +13,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"tierdb/internal/buildinfo"
+	"tierdb/internal/gctune"
 	"tierdb/internal/qos"
 	"tierdb/internal/wire"
 )
@@ -189,7 +190,7 @@ func (h *Handlers) serverStatus(context.Context, *Request) (bson.D, error) {
 		{Key: "repl", Value: h.replStatus()},
 		{Key: "transactions", Value: h.txnStats.status()},
 		{Key: "logicalSessionRecordCache", Value: bson.D{{Key: "activeSessionsCount", Value: int32(h.sessions.Len())}}},
-		{Key: "tierdb", Value: bson.D{{Key: "backends", Value: h.backendStats()}, {Key: "versionCache", Value: h.versionCacheStats()}, {Key: "asyncCommits", Value: h.store.AsyncCommits()}, {Key: "changeStreams", Value: h.changeStreamStats()}}},
+		{Key: "tierdb", Value: bson.D{{Key: "backends", Value: h.backendStats()}, {Key: "versionCache", Value: h.versionCacheStats()}, {Key: "asyncCommits", Value: h.store.AsyncCommits()}, {Key: "changeStreams", Value: h.changeStreamStats()}, {Key: "gc", Value: gcStatus(h.opts.GC.Status())}}},
 		{Key: "metrics", Value: bson.D{{Key: "cursor", Value: bson.D{
 			{Key: "open", Value: bson.D{{Key: "total", Value: int64(h.cursors.len())}}},
 			{Key: "timedOut", Value: h.cursors.timedOut.Load()},
@@ -198,6 +199,17 @@ func (h *Handlers) serverStatus(context.Context, *Request) (bson.D, error) {
 			{Key: "passes", Value: h.ttl.passes.Load()},
 		}}}},
 	}, nil
+}
+
+// gcStatus reports how Go's collector is paced (internal/gctune).
+func gcStatus(st gctune.Status) bson.D {
+	return bson.D{
+		{Key: "paced", Value: st.Paced},
+		{Key: "gogc", Value: int32(st.Percent)},
+		{Key: "headroomMiB", Value: st.HeadroomMiB},
+		{Key: "deferredForHighTier", Value: st.Deferring},
+		{Key: "deferrals", Value: st.Deferrals},
+	}
 }
 
 func hostname() string {

@@ -14,6 +14,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"tierdb/internal/auth"
+	"tierdb/internal/gctune"
 	"tierdb/internal/mongoerr"
 	"tierdb/internal/qos"
 	"tierdb/internal/query"
@@ -135,6 +136,9 @@ type Options struct {
 	// TTLInterval is the time between two passes of the TTL monitor
 	// (ttl.go; MongoDB's ttlMonitorSleepSecs, default 60 s); negative: off.
 	TTLInterval time.Duration
+	// GC paces Go's collector (serverStatus reports it); nil when GOGC
+	// was set.
+	GC *gctune.Tuner
 }
 
 // Admitter is the admission contract: Admit blocks until a request of tier t

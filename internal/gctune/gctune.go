@@ -47,6 +47,7 @@ type Tuner struct {
 	active    atomic.Bool
 	ended     atomic.Int64
 	deferring atomic.Bool
+	deferrals atomic.Int64
 
 	mu      sync.Mutex // orders adjust against Stop and Percent
 	percent int
@@ -172,6 +173,7 @@ func (t *Tuner) startDefer() {
 		return
 	}
 	t.deferring.Store(true)
+	t.deferrals.Add(1)
 	t.setLocked(true)
 	time.AfterFunc(t.hold, t.endDefer)
 }
@@ -203,3 +205,22 @@ func (t *Tuner) endDefer() {
 
 // Deferring reports whether collections are deferred for the high tier.
 func (t *Tuner) Deferring() bool { return t != nil && t.deferring.Load() }
+
+// Status describes the pacing (serverStatus).
+type Status struct {
+	Paced       bool // false when GOGC was set: the runtime's own pacing
+	Percent     int
+	HeadroomMiB int64
+	// Deferring: collections wait for the high tier now; Deferrals counts
+	// the spells of it.
+	Deferring bool
+	Deferrals int64
+}
+
+// Status reports the pacing; a nil Tuner (GOGC set) is not paced.
+func (t *Tuner) Status() Status {
+	if t == nil {
+		return Status{}
+	}
+	return Status{Paced: true, Percent: t.Percent(), HeadroomMiB: int64(t.headroom >> 20), Deferring: t.deferring.Load(), Deferrals: t.deferrals.Load()}
+}

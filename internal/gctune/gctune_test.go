@@ -124,8 +124,8 @@ func TestHighTierDefersCollections(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 		tu.SetHighActive(true)
 	}
-	if !tu.Deferring() || tu.Percent() != deferred {
-		t.Fatalf("deferring %v at %d%% after 100 ms of requests, want %d%%", tu.Deferring(), tu.Percent(), deferred)
+	if st := tu.Status(); !st.Deferring || st.Percent != deferred || st.Deferrals != 1 {
+		t.Fatalf("after 100 ms of requests %+v, want one deferral at %d%%", st, deferred)
 	}
 
 	// The hold ends after the last request and the headroom is back.
