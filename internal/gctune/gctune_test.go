@@ -105,7 +105,7 @@ func TestStartLeavesGOGCAlone(t *testing.T) {
 func TestHighTierDefersCollections(t *testing.T) {
 	const headroom = 64 << 20
 	tu := start(headroom)
-	tu.hold = 50 * time.Millisecond
+	tu.hold = 100 * time.Millisecond // a sleep below would have to last 20 times as long to end it
 	t.Cleanup(tu.Stop)
 	runtime.GC()
 	live := readUint("/gc/heap/live:bytes")
@@ -119,13 +119,13 @@ func TestHighTierDefersCollections(t *testing.T) {
 		t.Fatal("not deferring while the high tier is active")
 	}
 	waitPercent(t, deferred)
-	for range 20 {
+	for range 40 { // 200 ms, twice the hold
 		tu.SetHighActive(false)
 		time.Sleep(5 * time.Millisecond)
 		tu.SetHighActive(true)
 	}
 	if st := tu.Status(); !st.Deferring || st.Percent != deferred || st.Deferrals != 1 {
-		t.Fatalf("after 100 ms of requests %+v, want one deferral at %d%%", st, deferred)
+		t.Fatalf("after 200 ms of requests %+v, want one deferral at %d%%", st, deferred)
 	}
 
 	// The hold ends after the last request and the headroom is back.
