@@ -40,7 +40,7 @@ type Tuner struct {
 	hold     time.Duration
 
 	// active and ended (Unix ns) are the high tier's state as last told;
-	// deferring is whether the doubled headroom is in force. SetHighActive
+	// deferring is whether the larger headroom is in force. SetHighActive
 	// stores active before it loads deferring, and endDefer stores
 	// deferring before it loads active, so one of them always sees the
 	// other.
@@ -202,9 +202,6 @@ func (t *Tuner) endDefer() {
 	}
 	t.setLocked(true)
 }
-
-// Deferring reports whether collections are deferred for the high tier.
-func (t *Tuner) Deferring() bool { return t != nil && t.deferring.Load() }
 
 // Status describes the pacing (serverStatus).
 type Status struct {

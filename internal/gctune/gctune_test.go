@@ -115,7 +115,7 @@ func TestHighTierDefersCollections(t *testing.T) {
 	// A back-to-back high-tier client: the deferral starts at its first
 	// request and outlasts the hold while it keeps coming.
 	tu.SetHighActive(true)
-	if !tu.Deferring() {
+	if !tu.Status().Deferring {
 		t.Fatal("not deferring while the high tier is active")
 	}
 	waitPercent(t, deferred)
@@ -131,7 +131,7 @@ func TestHighTierDefersCollections(t *testing.T) {
 	// The hold ends after the last request and the headroom is back.
 	tu.SetHighActive(false)
 	waitPercent(t, normal)
-	if tu.Deferring() {
+	if tu.Status().Deferring {
 		t.Error("still deferring after the hold")
 	}
 
@@ -140,7 +140,7 @@ func TestHighTierDefersCollections(t *testing.T) {
 	waitPercent(t, deferred)
 	tu.Stop()
 	waitPercent(t, 100)
-	if tu.Deferring() {
+	if tu.Status().Deferring {
 		t.Error("deferring after Stop")
 	}
 	tu.SetHighActive(true)
