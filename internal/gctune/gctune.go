@@ -205,8 +205,10 @@ func (t *Tuner) endDefer() {
 
 // Status describes the pacing (serverStatus).
 type Status struct {
-	Paced       bool // false when GOGC was set: the runtime's own pacing
-	Percent     int
+	Paced   bool // false when GOGC was set: the runtime's own pacing
+	Percent int
+	// HeadroomMiB is the headroom in force: the larger one while
+	// collections wait for the high tier.
 	HeadroomMiB int64
 	// Deferring: collections wait for the high tier now; Deferrals counts
 	// the spells of it.
@@ -219,5 +221,11 @@ func (t *Tuner) Status() Status {
 	if t == nil {
 		return Status{}
 	}
-	return Status{Paced: true, Percent: t.Percent(), HeadroomMiB: int64(t.headroom >> 20), Deferring: t.deferring.Load(), Deferrals: t.deferrals.Load()}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	st := Status{Paced: true, Percent: t.percent, HeadroomMiB: int64(t.headroom >> 20), Deferring: t.deferring.Load(), Deferrals: t.deferrals.Load()}
+	if st.Deferring {
+		st.HeadroomMiB *= deferFactor
+	}
+	return st
 }

@@ -124,7 +124,7 @@ func TestHighTierDefersCollections(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 		tu.SetHighActive(true)
 	}
-	if st := tu.Status(); !st.Deferring || st.Percent != deferred || st.Deferrals != 1 {
+	if st := tu.Status(); !st.Deferring || st.Percent != deferred || st.Deferrals != 1 || st.HeadroomMiB != deferFactor*headroom>>20 {
 		t.Fatalf("after 200 ms of requests %+v, want one deferral at %d%%", st, deferred)
 	}
 
