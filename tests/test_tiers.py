@@ -238,6 +238,24 @@ def test_collections_wait_while_the_high_tier_is_active(new_server):
         t.cleanup()
 
 
+def test_gc_defer_false_keeps_the_usual_pacing_for_the_high_tier(new_server):
+    """--gc-defer=false: a high-tier request defers nothing."""
+    t = new_server(extra_args=["--enable-test-commands", "--gc-defer=false"]).start()
+    try:
+        c = t.client()
+        high = tier_client(t, "high")
+        th, out = hold_high(t, high, 500)
+        g = c.admin.command("serverStatus")["tierdb"]["gc"]
+        assert g["paced"] and not g["deferredForHighTier"] and g["headroomMiB"] == 128, g
+        th.join()
+        assert "error" not in out, out
+        assert c.admin.command("serverStatus")["tierdb"]["gc"]["deferrals"] == 0
+        high.close()
+        c.close()
+    finally:
+        t.cleanup()
+
+
 @pytest.mark.skipif(not KEEPS_SLICES, reason="custom slices need Linux 6.12 (EEVDF)")
 def test_slices_of_backends_and_of_tierdb_itself(qserver):
     high, normal = tier_client(qserver, "high"), tier_client(qserver, "normal")

@@ -94,6 +94,7 @@ type serveFlags struct {
 	testCommands    bool
 	metricsListen   string
 	pprof           bool
+	gcDefer         bool
 	qos             qosFlags
 	repl            replFlags
 	auth            authFlags
@@ -131,6 +132,7 @@ func (f *serveFlags) flagSet() *flag.FlagSet {
 	fs.IntVar(&f.slowMS, "slow-ms", 100, "log operations that take longer than this many milliseconds (user, tier, command, namespace, duration, plan summary; never document contents) and list them on the status page (0: off)")
 	fs.StringVar(&f.metricsListen, "metrics-listen", "", "serve Prometheus metrics (/metrics), the status page (/) and health checks (/healthz, /readyz) on this address, e.g. 127.0.0.1:9216 (empty: off)")
 	fs.BoolVar(&f.pprof, "pprof", false, "also serve Go profiles under /debug/pprof/ on --metrics-listen")
+	fs.BoolVar(&f.gcDefer, "gc-defer", true, "while the high tier is active and for a second after, let Go's collector wait for up to 512 MiB of garbage instead of 128 MiB: a shorter high-tier tail for more memory and the CPU of touching it (false: the usual pacing always; ignored with GOGC set or --qos=off)")
 	fs.BoolVar(&f.testCommands, "enable-test-commands", false, "enable commands for tests (sleep)")
 	fs.StringVar(&f.configFile, "config", "", "YAML file of flag values (keys are flag names); flags given on the command line win")
 	f.qos.register(fs)
@@ -238,7 +240,11 @@ func (f *serveFlags) run() error {
 		defer ctrl.Close()
 		// Collections wait while the high tier is active (gctune; a nil
 		// tuner ignores it).
-		manager = tierctl.NewManager(qcfg, ch, gate, ctrl, gc.SetHighActive)
+		var deferGC func(bool)
+		if f.gcDefer {
+			deferGC = gc.SetHighActive
+		}
+		manager = tierctl.NewManager(qcfg, ch, gate, ctrl, deferGC)
 		storeOpts.OnBackendOpen = ctrl.BackendOpened
 		storeOpts.OnBackendClose = ctrl.BackendClosed
 		go keepBackgroundIO(ctx, ctrl)
