@@ -238,10 +238,10 @@ func (f *serveFlags) run() error {
 		}
 		ctrl := tierctl.New(tierctl.Options{Logger: log, BackgroundProcesses: backgroundProcs}, qcfg)
 		defer ctrl.Close()
-		// Collections wait while the high tier is active (gctune; a nil
-		// tuner ignores it).
+		// Collections wait while the high tier is active (gctune); with
+		// GOGC set there is no tuner and nothing to tell.
 		var deferGC func(bool)
-		if f.gcDefer {
+		if f.gcDefer && gc != nil {
 			deferGC = gc.SetHighActive
 		}
 		manager = tierctl.NewManager(qcfg, ch, gate, ctrl, deferGC)
