@@ -121,30 +121,52 @@ func walSyncs(ctx context.Context, connString string) (int64, float64, error) {
 	return n, ms, err
 }
 
-// scrapeTierRequests reads tierdb's request duration metric per tier.
-func scrapeTierRequests(ctx context.Context, addr string) (map[string]TierRequests, error) {
+// tierdbMetrics is what the harness reads off tierdb's /metrics: its own
+// view of each tier's requests, and the Go runtime's allocation and
+// collection counters (totals since the process started).
+type tierdbMetrics struct {
+	Tiers      map[string]TierRequests
+	AllocBytes float64 // go_memstats_alloc_bytes_total
+	GCs        int64   // go_gc_duration_seconds_count
+}
+
+// scrapeMetrics reads tierdb's /metrics.
+func scrapeMetrics(ctx context.Context, addr string) (tierdbMetrics, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
 	if err != nil {
-		return nil, err
+		return tierdbMetrics{}, err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return nil, err
+		return tierdbMetrics{}, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET /metrics: %s", resp.Status)
+		return tierdbMetrics{}, fmt.Errorf("GET /metrics: %s", resp.Status)
 	}
-	return parseTierRequests(bufio.NewScanner(resp.Body))
+	return parseMetrics(bufio.NewScanner(resp.Body))
 }
 
-// parseTierRequests picks tierdb_request_duration_seconds_sum and _count
-// out of Prometheus text.
-func parseTierRequests(sc *bufio.Scanner) (map[string]TierRequests, error) {
+// parseMetrics picks tierdb_request_duration_seconds_sum and _count and
+// the runtime counters out of Prometheus text.
+func parseMetrics(sc *bufio.Scanner) (tierdbMetrics, error) {
 	const metric = "tierdb_request_duration_seconds_"
+	var m tierdbMetrics
 	sums, counts := map[string]float64{}, map[string]int64{}
 	for sc.Scan() {
 		line := sc.Text()
+		if name, value, ok := strings.Cut(line, " "); ok && (name == "go_memstats_alloc_bytes_total" || name == "go_gc_duration_seconds_count") {
+			v, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
+			if err != nil {
+				return m, fmt.Errorf("metrics: %q: %w", line, err)
+			}
+			if name == "go_gc_duration_seconds_count" {
+				m.GCs = int64(v)
+			} else {
+				m.AllocBytes = v
+			}
+			continue
+		}
 		rest, ok := strings.CutPrefix(line, metric)
 		if !ok {
 			continue
@@ -159,7 +181,7 @@ func parseTierRequests(sc *bufio.Scanner) (map[string]TierRequests, error) {
 		}
 		v, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
 		if err != nil {
-			return nil, fmt.Errorf("metrics: %q: %w", line, err)
+			return m, fmt.Errorf("metrics: %q: %w", line, err)
 		}
 		if kind == "sum" {
 			sums[tier] = v
@@ -168,15 +190,15 @@ func parseTierRequests(sc *bufio.Scanner) (map[string]TierRequests, error) {
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return nil, err
+		return m, err
 	}
-	out := map[string]TierRequests{}
+	m.Tiers = map[string]TierRequests{}
 	for tier, n := range counts {
 		if n > 0 {
-			out[tier] = TierRequests{Count: n, MeanUs: sums[tier] / float64(n) * 1e6}
+			m.Tiers[tier] = TierRequests{Count: n, MeanUs: sums[tier] / float64(n) * 1e6}
 		}
 	}
-	return out, nil
+	return m, nil
 }
 
 // backendCPU returns the CPU seconds used so far by each tierdb backend,

@@ -239,6 +239,10 @@ func (e *engine) runOne(ctx context.Context, rep int, v Variant) (run RunResult,
 		return run, fmt.Errorf("sampling pg_stat_activity: %w", err)
 	}
 	defer sampler.stop()
+	metricsA, err := scrapeMetrics(ctx, t.MetricsAddr())
+	if err != nil {
+		return run, fmt.Errorf("reading tierdb's metrics: %w", err)
+	}
 	cpuA, _ := rig.ReadCPUTimes()
 	tierdbA, pgA, selfA := processCPU(t.PID()), e.pg.postgresCPU(), processCPU(os.Getpid())
 	runCtx, cancel := context.WithTimeout(ctx, e.sc.MaxRunTime.D())
@@ -393,9 +397,13 @@ func (e *engine) runOne(ctx context.Context, rep int, v Variant) (run RunResult,
 	if n, ms, err := walSyncs(ctx, e.pg.Cluster.ConnString()); err == nil {
 		d.WALSyncs, d.WALSyncMs = n-syncsA, ms-syncMsA
 	}
-	if d.Tierdb, err = scrapeTierRequests(ctx, t.MetricsAddr()); err != nil {
+	metricsB, err := scrapeMetrics(ctx, t.MetricsAddr())
+	if err != nil {
 		return run, fmt.Errorf("reading tierdb's metrics: %w", err)
 	}
+	d.Tierdb = metricsB.Tiers
+	run.Server.TierdbAllocBytes = metricsB.AllocBytes - metricsA.AllocBytes
+	run.Server.TierdbGCs = metricsB.GCs - metricsA.GCs
 
 	var readSeries []int32
 	var readLatency []*Histogram

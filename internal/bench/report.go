@@ -197,14 +197,14 @@ func markdown(res *Results, plots []plotFile) string {
 
 	p("%s", fairnessTable(sum))
 	p("### Server side\n\n")
-	p("CPU time of the tierdb process and of all PostgreSQL processes per operation (all groups), and how busy the server CPUs (%s) were, whoever used them; steal is time the hypervisor gave to other virtual machines.\n\n", cpuListText(res.Layout.ServerCPUs))
-	p("| variant | all groups ops/s | tierdb CPU/op | PostgreSQL CPU/op | server CPUs busy | of which other processes | steal | iowait | load generator CPU | load CPUs busy | run length |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+	p("CPU time of the tierdb process and of all PostgreSQL processes per operation (all groups), what tierdb's Go heap allocated per operation and how many collections it ran in a run, and how busy the server CPUs (%s) were, whoever used them; steal is time the hypervisor gave to other virtual machines.\n\n", cpuListText(res.Layout.ServerCPUs))
+	p("| variant | all groups ops/s | tierdb CPU/op | PostgreSQL CPU/op | tierdb alloc/op | collections | server CPUs busy | of which other processes | steal | iowait | load generator CPU | load CPUs busy | run length |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, v := range sum.Variants {
 		cut := ""
 		if v.CutOff > 0 {
 			cut = fmt.Sprintf(" (%d cut off)", v.CutOff)
 		}
-		p("| %s | %.0f | %.0f µs | %.0f µs | %.0f%% | %.0f%% | %.1f%% | %.1f%% | %.0f%% | %.0f%% | %.1f s%s |\n", v.Variant, v.Throughput, v.TierdbCPUPerOp, v.PostgresCPUPerOp,
+		p("| %s | %.0f | %.0f µs | %.0f µs | %.1f kB | %.0f | %.0f%% | %.0f%% | %.1f%% | %.1f%% | %.0f%% | %.0f%% | %.1f s%s |\n", v.Variant, v.Throughput, v.TierdbCPUPerOp, v.PostgresCPUPerOp, v.AllocPerOp/1000, v.GCs,
 			v.BusyPct, v.OthersPct, v.StealPct, v.IOWaitPct, v.LoadGenCPUPct, v.LoadBusyPct, v.WallSeconds, cut)
 	}
 	p("\n")

@@ -129,6 +129,10 @@ type ServerUsage struct {
 	// process and of all PostgreSQL processes.
 	TierdbCPU   float64 `json:"tierdbCPU"`
 	PostgresCPU float64 `json:"postgresCPU"`
+	// TierdbAllocBytes is what tierdb's Go heap allocated over the run and
+	// TierdbGCs how many collections it ran (its /metrics).
+	TierdbAllocBytes float64 `json:"tierdbAllocBytes"`
+	TierdbGCs        int64   `json:"tierdbGCs"`
 	// BusyPct is how busy the server CPUs were (all processes, including
 	// other tenants), StealPct the time the hypervisor ran something else.
 	BusyPct  float64 `json:"busyPct"`

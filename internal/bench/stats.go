@@ -78,6 +78,10 @@ type VariantSummary struct {
 	// TierdbCPUPerOp and PostgresCPUPerOp are CPU µs per operation.
 	TierdbCPUPerOp   float64 `json:"tierdbCPUUsPerOp"`
 	PostgresCPUPerOp float64 `json:"postgresCPUUsPerOp"`
+	// AllocPerOp is tierdb's heap allocation in bytes per operation, GCs
+	// its collections per run.
+	AllocPerOp float64 `json:"tierdbAllocBytesPerOp"`
+	GCs        float64 `json:"tierdbGCs"`
 	BusyPct          float64 `json:"serverBusyPct"`
 	OthersPct        float64 `json:"serverOthersPct"`
 	LoadGenCPUPct    float64 `json:"loadGenCPUPct"`
@@ -241,7 +245,7 @@ func seriesRate(series []int32, from, to float64) float64 {
 }
 
 func summarizeVariant(variant string, runs []RunResult) VariantSummary {
-	var tput, tcpu, pcpu, busy, others, steal, iow, wall, lg, lb []float64
+	var tput, tcpu, pcpu, alloc, gcs, busy, others, steal, iow, wall, lg, lb []float64
 	vs := VariantSummary{Variant: variant}
 	for _, r := range runs {
 		ops, rate := runThroughput(r)
@@ -251,7 +255,9 @@ func summarizeVariant(variant string, runs []RunResult) VariantSummary {
 		if ops > 0 {
 			tcpu = append(tcpu, r.Server.TierdbCPU/float64(ops)*1e6)
 			pcpu = append(pcpu, r.Server.PostgresCPU/float64(ops)*1e6)
+			alloc = append(alloc, r.Server.TierdbAllocBytes/float64(ops))
 		}
+		gcs = append(gcs, float64(r.Server.TierdbGCs))
 		busy = append(busy, r.Server.BusyPct)
 		others = append(others, r.Server.OthersPct)
 		lg = append(lg, r.Server.LoadGenCPUPct)
@@ -266,6 +272,8 @@ func summarizeVariant(variant string, runs []RunResult) VariantSummary {
 	vs.Throughput = Median(tput)
 	vs.TierdbCPUPerOp = Median(tcpu)
 	vs.PostgresCPUPerOp = Median(pcpu)
+	vs.AllocPerOp = Median(alloc)
+	vs.GCs = Median(gcs)
 	vs.BusyPct = Median(busy)
 	vs.OthersPct = Median(others)
 	vs.LoadGenCPUPct = Median(lg)

@@ -15,7 +15,7 @@ import (
 	"tierdb/internal/osprio"
 )
 
-func TestParseTierRequests(t *testing.T) {
+func TestParseMetrics(t *testing.T) {
 	text := `# HELP tierdb_request_duration_seconds Request duration including admission wait, by tier.
 tierdb_request_duration_seconds_bucket{tier="high",le="0.001"} 3
 tierdb_request_duration_seconds_sum{tier="high"} 0.004
@@ -23,13 +23,22 @@ tierdb_request_duration_seconds_count{tier="high"} 4
 tierdb_request_duration_seconds_sum{tier="low"} 0
 tierdb_request_duration_seconds_count{tier="low"} 0
 tierdb_connections 3
+go_gc_duration_seconds{quantile="0"} 1.2e-05
+go_gc_duration_seconds_sum 0.0042
+go_gc_duration_seconds_count 17
+go_memstats_alloc_bytes 1.2e+07
+go_memstats_alloc_bytes_total 9.87654321e+08
 `
-	got, err := parseTierRequests(bufio.NewScanner(strings.NewReader(text)))
+	m, err := parseMetrics(bufio.NewScanner(strings.NewReader(text)))
 	if err != nil {
 		t.Fatal(err)
 	}
+	got := m.Tiers
 	if len(got) != 1 || got["high"].Count != 4 || got["high"].MeanUs != 1000 {
 		t.Errorf("got %+v", got)
+	}
+	if m.GCs != 17 || m.AllocBytes != 987654321 {
+		t.Errorf("runtime counters: %d collections, %.0f bytes", m.GCs, m.AllocBytes)
 	}
 }
 

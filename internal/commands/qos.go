@@ -144,6 +144,7 @@ func (h *Handlers) setQoSConfig(_ context.Context, req *Request) (bson.D, error)
 			return nil, mongoerr.New(mongoerr.BadValue, "zeta must be an integer from 1 to 1048576 (the round quota per unit of weight; the ζ control moves it on from there)")
 		}
 	}
+	_, setsP := lookup(req.Cmd[1:], "parallelism")
 	cfg, err := h.opts.QoS.Update(func(c *qos.Config) error {
 		for _, e := range req.Cmd[1:] {
 			if isGenericField(e.Key) || e.Key == "recalibrate" || e.Key == "calibrationWindowMS" || e.Key == "zeta" {
@@ -154,7 +155,7 @@ func (h *Handlers) setQoSConfig(_ context.Context, req *Request) (bson.D, error)
 			}
 		}
 		return nil
-	})
+	}, setsP)
 	if err != nil {
 		return nil, err
 	}
@@ -479,7 +480,7 @@ func (h *Handlers) setCpuPools(_ context.Context, req *Request) (bson.D, error) 
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := h.opts.QoS.Update(func(c *qos.Config) error { c.Pools = pools; return nil })
+	cfg, err := h.opts.QoS.Update(func(c *qos.Config) error { c.Pools = pools; return nil }, false)
 	if err != nil {
 		return nil, err
 	}

@@ -74,8 +74,11 @@ func Validate(cfg qos.Config) error {
 }
 
 // Update applies change to a copy of the running configuration, validates
-// the result and, only if it is valid, makes it the running one.
-func (m *Manager) Update(change func(*qos.Config) error) (qos.Config, error) {
+// the result and, only if it is valid, makes it the running one. setsP says
+// the change gives P by hand (setQoSConfig's parallelism): then tierdb's own
+// choice of P ends even if the value is the one it had found, and it is
+// refused while a calibration runs, which would overwrite it.
+func (m *Manager) Update(change func(*qos.Config) error, setsP bool) (qos.Config, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	next := m.cfg
@@ -86,7 +89,7 @@ func (m *Manager) Update(change func(*qos.Config) error) (qos.Config, error) {
 	if err := Validate(next); err != nil {
 		return m.cfg, err
 	}
-	if m.calibrating && next.Fair != m.cfg.Fair {
+	if m.calibrating && (next.Fair != m.cfg.Fair || setsP) {
 		return m.cfg, mongoerr.New(mongoerr.ConflictingOperationInProg, "parallelism is being calibrated; change the fair-share settings when the calibration ends (qosStatus.fair.calibration)")
 	}
 	if err := m.Channel.SetThreshold(next.Threshold); err != nil {
@@ -95,7 +98,7 @@ func (m *Manager) Update(change func(*qos.Config) error) (qos.Config, error) {
 	if err := m.Gate.SetLimits(next.Fair); err != nil {
 		return m.cfg, err
 	}
-	if next.Fair.Parallelism != m.cfg.Fair.Parallelism || next.Fair.ParallelismForFairness != m.cfg.Fair.ParallelismForFairness {
+	if setsP || next.Fair.Parallelism != m.cfg.Fair.Parallelism || next.Fair.ParallelismForFairness != m.cfg.Fair.ParallelismForFairness {
 		m.auto = false // set by hand: the override holds
 	}
 	m.Channel.SetStarvationGuard(next.StarvationGuard)
