@@ -100,7 +100,8 @@ func (c *zetaControl) quota(w float64) int {
 	return max(1, int(math.Round(w*c.zeta)))
 }
 
-// roundEnded runs the control once per window.
+// roundEnded runs the control once per window: at the end of a round, or
+// at an admission while nothing waits (Gate.Admit), when there is no round.
 func (c *zetaControl) roundEnded(tr *tierRound, now time.Time) {
 	if now.Sub(c.windowStart) < c.window {
 		return

@@ -179,11 +179,18 @@ func (g *Gate) Admit(ctx context.Context, t Tier, p Principal, arrived time.Time
 	if p.SLO > 0 {
 		slo = g.sloLocked(sloKey{p.User, t == High}, p.SLO)
 	}
-	u := g.tiers[t].user(p.User, weight, arrived)
+	tr := &g.tiers[t]
+	u := tr.user(p.User, weight, arrived)
 	if slo == nil && u.slo != nil {
 		delete(g.slos, sloKey{p.User, t == High}) // its objective was taken away
 	}
 	u.slo = slo
+	if t != High && tr.waiting == 0 {
+		// No round ends while nothing waits, but the window does: its
+		// per-user figures start again and idle users are forgotten, so
+		// the users map stays as small as the traffic of one window.
+		tr.ctl.roundEnded(tr, arrived)
+	}
 	g.arrivingLocked(t, u)
 	if t == High || g.tiers[t].waiting == 0 && g.mayRunLocked(t) {
 		slot, gen := g.takeLocked(t, u)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"testing"
 	"time"
@@ -814,5 +815,80 @@ func TestAdmissionRunsFromTheCallersArrival(t *testing.T) {
 		t.Errorf("queued Admit waited %v, want 5ms", a.Waited())
 	} else {
 		a.Done()
+	}
+}
+
+// A tier where nothing waits has no rounds, yet its window still ends: the
+// per-user figures cover one window and users gone idle are forgotten, so
+// a stream of distinct users (one per peer host, say) cannot grow the
+// gate's memory.
+func TestUncontendedTierForgetsIdleUsers(t *testing.T) {
+	g, clk := newTestGate(t, GateOptions{Window: 100 * time.Millisecond})
+	for i := range 1000 {
+		done, err := gateAdmit(g, context.Background(), Normal, Principal{User: fmt.Sprint("peer ", i), Weight: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		done()
+	}
+	if n := len(g.Stats().Tiers[Normal].Users); n != 1000 {
+		t.Fatalf("%d users within the window, want 1000", n)
+	}
+	clk.Advance(300 * time.Millisecond)
+	for range 3 {
+		done, err := gateAdmit(g, context.Background(), Normal, Principal{User: "steady", Weight: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		done()
+	}
+	users := g.Stats().Tiers[Normal].Users
+	if len(users) != 1 || users[0].User != "steady" || users[0].Served != 3 {
+		t.Fatalf("after the window: %+v, want only steady, served 3", users)
+	}
+	clk.Advance(300 * time.Millisecond)
+	done, err := gateAdmit(g, context.Background(), Normal, Principal{User: "steady", Weight: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done()
+	if users := g.Stats().Tiers[Normal].Users; len(users) != 1 || users[0].Served != 1 {
+		t.Fatalf("a new window: %+v, want steady served 1 (the count starts again)", users)
+	}
+}
+
+// ζ halves when the latency CV crosses its bound, even with U_f at 0, and
+// holds while either figure lies between half its bound and the bound.
+func TestZetaControlByCV(t *testing.T) {
+	tr := tierRound{users: map[string]*fairUser{}}
+	tr.ctl = newZetaControl(GateOptions{Zeta: 8, UnfairnessBound: 0.1, CVBound: 0.5}, time.Unix(0, 0))
+	a := tr.user("a", 1, time.Unix(0, 0))
+	b := tr.user("b", 1, time.Unix(0, 0))
+	window := func(sec int64, latencies ...time.Duration) {
+		t.Helper()
+		for _, u := range []*fairUser{a, b} {
+			u.backlogged, u.served, u.lastSeen = true, 20, time.Unix(sec, 0)
+			for _, l := range latencies {
+				u.lat.add(l)
+			}
+		}
+		tr.ctl.roundEnded(&tr, time.Unix(sec, 0))
+	}
+	// 1 and 9 ms: μ 5 ms, σ 4 ms, CV 0.8 over the bound: ζ halves.
+	window(1, time.Millisecond, 9*time.Millisecond)
+	if math.Abs(tr.ctl.cv-0.8) > 1e-9 || tr.ctl.zeta != 4 {
+		t.Fatalf("CV %v, ζ %v; want 0.8 and halved to 4", tr.ctl.cv, tr.ctl.zeta)
+	}
+	// 7 and 13 ms: CV 0.3, between half the bound (0.25) and the bound:
+	// ζ holds.
+	window(2, 7*time.Millisecond, 13*time.Millisecond)
+	if tr.ctl.zeta != 4 {
+		t.Fatalf("CV %v: ζ %v, want it held at 4", tr.ctl.cv, tr.ctl.zeta)
+	}
+	// 9 and 11 ms: CV 0.1, and U_f 0: both under half their bounds: ζ
+	// grows.
+	window(3, 9*time.Millisecond, 11*time.Millisecond)
+	if tr.ctl.zeta != 5 {
+		t.Fatalf("CV %v: ζ %v, want it grown to 5", tr.ctl.cv, tr.ctl.zeta)
 	}
 }
