@@ -46,6 +46,11 @@ type Session struct {
 	convID int32
 	// acct is the per-user accounting of the authenticated user.
 	acct *userAccount
+	// fairName is who the session's requests count for in the fair share
+	// (fairPrincipal), worked out once for fairFor (the User it was made
+	// for; nil: the peer host) rather than at every request.
+	fairName string
+	fairFor  *auth.Principal
 }
 
 // Request is one command invocation.
@@ -533,18 +538,26 @@ func (h *Handlers) tableEntry(req *Request) *command {
 // client's address (one user per peer host, weight 1), so unauthenticated
 // clients on different hosts are not lumped together.
 func fairPrincipal(s *Session) qos.Principal {
-	switch {
-	case s == nil:
+	if s == nil {
 		return qos.Principal{Weight: 1}
-	case s.User != nil:
+	}
+	if s.fairName == "" || s.fairFor != s.User {
+		s.fairFor = s.User
+		if s.User != nil {
+			s.fairName = s.User.User.Name.String()
+		} else {
+			host, _, err := net.SplitHostPort(s.RemoteAddr)
+			if err != nil {
+				host = s.RemoteAddr
+			}
+			s.fairName = "peer " + host
+		}
+	}
+	if s.User != nil {
 		u := s.User.User
-		return qos.Principal{User: u.Name.String(), Weight: userWeight(u), SLO: u.SLO}
+		return qos.Principal{User: s.fairName, Weight: userWeight(u), SLO: u.SLO}
 	}
-	host, _, err := net.SplitHostPort(s.RemoteAddr)
-	if err != nil {
-		host = s.RemoteAddr
-	}
-	return qos.Principal{User: "peer " + host, Weight: 1}
+	return qos.Principal{User: s.fairName, Weight: 1}
 }
 
 func validateDBName(db string) error {
