@@ -151,22 +151,28 @@ func (h *Handlers) writeFairMetrics(w *metrics.Writer, st qos.GateStats) {
 		{"tierdb_fair_user_weight", "A user's fair-share weight.", func(u qos.UserStats) float64 { return u.Weight }},
 		{"tierdb_fair_user_wait_seconds", "Mean wait at the fair-share gate of a user's requests admitted in the current window.", func(u qos.UserStats) float64 { return u.MeanWait.Seconds() }},
 	}
+	// A user's objective at the high tier and at the lower tiers are
+	// judged apart (qos.SLOStats.High), hence the tiers label.
 	slos := h.opts.QoS.Gate.SLOs()
-	for _, s := range slos {
-		w.Gauge("tierdb_slo_p999_seconds", "A user's p99.9 latency over the SLO controller's window (its recent periods).", metrics.Labels{{"user", s.User}}, s.P999.Seconds())
+	perSLO := []struct {
+		name, help string
+		value      func(qos.SLOStats) float64
+	}{
+		{"tierdb_slo_objective_seconds", "A user's p99.9 latency objective.", func(s qos.SLOStats) float64 { return s.Objective.Seconds() }},
+		{"tierdb_slo_p999_seconds", "A user's p99.9 latency over the SLO controller's window (its recent periods).", func(s qos.SLOStats) float64 { return s.P999.Seconds() }},
+		{"tierdb_slo_met", "1 when a user's p99.9 met its objective over the last SLO period.", func(s qos.SLOStats) float64 { return b2f(s.Met) }},
+		{"tierdb_slo_unmeetable", "1 when the controller judges the objective cannot be met: it steers as far as it can and the p99.9 still misses.", func(s qos.SLOStats) float64 { return b2f(s.Unmeetable) }},
+		{"tierdb_slo_urgent_after_seconds", "How long a latency-sensitive user's requests wait in the round before they go ahead of it.", func(s qos.SLOStats) float64 { return s.UrgentAfter.Seconds() }},
+		{"tierdb_slo_ahead", "Requests of a latency-sensitive user admitted ahead of the round in the last SLO period.", func(s qos.SLOStats) float64 { return float64(s.Ahead) }},
 	}
-	for _, s := range slos {
-		met := 0.0
-		if s.Met {
-			met = 1
+	for _, m := range perSLO {
+		for _, s := range slos {
+			tiers := "lower"
+			if s.High {
+				tiers = "high"
+			}
+			w.Gauge(m.name, m.help, metrics.Labels{{"user", s.User}, {"tiers", tiers}}, m.value(s))
 		}
-		w.Gauge("tierdb_slo_met", "1 when a user's p99.9 met its objective over the last SLO period.", metrics.Labels{{"user", s.User}}, met)
-	}
-	for _, s := range slos {
-		w.Gauge("tierdb_slo_urgent_after_seconds", "How long a latency-sensitive user's requests wait in the round before they go ahead of it.", metrics.Labels{{"user", s.User}}, s.UrgentAfter.Seconds())
-	}
-	for _, s := range slos {
-		w.Gauge("tierdb_slo_ahead", "Requests of a latency-sensitive user admitted ahead of the round in the last SLO period.", metrics.Labels{{"user", s.User}}, float64(s.Ahead))
 	}
 	for _, m := range perUser {
 		for t := qos.Normal; t < qos.NumTiers; t++ {

@@ -2,6 +2,7 @@ package commands
 
 import (
 	"context"
+	"math"
 	"slices"
 	"sort"
 	"time"
@@ -296,10 +297,12 @@ func parseSLO(v any) (time.Duration, error) {
 		if e.Key != "p999Ms" {
 			return 0, mongoerr.Newf(mongoerr.BadValue, "unknown slo field %q: tierdb keeps p99.9 objectives (p999Ms)", e.Key)
 		}
-		if !isNum || !(ms > 0 && ms <= 3600_000) {
-			return 0, mongoerr.New(mongoerr.BadValue, "slo.p999Ms must be a number of milliseconds greater than 0 and at most 3600000")
+		// Kept in whole microseconds (as the user is stored), so an
+		// objective under 1 µs would be none.
+		if !isNum || !(ms >= 0.001 && ms <= 3600_000) {
+			return 0, mongoerr.New(mongoerr.BadValue, "slo.p999Ms must be a number of milliseconds from 0.001 to 3600000")
 		}
-		slo = time.Duration(ms * float64(time.Millisecond))
+		slo = time.Duration(math.Round(ms*1000)) * time.Microsecond
 	}
 	return slo, nil
 }
@@ -342,9 +345,32 @@ func diffRoles(old, new []auth.RoleName) (added, removed []auth.RoleName) {
 	return added, removed
 }
 
+// checkUserCommandFields refuses a createUser or updateUser field tierdb
+// does not know (BadValue, so that a misspelt weight or slo is never
+// dropped), and authentication restrictions, which it does not enforce.
+func checkUserCommandFields(req *Request) error {
+	for _, e := range req.Cmd[1:] {
+		switch e.Key {
+		case "pwd", "roles", "customData", "mechanisms", "digestPassword", "defaultTier", "weight", "slo":
+		case "authenticationRestrictions":
+			if a, ok := e.Value.(bson.A); !ok || len(a) > 0 {
+				return mongoerr.Newf(mongoerr.NotImplemented, "%s: authenticationRestrictions are not supported by tierdb (only an empty list is accepted)", req.Name)
+			}
+		default:
+			if !isGenericField(e.Key) {
+				return mongoerr.Newf(mongoerr.BadValue, "unknown %s field %q; allowed: pwd, roles, customData, mechanisms, digestPassword, defaultTier, weight, slo", req.Name, e.Key)
+			}
+		}
+	}
+	return nil
+}
+
 func (h *Handlers) createUser(ctx context.Context, req *Request) (bson.D, error) {
 	reg, name, err := h.registryAndName(req, "user")
 	if err != nil {
+		return nil, err
+	}
+	if err := checkUserCommandFields(req); err != nil {
 		return nil, err
 	}
 	u := &auth.User{Name: auth.UserName{User: name, DB: req.DB}, DefaultTier: qos.Normal}
@@ -363,14 +389,8 @@ func (h *Handlers) updateUser(ctx context.Context, req *Request) (bson.D, error)
 	if err != nil {
 		return nil, err
 	}
-	for _, e := range req.Cmd[1:] {
-		switch e.Key {
-		case "pwd", "roles", "customData", "mechanisms", "digestPassword", "defaultTier", "weight", "slo":
-		default:
-			if !isGenericField(e.Key) {
-				return nil, mongoerr.Newf(mongoerr.BadValue, "unknown updateUser field %q", e.Key)
-			}
-		}
+	if err := checkUserCommandFields(req); err != nil {
+		return nil, err
 	}
 	err = reg.UpdateUser(ctx, auth.UserName{User: name, DB: req.DB}, func(u *auth.User) error { return h.userFields(req, u, false) })
 	if err != nil {
