@@ -47,7 +47,9 @@ type User struct {
 	// (φ of seed 004); 0 means the default, 1.
 	Weight float64
 	// SLO is the user's p99.9 latency objective (0: none), which the
-	// gate's SLO controller meets by scaling the weight.
+	// gate's SLO controller steers by how long the user's requests wait in
+	// their tier's round before going ahead of it (qos/slo.go), and at the
+	// high tier by the channel's anticipation; the weight is not changed.
 	SLO time.Duration
 	// ID is MongoDB's userId: a random UUID given at creation, so a user
 	// dropped and created again under the same name is another user.
