@@ -3,6 +3,7 @@ P and the gate's figures, through pymongo against a real tierdb. How fair
 and how fast it is under load is measured by benchmarks, not here."""
 import os
 import re
+import subprocess
 import threading
 import time
 
@@ -103,7 +104,11 @@ def test_requests_queue_per_user_beyond_parallelism(authed):
         th.join(30)
     assert not errors
     fair = admin.admin.command("qosStatus")["fair"]
-    assert fair["tiers"]["normal"]["waiting"] == 0 and fair["tiers"]["normal"]["inProcess"] == 0
+    normal = fair["tiers"]["normal"]
+    assert normal["waiting"] == 0 and normal["inProcess"] == 0
+    # The ζ control's figures (measured once two users waited in a window)
+    for key in ("unfairness", "latencyCV", "zeta"):
+        assert isinstance(normal[key], float) and normal[key] >= 0, normal
     greedy.close()
     polite.close()
 
@@ -279,6 +284,14 @@ def test_parallelism_auto_is_the_default_and_calibrates_while_users_share_until_
         t.cleanup()
 
 
+def test_bad_fair_bound_flags_are_refused(new_server):
+    for flag in (["--fair-unfairness", "0"], ["--fair-cv", "-1"], ["--fair-unfairness", "nan"]):
+        t = new_server(extra_args=flag)
+        with pytest.raises(RuntimeError) as e:
+            t.start()
+        assert "bound must be in" in str(e.value), flag
+
+
 def test_a_bad_parallelism_flag_is_refused(new_server):
     t = new_server(extra_args=["--parallelism", "many"])
     with pytest.raises(RuntimeError) as e:
@@ -353,6 +366,13 @@ def test_latency_objectives_are_set_checked_and_reported(authed):
     assert admin.admin.command("usersInfo", "ls")["users"][0]["slo"] == {}
 
 
+def io_priority_of(pid):
+    """The I/O priority as tierdb writes it ("best-effort/4", "idle")."""
+    out = subprocess.run(["ionice", "-p", str(pid)], capture_output=True, text=True, check=True).stdout.strip()
+    cls, _, level = out.partition(": prio ")
+    return cls if cls in ("idle", "none") else f"{cls}/{level}"
+
+
 def nice_of(pid):
     with open(f"/proc/{pid}/stat") as f:
         return int(f.read().rsplit(")", 1)[1].split()[16])
@@ -369,7 +389,9 @@ def test_priority_inheritance_boosts_the_holder_of_a_row_lock(new_server):
         coll = c.app.hot
         coll.insert_one({"_id": 1, "n": 0})
         status = c.admin.command("qosStatus")
-        want = {"high": status["tiers"]["high"]["nice"]}
+        want = {"high": status["tiers"]["high"]["nice"], "high io": status["tiers"]["high"]["ioPriority"],
+                "low io": status["tiers"]["low"]["ioPriority"]}
+        assert want["high io"] != want["low io"], status["tiers"]
         s = c.start_session()
         s.start_transaction()
         c.admin.command("setClientPriority", "low")  # the client's one connection: the session's statements run low
@@ -393,6 +415,7 @@ def test_priority_inheritance_boosts_the_holder_of_a_row_lock(new_server):
             with open(f"/proc/{low_pids[0]}/autogroup") as f:
                 assert int(f.read().split()[2]) == want["high"], "the holder's session kept its own level"
         assert low_pids[0] in c.admin.command("qosStatus")["osPriorities"]["inheriting"]
+        assert io_priority_of(low_pids[0]) == want["high io"], "the holder kept its own I/O priority"
         s.commit_transaction()
         th.join(10)
         assert result["r"].modified_count == 1
@@ -400,6 +423,7 @@ def test_priority_inheritance_boosts_the_holder_of_a_row_lock(new_server):
         while nice_of(low_pids[0]) != 0:
             assert time.time() < deadline, "the holder kept the high tier's priority after the wait"
             time.sleep(0.01)
+        assert io_priority_of(low_pids[0]) == want["low io"], "the holder kept the high tier's I/O priority"
         assert c.admin.command("qosStatus")["osPriorities"]["inheritances"] >= 1
         assert coll.find_one({"_id": 1})["n"] == 11
         s.end_session()

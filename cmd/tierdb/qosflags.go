@@ -53,7 +53,7 @@ func (q *qosFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&q.fairAnticipation, "fair-anticipation", "auto", "how long a fair-share round may wait, with slots free, for a user that has quota left and a request in process or just ended (auto: as long as the tier's users need to stay within --fair-unfairness, up to 2ms, found per tier; a duration: that long; 0: never, rounds are then work-conserving)")
 	fs.Float64Var(&q.fair.UnfairnessBound, "fair-unfairness", d.Fair.UnfairnessBound, "U_f bound of the fair-share round quota control")
 	fs.Float64Var(&q.fair.CVBound, "fair-cv", d.Fair.CVBound, "latency CV bound of the fair-share round quota control")
-	fs.DurationVar(&q.inherit, "priority-inheritance", 0, "while high-tier requests are in process, ask PostgreSQL this often whom they wait for and give those backends the high tier's priorities (0: off)")
+	fs.DurationVar(&q.inherit, "priority-inheritance", 0, "once the high tier has been busy without a pause for half this long, ask PostgreSQL (at most this often) whom its requests wait for and give those backends the high tier's priorities (0: off)")
 }
 
 func (q *qosFlags) config() (qos.Config, error) {

@@ -72,6 +72,9 @@ type flipState struct {
 	mu     sync.Mutex
 	active bool
 	ended  time.Time // when the last high-tier request ended
+	// spells counts the flips to active: the same count at two looks, with
+	// active at both, means the high tier was busy all along in between.
+	spells uint64
 	// pools: every flip moves backends between CPU pools. nicePending:
 	// the lower tiers' nice levels are not in force and come into force
 	// at the next activation. Both are kept by refreshFlip.
@@ -84,6 +87,14 @@ func (c *Controller) highActive() (active bool, ended time.Time) {
 	c.flip.mu.Lock()
 	defer c.flip.mu.Unlock()
 	return c.flip.active, c.flip.ended
+}
+
+// highSpell reports whether high-tier requests are in process, and which
+// busy spell of the high tier this is.
+func (c *Controller) highSpell() (active bool, spell uint64) {
+	c.flip.mu.Lock()
+	defer c.flip.mu.Unlock()
+	return c.flip.active, c.flip.spells
 }
 
 // refreshFlip tells SetHighActive what its flips must wake follow for,
@@ -168,6 +179,9 @@ func (c *Controller) BackendClosed(pid int) {
 func (c *Controller) SetHighActive(active bool) {
 	f := &c.flip
 	f.mu.Lock()
+	if active && !f.active {
+		f.spells++
+	}
 	f.active = active
 	if !active {
 		f.ended = time.Now()

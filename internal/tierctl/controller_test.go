@@ -1,6 +1,8 @@
 package tierctl
 
 import (
+	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -91,4 +93,54 @@ func TestLowerTiersNicedFollowTheHighTier(t *testing.T) {
 		t.Error("SetHighActive waited for the controller's lock")
 	}
 	c.mu.Unlock()
+}
+
+// Priority inheritance asks PostgreSQL whom the high tier waits for only
+// once the high tier has stayed busy for half an interval: a client whose
+// requests are short never pays for the question, one that waits long is
+// looked into, at most once an interval.
+func TestInheritAsksOnlyAboutLongBusySpells(t *testing.T) {
+	cfg := qos.DefaultConfig()
+	cfg.Enabled = true
+	c := New(Options{}, cfg)
+	defer c.Close()
+	// A high-tier backend for Inherit to ask about; no process is touched,
+	// as the holders named are none.
+	c.mu.Lock()
+	c.backends[1<<22] = qos.High
+	c.mu.Unlock()
+	var mu sync.Mutex
+	asked := 0
+	holders := func(context.Context, []int) ([]int, error) {
+		mu.Lock()
+		asked++
+		mu.Unlock()
+		return nil, nil
+	}
+	count := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return asked
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { c.Inherit(ctx, 20*time.Millisecond, holders); close(done) }()
+	defer func() { cancel(); <-done }()
+	// Short requests back to back: each spell ends well within 10 ms.
+	for end := time.Now().Add(300 * time.Millisecond); time.Now().Before(end); {
+		c.SetHighActive(true)
+		time.Sleep(time.Millisecond)
+		c.SetHighActive(false)
+		time.Sleep(100 * time.Microsecond)
+	}
+	if n := count(); n != 0 {
+		t.Fatalf("asked %d times about short requests", n)
+	}
+	// One long wait: 200 ms busy, asked about once an interval (~10).
+	c.SetHighActive(true)
+	time.Sleep(200 * time.Millisecond)
+	c.SetHighActive(false)
+	if n := count(); n < 3 || n > 12 {
+		t.Fatalf("asked %d times in a 200 ms spell with a 20 ms interval, want about 10", n)
+	}
 }

@@ -11,18 +11,26 @@ import (
 // that waits inside PostgreSQL for a lock held by a lower-tier backend (a
 // row lock, or the WAL write lock while that backend flushes) runs at the
 // holder's speed; with the holder at nice 19 that is the priority
-// inversion the tiers exist to avoid. While high-tier requests are in
-// process, Inherit asks PostgreSQL every interval whom the high-tier
-// backends wait for and gives those backends the high tier's nice level,
-// I/O priority and CPU pool until they are no longer waited for.
+// inversion the tiers exist to avoid. Once the high tier has been busy
+// without a pause for half an interval, Inherit asks PostgreSQL whom the
+// high-tier backends wait for (at most once an interval) and gives those
+// backends the high tier's nice level, I/O priority and CPU pool until
+// they are no longer waited for. A high-tier client whose requests are
+// short never pays for the question: asking every interval whenever the
+// high tier was active cost the server's one CPU a query every 2 ms, and
+// made fig5-hotkey's tail longer rather than shorter.
 
 // Holders names the backends that the given backends wait for.
 type Holders func(ctx context.Context, waiting []int) ([]int, error)
 
-// Inherit runs priority inheritance every interval until ctx ends.
+// Inherit runs priority inheritance until ctx ends, looking twice an
+// interval.
 func (c *Controller) Inherit(ctx context.Context, every time.Duration, holders Holders) {
-	tick := time.NewTicker(every)
+	tick := time.NewTicker(max(every/2, time.Millisecond/2))
 	defer tick.Stop()
+	// seen is the busy spell of the last look, if it is to be asked about
+	// at this one (0: none); boostedFor the spell the boosts were made in.
+	var seen, boostedFor uint64
 	for {
 		select {
 		case <-ctx.Done():
@@ -32,10 +40,17 @@ func (c *Controller) Inherit(ctx context.Context, every time.Duration, holders H
 		case <-tick.C:
 		}
 		c.mu.Lock()
-		active, _ := c.highActive()
+		active, spell := c.highSpell()
 		active = active && !c.disabled
+		// Ask only about a spell already busy at the last look; after
+		// asking, the next look re-arms, so at most once an interval.
+		ask := active && spell == seen
+		seen = 0
+		if active && !ask {
+			seen = spell
+		}
 		var high []int
-		if active {
+		if ask {
 			for pid, t := range c.backends {
 				if t == qos.High {
 					high = append(high, pid)
@@ -44,9 +59,11 @@ func (c *Controller) Inherit(ctx context.Context, every time.Duration, holders H
 		}
 		boosting := len(c.boosted) > 0
 		c.mu.Unlock()
-		c.boostWALPath(len(high) > 0)
-		if len(high) == 0 {
-			if boosting {
+		c.boostWALPath(active)
+		if !ask || len(high) == 0 {
+			// Boosts last while their spell does: a new spell has had no
+			// high-tier request waiting long yet.
+			if boosting && !(active && spell == boostedFor) {
 				c.SetBoosted(nil)
 			}
 			continue
@@ -60,6 +77,7 @@ func (c *Controller) Inherit(ctx context.Context, every time.Duration, holders H
 			c.mu.Unlock()
 			continue
 		}
+		boostedFor = spell
 		c.SetBoosted(pids)
 	}
 }
