@@ -89,12 +89,12 @@ func (c *Controller) highActive() (active bool, ended time.Time) {
 	return c.flip.active, c.flip.ended
 }
 
-// highSpell reports whether high-tier requests are in process, and which
-// busy spell of the high tier this is.
-func (c *Controller) highSpell() (active bool, spell uint64) {
+// highSpell reports whether high-tier requests are in process, which busy
+// spell of the high tier this is, and when the last one ended.
+func (c *Controller) highSpell() (active bool, spell uint64, ended time.Time) {
 	c.flip.mu.Lock()
 	defer c.flip.mu.Unlock()
-	return c.flip.active, c.flip.spells
+	return c.flip.active, c.flip.spells, c.flip.ended
 }
 
 // refreshFlip tells SetHighActive what its flips must wake follow for,

@@ -40,8 +40,13 @@ func (c *Controller) Inherit(ctx context.Context, every time.Duration, holders H
 		case <-tick.C:
 		}
 		c.mu.Lock()
-		active, spell := c.highSpell()
+		active, spell, ended := c.highSpell()
 		active = active && !c.disabled
+		// The WAL path follows the high tier as the lower tiers' nice
+		// levels do (Controller.follow), with a hold: each change lists
+		// PostgreSQL's processes and renices them, too dear to do at every
+		// pause of a back-to-back client.
+		walPath := active || !c.disabled && time.Since(ended) < max(c.cfg.Fair.HighHold, minNiceHold)
 		// Ask only about a spell already busy at the last look; after
 		// asking, the next look re-arms, so at most once an interval.
 		ask := active && spell == seen
@@ -59,7 +64,7 @@ func (c *Controller) Inherit(ctx context.Context, every time.Duration, holders H
 		}
 		boosting := len(c.boosted) > 0
 		c.mu.Unlock()
-		c.boostWALPath(active)
+		c.boostWALPath(walPath)
 		if !ask || len(high) == 0 {
 			// Boosts last while their spell does: a new spell has had no
 			// high-tier request waiting long yet.
