@@ -31,6 +31,7 @@ func runScenario(args []string) error {
 	pgQuota := fs.Float64("pg-cpu-quota", 0, "cap PostgreSQL at this many CPUs with a cgroup v1 quota, e.g. 0.5; with replicas, each node gets its own cgroup with this cap (0: the scenario's pgCPUQuota, else no cap)")
 	quick := fs.Bool("quick", false, "shortened runs (one repetition, a quarter of every time span and operation count), for CI")
 	noPlots := fs.Bool("no-plots", false, "skip the PNG plots")
+	cpuProfile := fs.Duration("cpu-profile", 0, "take a CPU profile of tierdb this long in every run, from the end of the warm-up (tierdb gets --pprof), into logs/rep<N>-<variant>.cpu.pb.gz; keep it under the run's length")
 	fromResults := fs.String("from-results", "", "rebuild the report from this results.json instead of running (into --out, default its directory)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), `tierdb-bench: tierdb's benchmark harness.
@@ -101,16 +102,17 @@ Flags:
 		return err
 	}
 	opts := bench.Options{
-		Scenario: sc,
-		OutDir:   *out,
-		Tierdb:   bin,
-		Repeat:   *repeat,
-		Quick:    *quick,
-		Layout:   bench.LayoutOptions{Mode: *layout, ServerCPUs: *serverCPUs, PGCPUQuota: *pgQuota, ServerCgroup: *serverCgroup},
-		NoPlots:  *noPlots,
-		Command:  bench.CommandLine("tierdb-bench", args),
-		Stdout:   os.Stdout,
-		Logger:   slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Scenario:   sc,
+		OutDir:     *out,
+		Tierdb:     bin,
+		Repeat:     *repeat,
+		Quick:      *quick,
+		Layout:     bench.LayoutOptions{Mode: *layout, ServerCPUs: *serverCPUs, PGCPUQuota: *pgQuota, ServerCgroup: *serverCgroup},
+		NoPlots:    *noPlots,
+		CPUProfile: *cpuProfile,
+		Command:    bench.CommandLine("tierdb-bench", args),
+		Stdout:     os.Stdout,
+		Logger:     slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	}
 	if isTerminal(os.Stderr) {
 		opts.Progress = os.Stderr

@@ -49,7 +49,7 @@ func TestSmokeEndToEnd(t *testing.T) {
 	}
 
 	out := t.TempDir()
-	res, err := Run(ctx, Options{Scenario: sc, OutDir: out, Tierdb: bin, Quick: true, Layout: layout, Command: "go test"})
+	res, err := Run(ctx, Options{Scenario: sc, OutDir: out, Tierdb: bin, Quick: true, Layout: layout, Command: "go test", CPUProfile: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,6 +67,12 @@ func TestSmokeEndToEnd(t *testing.T) {
 		}
 		if len(r.Diagnostics.Tierdb) == 0 {
 			t.Errorf("%s: no request metrics from tierdb", r.Variant)
+		}
+		if r.Server.TierdbAllocBytes <= 0 {
+			t.Errorf("%s: tierdb allocated %v bytes over the run", r.Variant, r.Server.TierdbAllocBytes)
+		}
+		if fi, err := os.Stat(filepath.Join(out, "logs", "rep1-"+r.Variant+".cpu.pb.gz")); err != nil || fi.Size() == 0 {
+			t.Errorf("%s: no CPU profile (%v)", r.Variant, err)
 		}
 	}
 	checkOutputs(t, out, []string{

@@ -125,11 +125,19 @@ func (e *engine) runOne(ctx context.Context, rep int, v Variant) (run RunResult,
 		pwEnv, cred = benchCredential()
 		env = append(slices.Clone(v.Env), pwEnv)
 	}
-	t, err := e.startTierdb(ctx, run.Args, env, fmt.Sprintf("rep%d-%s.log", rep, v.Name))
+	args := run.Args
+	if e.opts.CPUProfile > 0 {
+		args = append(slices.Clone(args), "--pprof")
+	}
+	t, err := e.startTierdb(ctx, args, env, fmt.Sprintf("rep%d-%s.log", rep, v.Name))
 	if err != nil {
 		return run, err
 	}
+	var profile *cpuProfile
 	defer func() {
+		if perr := profile.wait(); perr != nil && err == nil {
+			err = fmt.Errorf("CPU profile: %w", perr)
+		}
 		if serr := t.Stop(); serr != nil && err == nil {
 			err = serr
 		}
@@ -249,6 +257,10 @@ func (e *engine) runOne(ctx context.Context, rep int, v Variant) (run RunResult,
 	defer cancel()
 	start := time.Now()
 	run.Start = start.UTC()
+	if e.opts.CPUProfile > 0 {
+		path := filepath.Join(e.opts.OutDir, "logs", fmt.Sprintf("rep%d-%s.cpu.pb.gz", rep, v.Name))
+		profile = startCPUProfile(ctx, t.MetricsAddr(), e.sc.Warmup.D(), e.opts.CPUProfile, path)
+	}
 	var poller *replPoller
 	if e.sc.Replicas > 0 {
 		interval := min(max(e.sc.Period.D()/10, 200*time.Millisecond), time.Second)

@@ -37,6 +37,10 @@ type Options struct {
 	Progress io.Writer
 	// Logger gets the servers' supervision warnings; nil: discarded.
 	Logger *slog.Logger
+	// CPUProfile, when > 0, starts every tierdb with --pprof and takes a
+	// CPU profile of it that long from the end of the warm-up, written
+	// beside its log as rep<N>-<variant>.cpu.pb.gz.
+	CPUProfile time.Duration
 }
 
 // Run runs the scenario and writes its outputs to o.OutDir. A missed

@@ -80,16 +80,16 @@ type VariantSummary struct {
 	PostgresCPUPerOp float64 `json:"postgresCPUUsPerOp"`
 	// AllocPerOp is tierdb's heap allocation in bytes per operation, GCs
 	// its collections per run.
-	AllocPerOp float64 `json:"tierdbAllocBytesPerOp"`
-	GCs        float64 `json:"tierdbGCs"`
-	BusyPct          float64 `json:"serverBusyPct"`
-	OthersPct        float64 `json:"serverOthersPct"`
-	LoadGenCPUPct    float64 `json:"loadGenCPUPct"`
-	LoadBusyPct      float64 `json:"loadBusyPct"`
-	StealPct         float64 `json:"serverStealPct"`
-	IOWaitPct        float64 `json:"serverIOWaitPct"`
-	WallSeconds      float64 `json:"wallSeconds"`
-	CutOff           int     `json:"cutOffRuns,omitempty"`
+	AllocPerOp    float64 `json:"tierdbAllocBytesPerOp"`
+	GCs           float64 `json:"tierdbGCs"`
+	BusyPct       float64 `json:"serverBusyPct"`
+	OthersPct     float64 `json:"serverOthersPct"`
+	LoadGenCPUPct float64 `json:"loadGenCPUPct"`
+	LoadBusyPct   float64 `json:"loadBusyPct"`
+	StealPct      float64 `json:"serverStealPct"`
+	IOWaitPct     float64 `json:"serverIOWaitPct"`
+	WallSeconds   float64 `json:"wallSeconds"`
+	CutOff        int     `json:"cutOffRuns,omitempty"`
 	// Fairness are the users' figures (per-user groups only).
 	Fairness *Fairness `json:"fairness,omitempty"`
 }
