@@ -82,16 +82,9 @@ type flipState struct {
 }
 
 // highActive reports the flip state: whether high-tier requests are in
-// process, and when the last one ended.
-func (c *Controller) highActive() (active bool, ended time.Time) {
-	c.flip.mu.Lock()
-	defer c.flip.mu.Unlock()
-	return c.flip.active, c.flip.ended
-}
-
-// highSpell reports whether high-tier requests are in process, which busy
-// spell of the high tier this is, and when the last one ended.
-func (c *Controller) highSpell() (active bool, spell uint64, ended time.Time) {
+// process, which busy spell of the high tier this is, and when the last
+// one ended.
+func (c *Controller) highActive() (active bool, spell uint64, ended time.Time) {
 	c.flip.mu.Lock()
 	defer c.flip.mu.Unlock()
 	return c.flip.active, c.flip.spells, c.flip.ended
@@ -347,7 +340,7 @@ func (c *Controller) apply(pid int, t qos.Tier) {
 	s := c.niceSettings(nice)
 	s.Slice, s.IO = &slice, &io
 	if c.cfg.Pools.Enabled() {
-		active, _ := c.highActive()
+		active, _, _ := c.highActive()
 		s.CPUs = osprio.CPUSet(c.cfg.Pools.ForTier(t, active))
 	}
 	err := c.applier.Apply(pid, s)
@@ -470,7 +463,7 @@ type Status struct {
 func (c *Controller) Status() Status {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	active, _ := c.highActive()
+	active, _, _ := c.highActive()
 	st := Status{Applied: !c.disabled && c.cfg.Enabled, HighActive: active, NoRaise: c.noRaise, SessionNice: c.sessions, LowerTiersNiced: c.niced, Syscalls: c.applier.Syscalls(), Boosts: c.boosts}
 	for pid := range c.boosted {
 		st.Boosted = append(st.Boosted, pid)

@@ -40,7 +40,7 @@ func TestHighActiveFlipsWakeTheControllerOnlyForAChange(t *testing.T) {
 		if woken := len(c.dirty) == 1; woken != tc.wake {
 			t.Errorf("%s: woken %v, want %v", tc.name, woken, tc.wake)
 		}
-		if active, ended := c.highActive(); active || ended.IsZero() {
+		if active, _, ended := c.highActive(); active || ended.IsZero() {
 			t.Errorf("%s: the last flip was to inactive, at a time", tc.name)
 		}
 	}

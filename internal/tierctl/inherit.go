@@ -40,7 +40,7 @@ func (c *Controller) Inherit(ctx context.Context, every time.Duration, holders H
 		case <-tick.C:
 		}
 		c.mu.Lock()
-		active, spell, ended := c.highSpell()
+		active, spell, ended := c.highActive()
 		active = active && !c.disabled
 		// The WAL path follows the high tier as the lower tiers' nice
 		// levels do (Controller.follow), with a hold: each change lists
