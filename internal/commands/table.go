@@ -542,22 +542,27 @@ func fairPrincipal(s *Session) qos.Principal {
 		return qos.Principal{Weight: 1}
 	}
 	if s.fairName == "" || s.fairFor != s.User {
-		s.fairFor = s.User
-		if s.User != nil {
-			s.fairName = s.User.User.Name.String()
-		} else {
-			host, _, err := net.SplitHostPort(s.RemoteAddr)
-			if err != nil {
-				host = s.RemoteAddr
-			}
-			s.fairName = "peer " + host
-		}
+		s.fairFor, s.fairName = s.User, fairName(s)
 	}
+	p := qos.Principal{User: s.fairName, Weight: 1}
 	if s.User != nil {
 		u := s.User.User
-		return qos.Principal{User: s.fairName, Weight: userWeight(u), SLO: u.SLO}
+		p.Weight, p.SLO = userWeight(u), u.SLO
 	}
-	return qos.Principal{User: s.fairName, Weight: 1}
+	return p
+}
+
+// fairName names the fair share's user of s: its authenticated user, else
+// its peer host.
+func fairName(s *Session) string {
+	if s.User != nil {
+		return s.User.User.Name.String()
+	}
+	host, _, err := net.SplitHostPort(s.RemoteAddr)
+	if err != nil {
+		host = s.RemoteAddr
+	}
+	return "peer " + host
 }
 
 func validateDBName(db string) error {

@@ -192,7 +192,7 @@ func (g *Gate) Admit(ctx context.Context, t Tier, p Principal, arrived time.Time
 		tr.ctl.roundEnded(tr, arrived)
 	}
 	g.arrivingLocked(t, u)
-	if t == High || g.tiers[t].waiting == 0 && g.mayRunLocked(t) {
+	if t == High || tr.waiting == 0 && g.mayRunLocked(t) {
 		slot, gen := g.takeLocked(t, u)
 		g.mu.Unlock()
 		return Admission{g: g, user: u, since: arrived, slot: slot, gen: gen, tier: t}, nil
@@ -203,7 +203,7 @@ func (g *Gate) Admit(ctx context.Context, t Tier, p Principal, arrived time.Time
 		return Admission{}, err
 	}
 	w := &gateWaiter{user: u, tier: t, since: arrived, wake: make(chan struct{}, 1)}
-	g.tiers[t].enqueue(w, g.tiers[t].ctl.anticipation > 0)
+	tr.enqueue(w, tr.ctl.anticipation > 0)
 	if g.mayRunLocked(t) {
 		// A slot is free while others wait: a round holds it for users
 		// with quota left (tierRound.anticipate), w's perhaps.

@@ -199,6 +199,10 @@ func (c *Controller) lowerTiersHaveNice() bool {
 // every request.
 const minNiceHold = 20 * time.Millisecond
 
+// highHold is how long what follows the high tier (the lower tiers' nice
+// levels, the WAL path's boost) stays after its last request. c.mu is held.
+func (c *Controller) highHold() time.Duration { return max(c.cfg.Fair.HighHold, minNiceHold) }
+
 // follow keeps the normal and low backends' nice levels and CPU pool in
 // line with the high tier's activity, until Close. Their positive nice
 // levels apply from the high tier's first request until HighHold (at
@@ -221,7 +225,7 @@ func (c *Controller) follow() {
 		}
 		c.mu.Lock()
 		now := time.Now()
-		hold := max(c.cfg.Fair.HighHold, minNiceHold)
+		hold := c.highHold()
 		// Decide under the flip lock, so that a flip after the decision
 		// sees nicePending as it leaves it, and one before is in active.
 		c.flip.mu.Lock()

@@ -46,7 +46,7 @@ func (c *Controller) Inherit(ctx context.Context, every time.Duration, holders H
 		// levels do (Controller.follow), with a hold: each change lists
 		// PostgreSQL's processes and renices them, too dear to do at every
 		// pause of a back-to-back client.
-		walPath := active || !c.disabled && time.Since(ended) < max(c.cfg.Fair.HighHold, minNiceHold)
+		walPath := active || !c.disabled && time.Since(ended) < c.highHold()
 		// Ask only about a spell already busy at the last look; after
 		// asking, the next look re-arms, so at most once an interval.
 		ask := active && spell == seen
