@@ -5,6 +5,8 @@ Checked from the outside: through pymongo and through /proc."""
 import ctypes
 import os
 import socket
+import subprocess
+import sys
 import threading
 import time
 import urllib.request
@@ -267,28 +269,70 @@ def test_slices_of_backends_and_of_tierdb_itself(qserver):
     def tierdb_threads():
         return [int(t) for t in os.listdir(f"/proc/{qserver.proc.pid}/task")]
 
-    # By default every slice is the kernel's.
-    assert status(qserver)["tiers"]["high"]["sliceMicros"] == 0
-    assert all(slice_of(p) == default for p in backends(high, "high") + backends(normal, "normal"))
-    assert all(slice_of(t) == default for t in tierdb_threads())
+    # By default the high tier's slice follows the host (the next test),
+    # the lower tiers' is the kernel's.
+    st = status(qserver)
+    assert st["tiers"]["high"]["sliceAuto"] is True and st["tiers"]["normal"]["sliceAuto"] is False
+    assert st["tiers"]["normal"]["sliceMicros"] == 0
+    assert all(slice_of(p) == default for p in backends(normal, "normal"))
 
-    with pytest.raises(OperationFailure) as e:
-        normal.admin.command("setQoSConfig", 1, sliceMicros={"normal": 5})
-    assert e.value.code == 2 and "slice" in str(e.value)
+    for bad in ({"normal": 5}, {"normal": "auto"}, {"high": "fast"}):
+        with pytest.raises(OperationFailure) as e:
+            normal.admin.command("setQoSConfig", 1, sliceMicros=bad)
+        assert e.value.code == 2 and "slice" in str(e.value)
+    assert status(qserver)["tiers"]["high"]["sliceAuto"] is True
     assert all(slice_of(p) == default for p in backends(normal, "normal"))
     try:
+        normal.admin.command("setQoSConfig", 1, sliceMicros={"high": 0})
+        assert status(qserver)["tiers"]["high"]["sliceAuto"] is False
+        assert all(slice_of(p) == default for p in backends(high, "high") + backends(normal, "normal"))
+        assert all(slice_of(t) == default for t in tierdb_threads())
+
         normal.admin.command("setQoSConfig", 1, sliceMicros={"high": 100, "normal": 300})
         assert status(qserver)["tiers"]["high"]["sliceMicros"] == 100
         assert all(slice_of(p) == 100 for p in backends(high, "high"))
         assert all(slice_of(p) == 300 for p in backends(normal, "normal"))
         # tierdb's own threads serve every high-tier request: the high slice.
         assert all(slice_of(t) == 100 for t in tierdb_threads())
-    finally:
         normal.admin.command("setQoSConfig", 1, sliceMicros={"high": 0, "normal": 0})
-    assert all(slice_of(p) == default for p in backends(high, "high") + backends(normal, "normal"))
-    assert all(slice_of(t) == default for t in tierdb_threads())
+        assert all(slice_of(p) == default for p in backends(high, "high") + backends(normal, "normal"))
+        assert all(slice_of(t) == default for t in tierdb_threads())
+    finally:
+        normal.admin.command("setQoSConfig", 1, sliceMicros={"high": "auto", "normal": 0})
+    assert status(qserver)["tiers"]["high"]["sliceAuto"] is True
     high.close()
     normal.close()
+
+
+@pytest.mark.skipif(not KEEPS_SLICES, reason="custom slices need Linux 6.12 (EEVDF)")
+def test_high_slice_follows_other_programs_on_the_cpus(qserver):
+    """With the default high=auto, busy loops of another program on every
+    CPU give the high tier's backends and tierdb's threads a 100 µs slice;
+    once they stop, the kernel's default comes back."""
+    high = tier_client(qserver, "high")
+    high.test.warm.find_one()
+    default = slice_of(os.getpid())
+    threads = lambda: [int(t) for t in os.listdir(f"/proc/{qserver.proc.pid}/task")]
+
+    def in_force(want):
+        st = status(qserver)
+        host = st["osPriorities"]["host"]
+        return (host["contended"] is (want == 100) and st["tiers"]["high"]["sliceMicros"] == (100 if want == 100 else 0)
+                and all(slice_of(p) == want for p in backends(high, "high"))
+                and all(slice_of(t) == want for t in threads()))
+
+    assert wait_until(lambda: in_force(default), timeout=10), status(qserver)["osPriorities"]["host"]
+    loops = [subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True)
+             for _ in range(os.cpu_count())]
+    try:
+        assert wait_until(lambda: in_force(100), timeout=10), status(qserver)["osPriorities"]["host"]
+        assert status(qserver)["osPriorities"]["host"]["otherProgramsCPUs"] >= 0.25
+    finally:
+        for p in loops:
+            p.kill()
+            p.wait()
+    assert wait_until(lambda: in_force(default), timeout=15), status(qserver)["osPriorities"]["host"]
+    high.close()
 
 
 def test_high_backends_in_priority_pool_and_lower_tiers_restricted_while_high_runs(qserver):

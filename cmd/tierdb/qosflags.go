@@ -44,7 +44,7 @@ func (q *qosFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&q.guard, "starvation-guard", 0, "admit at least one waiting lower-tier request per interval (0: off)")
 	fs.DurationVar(&q.anticipation, "anticipation", d.Anticipation, "keep lower tiers held this long after the last high-tier request ends, for that client's next request (0: off, the paper's channel)")
 	fs.StringVar(&q.nice, "nice", fmt.Sprintf("high=%d,normal=%d,low=%d", d.Nice[qos.High], d.Nice[qos.Normal], d.Nice[qos.Low]), "nice level of each tier's PostgreSQL backends (a normal or low level above 0 applies only while the high tier is active; until then they run at 0)")
-	fs.StringVar(&q.slice, "slice", fmt.Sprintf("high=%s,normal=%s,low=%s", sliceText(d.Slice[qos.High]), sliceText(d.Slice[qos.Normal]), sliceText(d.Slice[qos.Low])), "CPU time slice of each tier's PostgreSQL backends, and the high tier's for tierdb's own threads (Linux 6.12 and later): a backend with a shorter slice than the running task's preempts it as soon as it wakes (0: the kernel's default), e.g. high=100us where other CPU-heavy processes share the server's CPUs")
+	fs.StringVar(&q.slice, "slice", "high=auto,normal=0,low=0", "CPU time slice of each tier's PostgreSQL backends, and the high tier's for tierdb's own threads (Linux 6.12 and later): a backend with a shorter slice than the running task's preempts it as soon as it wakes (0: the kernel's default; high=auto: 100us while other programs keep the server's CPUs busy, the kernel's default otherwise)")
 	fs.StringVar(&q.io, "io-priority", fmt.Sprintf("background=%s,walwriter=%s,high=%s,normal=%s,low=%s", d.IO.Background, d.IO.WALWriter, d.IO.Tiers[qos.High], d.IO.Tiers[qos.Normal], d.IO.Tiers[qos.Low]), "I/O priority of PostgreSQL's background processes (checkpointer, background writer, autovacuum), its WAL path (WAL writer, senders, receivers, standby replay), and each tier's backends")
 	fs.StringVar(&q.pools, "cpu-pools", "", `CPU pools, e.g. "priority=0-1;standard=0-1;restricted=1" (empty: no pools)`)
 	fs.StringVar(&q.parallelism, "parallelism", "auto", "P: the most requests of all tiers in PostgreSQL at once; users of a tier share it fairly when it is reached (auto: no limit until tierdb has found P itself under sustained load shared by two or more users, and again every 10 minutes of it; a number: that limit; 0: no limit)")
@@ -96,9 +96,15 @@ func (q *qosFlags) config() (qos.Config, error) {
 	if err == nil {
 		err = eachPair(q.slice, ",", func(k, v string) error {
 			t, ok := qos.ParseTier(k)
+			if ok && t == qos.High {
+				c.SliceAuto = v == "auto"
+				if c.SliceAuto {
+					return nil
+				}
+			}
 			d, err := time.ParseDuration(v)
 			if !ok || err != nil {
-				return fmt.Errorf("--slice wants high=D,normal=D,low=D with durations such as 100us or 0; got %q", q.slice)
+				return fmt.Errorf("--slice wants high=D,normal=D,low=D with durations such as 100us or 0 (high may be auto); got %q", q.slice)
 			}
 			c.Slice[t] = d
 			return nil
@@ -277,12 +283,4 @@ func backendSizes(def int, spec string) ([qos.NumTiers]int, error) {
 		return sizes, fmt.Errorf("--backends-per-tier must be 1-64, got %d", def)
 	}
 	return sizes, err
-}
-
-// sliceText writes a slice as --slice takes it: 0, or whole microseconds.
-func sliceText(d time.Duration) string {
-	if d == 0 {
-		return "0"
-	}
-	return fmt.Sprintf("%dus", d.Microseconds())
 }

@@ -68,7 +68,8 @@ func (h *Handlers) qosStatus(_ context.Context, req *Request) (bson.D, error) {
 				{Key: "max", Value: ts.WaitMax.Microseconds()},
 			}},
 			{Key: "nice", Value: int32(cfg.Nice[t])},
-			{Key: "sliceMicros", Value: cfg.Slice[t].Microseconds()},
+			{Key: "sliceMicros", Value: os.Slices[t].Microseconds()},
+			{Key: "sliceAuto", Value: t == qos.High && cfg.SliceAuto},
 			{Key: "ioPriority", Value: cfg.IO.Tiers[t].String()},
 			{Key: "backends", Value: int32sOf(os.Backends[t])},
 		}})
@@ -115,6 +116,11 @@ func (h *Handlers) qosStatus(_ context.Context, req *Request) (bson.D, error) {
 			{Key: "syscalls", Value: os.Syscalls},
 			{Key: "inheriting", Value: int32sOf(os.Boosted)},
 			{Key: "inheritances", Value: os.Boosts},
+			{Key: "host", Value: bson.D{
+				{Key: "otherProgramsCPUs", Value: os.Host.Other},
+				{Key: "idleCPUs", Value: os.Host.Idle},
+				{Key: "contended", Value: os.Host.Contended},
+			}},
 		}},
 		{Key: "users", Value: users},
 		{Key: "caller", Value: callerDoc},
@@ -328,9 +334,16 @@ func applyQoSField(c *qos.Config, e bson.E) error {
 		})
 	case "sliceMicros":
 		return perTier(e, func(t qos.Tier, v any) error {
+			if t == qos.High {
+				c.SliceAuto = v == "auto"
+				if c.SliceAuto {
+					c.Slice[t] = 0
+					return nil
+				}
+			}
 			n, ok := query.AsInt(v)
 			if !ok {
-				return mongoerr.New(mongoerr.BadValue, "slices are integers of microseconds: 0 (the kernel's default) or 100 to 100000")
+				return mongoerr.New(mongoerr.BadValue, "slices are integers of microseconds: 0 (the kernel's default) or 100 to 100000; the high tier's may also be \"auto\"")
 			}
 			c.Slice[t] = time.Duration(n) * time.Microsecond
 			return nil

@@ -28,6 +28,11 @@ type Config struct {
 	// task's preempts it at once; a lower nice value alone only weighs
 	// its share, and it waits for the running task's slice to end.
 	Slice [NumTiers]time.Duration
+	// SliceAuto: the high tier's slice follows the machine (the default).
+	// It is AutoSlice while other programs keep the server's CPUs busy and
+	// the kernel's default otherwise (tierctl, hostload.go); Slice[High]
+	// is then 0.
+	SliceAuto bool
 	// Pools are the CPU pools of seed 003; all empty means "no pools".
 	Pools CPUPools
 	// IO is the I/O priority of each tier's backends and of PostgreSQL's
@@ -67,6 +72,12 @@ const (
 	minSlice = 100 * time.Microsecond
 	maxSlice = 100 * time.Millisecond
 )
+
+// AutoSlice is the high tier's slice under SliceAuto while other programs
+// keep the server's CPUs busy: the shortest the kernel keeps, which let a
+// high-tier backend beside a busy loop run at its idle speed (shared-host
+// in docs/benchmarks.md).
+const AutoSlice = minSlice
 
 // CPUPools are CPU sets: high-tier backends run in Priority; normal and low
 // backends run in Standard while no high-tier request is in process and in
@@ -113,6 +124,7 @@ func DefaultConfig() Config {
 		Enabled:   true,
 		Threshold: 1,
 		Nice:      [NumTiers]int{-19, 10, 19},
+		SliceAuto: true,
 		Fair:      FairConfig{UnfairnessBound: 0.10, CVBound: 1.0, HighHold: 100 * time.Millisecond, AutoAnticipation: true},
 		IO: IOConfig{
 			Background: IOPrio{Class: IOIdle},
@@ -169,6 +181,9 @@ func (c Config) Validate(onlineCPUs []int) error {
 		if d != 0 && (d < minSlice || d > maxSlice) {
 			return mongoerr.Newf(mongoerr.BadValue, "slice of tier %s must be 0 (the kernel's default) or from %v to %v, got %v", Tier(t), minSlice, maxSlice, d)
 		}
+	}
+	if c.SliceAuto && c.Slice[High] != 0 {
+		return mongoerr.Newf(mongoerr.BadValue, "the high tier's slice is either auto or a duration, not both (got auto and %v)", c.Slice[High])
 	}
 	if c.Pools.Enabled() {
 		for _, pool := range []struct {

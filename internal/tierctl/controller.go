@@ -58,7 +58,10 @@ type Controller struct {
 	sessions bool
 	// selfSlice is the slice tierdb's own threads have (applySelf).
 	selfSlice time.Duration
-	warned    map[string]bool
+	// host is watchHost's last look; with the slice automatic, Contended
+	// gives the high tier qos.AutoSlice.
+	host   HostLoad
+	warned map[string]bool
 
 	dirty     chan struct{}
 	stop      chan struct{}
@@ -130,6 +133,7 @@ func New(opts Options, cfg qos.Config) *Controller {
 	c.applySelf()
 	c.refreshFlip()
 	go c.follow()
+	go c.watchHost()
 	return c
 }
 
@@ -339,7 +343,7 @@ func (c *Controller) apply(pid int, t qos.Tier) {
 	if nice < 0 && c.noRaise || nice > 0 && t != qos.High && !c.niced {
 		nice = 0
 	}
-	slice := c.cfg.Slice[t]
+	slice := c.sliceOf(t)
 	io := toOS(c.cfg.IO.Tiers[t])
 	s := c.niceSettings(nice)
 	s.Slice, s.IO = &slice, &io
@@ -374,6 +378,19 @@ func (c *Controller) niceSettings(nice int) osprio.Settings {
 	return s
 }
 
+// sliceOf is the slice tier t's backends have now: the configured one, or
+// for the high tier with SliceAuto qos.AutoSlice while other programs keep
+// the CPUs busy (hostload.go). c.mu is held.
+func (c *Controller) sliceOf(t qos.Tier) time.Duration {
+	switch {
+	case t != qos.High || !c.cfg.SliceAuto:
+		return c.cfg.Slice[t]
+	case c.host.Contended:
+		return qos.AutoSlice
+	}
+	return 0
+}
+
 // applySelf gives tierdb's own threads the high tier's slice (none with
 // QoS off). They read, run and answer every high-tier request, and a
 // thread that wakes for one would otherwise wait for the running task,
@@ -383,7 +400,7 @@ func (c *Controller) niceSettings(nice int) osprio.Settings {
 func (c *Controller) applySelf() {
 	var slice time.Duration
 	if c.cfg.Enabled {
-		slice = c.cfg.Slice[qos.High]
+		slice = c.sliceOf(qos.High)
 	}
 	if slice == c.selfSlice {
 		return
@@ -461,6 +478,10 @@ type Status struct {
 	// counts how often one started to.
 	Boosted []int
 	Boosts  int64
+	// Slices are each tier's slices now (the high tier's may follow the
+	// host); Host is the last look at it.
+	Slices [qos.NumTiers]time.Duration
+	Host   HostLoad
 }
 
 // Status reports what the controller manages.
@@ -468,9 +489,12 @@ func (c *Controller) Status() Status {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	active, _, _ := c.highActive()
-	st := Status{Applied: !c.disabled && c.cfg.Enabled, HighActive: active, NoRaise: c.noRaise, SessionNice: c.sessions, LowerTiersNiced: c.niced, Syscalls: c.applier.Syscalls(), Boosts: c.boosts}
+	st := Status{Applied: !c.disabled && c.cfg.Enabled, HighActive: active, NoRaise: c.noRaise, SessionNice: c.sessions, LowerTiersNiced: c.niced, Syscalls: c.applier.Syscalls(), Boosts: c.boosts, Host: c.host}
 	for pid := range c.boosted {
 		st.Boosted = append(st.Boosted, pid)
+	}
+	for t := range st.Slices {
+		st.Slices[t] = c.sliceOf(qos.Tier(t))
 	}
 	for pid, t := range c.backends {
 		st.Backends[t] = append(st.Backends[t], pid)
