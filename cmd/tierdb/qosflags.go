@@ -99,6 +99,7 @@ func (q *qosFlags) config() (qos.Config, error) {
 			if ok && t == qos.High {
 				c.SliceAuto = v == "auto"
 				if c.SliceAuto {
+					c.Slice[t] = 0
 					return nil
 				}
 			}

@@ -120,6 +120,7 @@ func (h *Handlers) qosStatus(_ context.Context, req *Request) (bson.D, error) {
 				{Key: "otherProgramsCPUs", Value: os.Host.Other},
 				{Key: "idleCPUs", Value: os.Host.Idle},
 				{Key: "contended", Value: os.Host.Contended},
+				{Key: "watching", Value: os.Host.Watching},
 			}},
 		}},
 		{Key: "users", Value: users},

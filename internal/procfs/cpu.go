@@ -8,11 +8,12 @@ import (
 )
 
 // CPUTime is one CPU's line of /proc/stat, in clock ticks (USER_HZ): Busy
-// is time spent running tasks and interrupts (user, nice, system, irq,
-// softirq; guest time is part of user), Idle time with nothing to run
-// (idle and iowait). Time the hypervisor took (steal) is in neither.
+// is time spent running tasks (user, nice, system; guest time is part of
+// user), IRQ time spent on interrupts (irq, softirq), which the kernel may
+// charge to no task, and Idle time with nothing to run (idle, iowait).
+// Time the hypervisor took (steal) is in none of them.
 type CPUTime struct {
-	Busy, Idle uint64
+	Busy, IRQ, Idle uint64
 }
 
 // ReadCPUTimes reads /proc/stat's per-CPU lines, indexed by CPU number
@@ -48,7 +49,7 @@ func ParseCPUTimes(b []byte) ([]CPUTime, error) {
 		for len(out) <= id {
 			out = append(out, CPUTime{})
 		}
-		out[id] = CPUTime{Busy: v[0] + v[1] + v[2] + v[5] + v[6], Idle: v[3] + v[4]}
+		out[id] = CPUTime{Busy: v[0] + v[1] + v[2], IRQ: v[5] + v[6], Idle: v[3] + v[4]}
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("procfs: no per-CPU lines in /proc/stat")

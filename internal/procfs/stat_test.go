@@ -2,6 +2,8 @@ package procfs
 
 import (
 	"os"
+	"os/exec"
+	"slices"
 	"testing"
 )
 
@@ -31,5 +33,41 @@ func TestReadStatOfThisProcess(t *testing.T) {
 	// The thread group leader may be running or asleep, never a zombie.
 	if st.PPID != os.Getppid() || (st.State != 'R' && st.State != 'S') {
 		t.Errorf("got %+v, want ppid %d and state R or S", st, os.Getppid())
+	}
+}
+
+func TestParseCPUTimes(t *testing.T) {
+	stat := "cpu  10 1 5 100 4 2 3 9 0 0\n" +
+		"cpu0 7 1 3 60 2 1 2 5 0 0\n" +
+		"cpu2 3 0 2 40 2 1 1 4 0 0\n" +
+		"intr 1 2 3\nctxt 99\n"
+	got, err := ParseCPUTimes([]byte(stat))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// CPU 1 is offline (no line); steal (the 8th field) counts nowhere.
+	want := []CPUTime{{Busy: 11, IRQ: 3, Idle: 62}, {}, {Busy: 5, IRQ: 2, Idle: 42}}
+	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] || got[2] != want[2] {
+		t.Errorf("got %+v, want %+v", got, want)
+	}
+	for _, bad := range []string{"cpu  1 2 3\n", "cpu0 1 2 3\n", "cpu0 1 2 x 4 5 6 7 8\n"} {
+		if _, err := ParseCPUTimes([]byte(bad)); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+func TestChildrenOfThisProcess(t *testing.T) {
+	cmd := exec.Command("sleep", "30")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	kids, err := Children(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(kids, cmd.Process.Pid) {
+		t.Errorf("children %v lack %d", kids, cmd.Process.Pid)
 	}
 }

@@ -59,8 +59,10 @@ type Controller struct {
 	// selfSlice is the slice tierdb's own threads have (applySelf).
 	selfSlice time.Duration
 	// host is watchHost's last look; with the slice automatic, Contended
-	// gives the high tier qos.AutoSlice.
+	// gives the high tier qos.AutoSlice. slices: the kernel keeps custom
+	// slices (Linux 6.12 and later).
 	host   HostLoad
+	slices bool
 	warned map[string]bool
 
 	dirty     chan struct{}
@@ -125,6 +127,10 @@ func New(opts Options, cfg qos.Config) *Controller {
 		dirty:    make(chan struct{}, 1),
 		stop:     make(chan struct{}),
 		sessions: autogroups && osprio.SessionNiceUnlimited(),
+		slices:   osprio.SlicesSupported(),
+	}
+	if cfg.Enabled && cfg.SliceAuto && !c.slices {
+		c.log.Info("this kernel keeps no custom time slices (Linux 6.12 and later do): the high tier's automatic slice stays the kernel's default")
 	}
 	if autogroups && !c.sessions && cfg.Enabled {
 		c.log.Info("the kernel shares the CPU between sessions (autogroups) and tierdb may not set their nice levels freely (no CAP_SYS_ADMIN): " +
@@ -406,22 +412,29 @@ func (c *Controller) applySelf() {
 		return
 	}
 	c.selfSlice = slice
-	tasks, err := os.ReadDir("/proc/self/task")
-	if err != nil {
-		c.warnOnce("self", "cannot list tierdb's threads to set their slice", "err", err)
-		return
-	}
-	for _, task := range tasks {
-		tid, err := strconv.Atoi(task.Name())
+	// A thread started while the list is read may have inherited the old
+	// slice: read it again until it holds no thread not yet set.
+	done := map[int]bool{}
+	for fresh := true; fresh; {
+		tasks, err := os.ReadDir("/proc/self/task")
 		if err != nil {
-			continue
+			c.warnOnce("self", "cannot list tierdb's threads to set their slice", "err", err)
+			return
 		}
-		nice, err := osprio.Nice(tid)
-		if err == nil {
-			err = osprio.SetNiceAndSlice(tid, nice, slice)
-		}
-		if err != nil && !osprio.IsNoSuchProcess(err) {
-			c.warnOnce("self", "cannot set the slice of tierdb's threads", "err", err)
+		fresh = false
+		for _, task := range tasks {
+			tid, err := strconv.Atoi(task.Name())
+			if err != nil || done[tid] {
+				continue
+			}
+			done[tid], fresh = true, true
+			nice, err := osprio.Nice(tid)
+			if err == nil {
+				err = osprio.SetNiceAndSlice(tid, nice, slice)
+			}
+			if err != nil && !osprio.IsNoSuchProcess(err) {
+				c.warnOnce("self", "cannot set the slice of tierdb's threads", "err", err)
+			}
 		}
 	}
 }

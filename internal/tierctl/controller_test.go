@@ -50,8 +50,7 @@ func TestHighActiveFlipsWakeTheControllerOnlyForAChange(t *testing.T) {
 // request and go a hold after its last, on the controller's goroutine; a
 // flip never waits for that goroutine's lock.
 func TestLowerTiersNicedFollowTheHighTier(t *testing.T) {
-	cfg := qos.DefaultConfig()
-	cfg.Enabled = true
+	cfg := quietConfig()
 	cfg.Fair.HighHold = 30 * time.Millisecond
 	c := New(Options{}, cfg)
 	defer c.Close()
@@ -100,8 +99,7 @@ func TestLowerTiersNicedFollowTheHighTier(t *testing.T) {
 // requests are short never pays for the question, one that waits long is
 // looked into, at most once an interval.
 func TestInheritAsksOnlyAboutLongBusySpells(t *testing.T) {
-	cfg := qos.DefaultConfig()
-	cfg.Enabled = true
+	cfg := quietConfig()
 	c := New(Options{}, cfg)
 	defer c.Close()
 	// A high-tier backend for Inherit to ask about; no process is touched,
@@ -143,4 +141,13 @@ func TestInheritAsksOnlyAboutLongBusySpells(t *testing.T) {
 	if n := count(); n < 3 || n > 12 {
 		t.Fatalf("asked %d times in a 200 ms spell with a 20 ms interval, want about 10", n)
 	}
+}
+
+// quietConfig is the default configuration without the automatic slice: a
+// controller in a test must not give the test binary's own threads a
+// short slice when other packages' tests keep the CPUs busy.
+func quietConfig() qos.Config {
+	cfg := qos.DefaultConfig()
+	cfg.SliceAuto = false
+	return cfg
 }

@@ -1,6 +1,7 @@
 package tierctl
 
 import (
+	"fmt"
 	"os"
 	"slices"
 	"time"
@@ -37,29 +38,41 @@ const (
 // HostLoad is the last look at the CPUs tierdb runs on, in CPUs (1 is one
 // CPU's whole time): Other is what processes outside tierdb's own used,
 // Idle what nobody did; Contended says the automatic slice is in force.
+// Watching is false while nothing follows the host (QoS off, a fixed
+// slice, a kernel without custom slices, an external PostgreSQL).
 type HostLoad struct {
-	Other, Idle float64
-	Contended   bool
+	Other, Idle         float64
+	Contended, Watching bool
 }
 
-// hostTimes is one reading, in clock ticks: the busy and idle time of the
-// CPUs tierdb runs on, and the CPU time tierdb's own processes used, living
-// or ended.
+// hostTimes is one reading, in clock ticks: the CPUs tierdb runs on (their
+// time running tasks, on interrupts and idle) and the CPU time tierdb's own
+// processes used, living or ended. what names the CPUs and process trees
+// read: two readings of different ones do not compare.
 type hostTimes struct {
-	busy, idle, own uint64
-	cpus            int
+	busy, irq, idle, own uint64
+	cpus                 int
+	what                 string
 }
 
-// load is what happened between two readings, in CPUs. Others used what
-// was busy but not ours; time the hypervisor took (steal) counts nowhere.
-func (cur hostTimes) load(prev hostTimes) (other, idle float64) {
-	busy, idl := float64(cur.busy-prev.busy), float64(cur.idle-prev.idle)
-	if busy+idl <= 0 || cur.cpus != prev.cpus || cur.busy < prev.busy || cur.idle < prev.idle {
-		return 0, 0 // no time passed, or the CPUs changed: no answer
+// load is what happened between two readings, in CPUs; ok is false when
+// they do not compare. Others used what was busy but not ours; interrupts,
+// which the kernel may charge to no task (tierdb's own loopback traffic
+// among them), count as nobody's, and time the hypervisor took (steal)
+// counts nowhere.
+func (cur hostTimes) load(prev hostTimes) (other, idle float64, ok bool) {
+	if cur.what != prev.what || cur.busy < prev.busy || cur.irq < prev.irq || cur.idle < prev.idle || cur.own < prev.own {
+		// Other CPUs or processes, or a process tree that lost time
+		// (a postmaster killed, its backends left to init).
+		return 0, 0, false
 	}
-	ours := float64(cur.own) - float64(prev.own)
-	scale := float64(cur.cpus) / (busy + idl)
-	return max(busy-ours, 0) * scale, idl * scale
+	busy, ours := float64(cur.busy-prev.busy), float64(cur.own-prev.own)
+	idl, all := float64(cur.idle-prev.idle), float64(cur.busy-prev.busy+cur.irq-prev.irq+cur.idle-prev.idle)
+	if all <= 0 {
+		return 0, 0, false
+	}
+	scale := float64(cur.cpus) / all
+	return min(max(busy-ours, 0)*scale, float64(cur.cpus)), idl * scale, true
 }
 
 // contention decides from successive looks whether the slice is in force.
@@ -87,32 +100,41 @@ func readHostTimes(cpus osprio.CPUSet, roots []int) (hostTimes, error) {
 	if err != nil {
 		return hostTimes{}, err
 	}
-	h := hostTimes{cpus: len(cpus)}
+	h := hostTimes{cpus: len(cpus), what: fmt.Sprint(cpus, roots)}
 	for _, id := range cpus {
 		if id < len(per) {
 			h.busy += per[id].Busy
+			h.irq += per[id].IRQ
 			h.idle += per[id].Idle
 		}
 	}
 	seen := map[int]bool{}
-	var walk func(pid int)
-	walk = func(pid int) {
+	var walk func(pid int) error
+	walk = func(pid int) error {
 		if seen[pid] {
-			return
+			return nil
 		}
 		seen[pid] = true
 		st, err := procfs.ReadStat(pid)
 		if err != nil {
-			return // it ended meanwhile: its parent's children's time has it
+			return nil // it ended meanwhile: its parent's children's time has it
 		}
 		h.own += st.UTime + st.STime + st.CUTime + st.CSTime
-		kids, _ := procfs.Children(pid)
-		for _, k := range kids {
-			walk(k)
+		kids, err := procfs.Children(pid)
+		if err != nil && !os.IsNotExist(err) {
+			return err
 		}
+		for _, k := range kids {
+			if err := walk(k); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 	for _, r := range roots {
-		walk(r)
+		if err := walk(r); err != nil {
+			return hostTimes{}, err
+		}
 	}
 	return h, nil
 }
@@ -135,11 +157,8 @@ func (c *Controller) watchHost() {
 		}
 		cpus, roots, ok := c.hostWatchTargets()
 		if !ok {
-			// Nothing follows the host now (sliceOf ignores it): forget it.
 			have, cont = false, contention{}
-			c.mu.Lock()
-			c.host = HostLoad{}
-			c.mu.Unlock()
+			c.setHostLoad(HostLoad{})
 			continue
 		}
 		cur, err := readHostTimes(cpus, roots)
@@ -151,21 +170,23 @@ func (c *Controller) watchHost() {
 			continue
 		}
 		if have {
-			other, idle := cur.load(prev)
-			c.setHostLoad(HostLoad{Other: other, Idle: idle, Contended: cont.observe(other, idle)})
+			if other, idle, ok := cur.load(prev); ok {
+				c.setHostLoad(HostLoad{Other: other, Idle: idle, Contended: cont.observe(other, idle), Watching: true})
+			}
 		}
 		prev, have = cur, true
 	}
 }
 
 // hostWatchTargets says which CPUs and process trees watchHost reads: the
-// CPUs tierdb may run on and its CPU pools', tierdb itself and the parents
-// (postmasters) of the backends it holds; ok is false while there is
-// nothing to watch for (QoS off, a fixed slice, a kernel without custom
-// slices, backends that are not local processes).
+// CPUs tierdb may run on and its CPU pools', tierdb itself and the
+// postmasters whose backends it holds (an external server's on this host;
+// the one tierdb runs is its child); ok is false while there is nothing to
+// watch for (QoS off, a fixed slice, a kernel without custom slices,
+// backends that are not local processes).
 func (c *Controller) hostWatchTargets() (cpus osprio.CPUSet, roots []int, ok bool) {
 	c.mu.Lock()
-	if !c.cfg.Enabled || !c.cfg.SliceAuto || c.disabled || !osprio.SlicesSupported() {
+	if !c.cfg.Enabled || !c.cfg.SliceAuto || c.disabled || !c.slices {
 		c.mu.Unlock()
 		return nil, nil, false
 	}
@@ -184,15 +205,15 @@ func (c *Controller) hostWatchTargets() (cpus osprio.CPUSet, roots []int, ok boo
 	for _, pool := range [][]int{pools.Priority, pools.Standard, pools.Restricted} {
 		cpus = append(cpus, pool...)
 	}
+	slices.Sort(cpus)
 	roots = []int{self}
-	parents := map[int]bool{}
 	for _, pid := range backends {
-		if st, err := procfs.ReadStat(pid); err == nil && !parents[st.PPID] {
-			parents[st.PPID] = true
+		st, err := procfs.ReadStat(pid)
+		if err == nil && st.PPID > 1 && !slices.Contains(roots, st.PPID) && isLocalPostgres(st.PPID) {
 			roots = append(roots, st.PPID)
 		}
 	}
-	slices.Sort(cpus)
+	slices.Sort(roots[1:])
 	return slices.Compact(cpus), roots, true
 }
 
@@ -207,10 +228,11 @@ func (c *Controller) setHostLoad(l HostLoad) {
 	if !changed {
 		return
 	}
-	if l.Contended {
+	switch {
+	case l.Contended:
 		c.log.Info("other programs keep the server's CPUs busy: the high tier's backends and tierdb's threads take a short time slice", "slice", qos.AutoSlice, "otherCPUs", l.Other, "idleCPUs", l.Idle)
-	} else {
-		c.log.Info("the server's CPUs are no longer busy with other programs: the high tier's slice is the kernel's default again")
+	case l.Watching:
+		c.log.Info("the server's CPUs are no longer busy with other programs: the high tier's backends and tierdb's threads have the kernel's time slice again")
 	}
 	c.applySelf()
 	if c.disabled {

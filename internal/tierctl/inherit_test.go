@@ -1,7 +1,6 @@
 package tierctl
 
 import (
-	"os"
 	"os/exec"
 	"syscall"
 	"testing"
@@ -42,9 +41,17 @@ func niceOf(t *testing.T, pid int) int {
 	return n
 }
 
-func needsRoot(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("negative nice levels need root (or CAP_SYS_NICE)")
+// needsNegativeNice skips the test where this process may not give pid a
+// negative nice level (no CAP_SYS_NICE).
+func needsNegativeNice(t *testing.T, pid int) {
+	t.Helper()
+	if err := osprio.SetNice(pid, -1); osprio.IsPermission(err) {
+		t.Skip("negative nice levels need CAP_SYS_NICE")
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	if err := osprio.SetNice(pid, 0); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -54,12 +61,12 @@ func needsRoot(t *testing.T) {
 // to their own tier's level, which for a lower tier is its positive level
 // only while the high tier is active.
 func TestSetBoostedRaisesExactlyTheHoldersAndPutsThemBack(t *testing.T) {
-	needsRoot(t)
-	cfg := qos.DefaultConfig()
-	c := New(Options{}, cfg)
-	defer c.Close()
 	low, normal, high := fakePostgres(t, "low"), fakePostgres(t, "normal"), fakePostgres(t, "high")
 	stranger := fakePostgres(t, "not ours")
+	needsNegativeNice(t, stranger)
+	strangerNice := niceOf(t, stranger)
+	c := New(Options{}, quietConfig())
+	defer c.Close()
 	c.BackendOpened(low, qos.Low)
 	c.BackendOpened(normal, qos.Normal)
 	c.BackendOpened(high, qos.High)
@@ -73,7 +80,7 @@ func TestSetBoostedRaisesExactlyTheHoldersAndPutsThemBack(t *testing.T) {
 	}
 
 	c.SetBoosted([]int{low, high, stranger})
-	if niceOf(t, low) != -19 || niceOf(t, normal) != 10 || niceOf(t, stranger) != 0 {
+	if niceOf(t, low) != -19 || niceOf(t, normal) != 10 || niceOf(t, stranger) != strangerNice {
 		t.Errorf("boosting the low backend: low %d, normal %d, a stranger %d", niceOf(t, low), niceOf(t, normal), niceOf(t, stranger))
 	}
 	if st := c.Status(); len(st.Boosted) != 1 || st.Boosted[0] != low || st.Boosts != 1 {
@@ -102,14 +109,14 @@ func TestSetBoostedRaisesExactlyTheHoldersAndPutsThemBack(t *testing.T) {
 // startup process) get the high tier's nice level while it is active and
 // 0 after; other background processes are left alone.
 func TestWALPathFollowsTheHighTier(t *testing.T) {
-	needsRoot(t)
 	walwriter, receiver, checkpointer := fakePostgres(t, "walwriter"), fakePostgres(t, "walreceiver"), fakePostgres(t, "checkpointer")
+	needsNegativeNice(t, walwriter)
 	listed := 0
 	procs := func() ([]pgmanage.BackgroundProcess, error) {
 		listed++
 		return []pgmanage.BackgroundProcess{{PID: walwriter, Title: "walwriter"}, {PID: receiver, Title: "walreceiver"}, {PID: checkpointer, Title: "checkpointer"}}, nil
 	}
-	c := New(Options{BackgroundProcesses: procs}, qos.DefaultConfig())
+	c := New(Options{BackgroundProcesses: procs}, quietConfig())
 	defer c.Close()
 	before := niceOf(t, checkpointer)
 	c.boostWALPath(true)

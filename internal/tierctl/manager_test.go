@@ -10,8 +10,7 @@ import (
 
 func newTestManager(t *testing.T, p int) *Manager {
 	t.Helper()
-	cfg := qos.DefaultConfig()
-	cfg.Enabled = true
+	cfg := quietConfig()
 	cfg.Fair.Parallelism = p
 	ch, err := qos.NewChannel(qos.ChannelOptions{Threshold: cfg.Threshold})
 	if err != nil {
