@@ -79,9 +79,8 @@ func TestReadHostTimesTellsOwnProcessesFromOthers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	self := []int{os.Getpid()}
 	read := func() hostTimes {
-		h, err := readHostTimes(cpus, self)
+		h, err := readHostTimes(cpus, os.Getpid(), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
