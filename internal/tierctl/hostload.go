@@ -40,7 +40,7 @@ const (
 // CPU's whole time): Other is what processes outside tierdb's own used,
 // Idle what nobody did; Contended says the automatic slice is in force.
 // Watching is false while nothing follows the host (QoS off, a fixed
-// slice, a kernel without custom slices, an external PostgreSQL).
+// slice, a kernel without custom slices, a PostgreSQL on another host).
 type HostLoad struct {
 	Other, Idle         float64
 	Contended, Watching bool
