@@ -10,15 +10,15 @@ import (
 // CPUTime is one CPU's line of /proc/stat, in clock ticks (USER_HZ): Busy
 // is time spent running tasks (user, nice, system; guest time is part of
 // user), IRQ time spent on interrupts (irq, softirq), which the kernel may
-// charge to no task, and Idle time with nothing to run (idle, iowait).
-// Time the hypervisor took (steal) is in none of them.
+// charge to no task, Idle and IOWait time with nothing to run, and Steal
+// time the hypervisor gave to other machines.
 type CPUTime struct {
-	Busy, IRQ, Idle uint64
+	Busy, IRQ, Idle, IOWait, Steal uint64
 }
 
-// ReadCPUTimes reads /proc/stat's per-CPU lines, indexed by CPU number
-// (a CPU that is offline has no line and reads as zero).
-func ReadCPUTimes() ([]CPUTime, error) {
+// ReadCPUTimes reads /proc/stat's per-CPU lines by CPU number (a CPU that
+// is offline has no line).
+func ReadCPUTimes() (map[int]CPUTime, error) {
 	b, err := os.ReadFile("/proc/stat")
 	if err != nil {
 		return nil, err
@@ -26,30 +26,28 @@ func ReadCPUTimes() ([]CPUTime, error) {
 	return ParseCPUTimes(b)
 }
 
-// ParseCPUTimes parses the contents of /proc/stat.
-func ParseCPUTimes(b []byte) ([]CPUTime, error) {
-	var out []CPUTime
+// ParseCPUTimes parses the contents of /proc/stat; the all-CPU line and
+// the other counters are skipped.
+func ParseCPUTimes(b []byte) (map[int]CPUTime, error) {
+	out := map[int]CPUTime{}
 	for line := range strings.Lines(string(b)) {
 		rest, ok := strings.CutPrefix(line, "cpu")
 		if !ok || rest == "" || rest[0] < '0' || rest[0] > '9' {
-			continue // the "cpu" total, or another counter
+			continue
 		}
 		f := strings.Fields(rest)
 		id, err := strconv.Atoi(f[0])
-		if err != nil || id > 1<<16 || len(f) < 8 {
+		if err != nil || len(f) < 9 {
 			return nil, fmt.Errorf("procfs: malformed /proc/stat line %q", line)
 		}
-		// f[1:8]: user nice system idle iowait irq softirq.
-		var v [7]uint64
+		// f[1:9]: user nice system idle iowait irq softirq steal.
+		var v [8]uint64
 		for k := range v {
 			if v[k], err = strconv.ParseUint(f[1+k], 10, 64); err != nil {
 				return nil, fmt.Errorf("procfs: malformed /proc/stat line %q", line)
 			}
 		}
-		for len(out) <= id {
-			out = append(out, CPUTime{})
-		}
-		out[id] = CPUTime{Busy: v[0] + v[1] + v[2], IRQ: v[5] + v[6], Idle: v[3] + v[4]}
+		out[id] = CPUTime{Busy: v[0] + v[1] + v[2], IRQ: v[5] + v[6], Idle: v[3], IOWait: v[4], Steal: v[7]}
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("procfs: no per-CPU lines in /proc/stat")

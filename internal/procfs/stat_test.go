@@ -1,6 +1,7 @@
 package procfs
 
 import (
+	"maps"
 	"os"
 	"os/exec"
 	"slices"
@@ -45,9 +46,9 @@ func TestParseCPUTimes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// CPU 1 is offline (no line); steal (the 8th field) counts nowhere.
-	want := []CPUTime{{Busy: 11, IRQ: 3, Idle: 62}, {}, {Busy: 5, IRQ: 2, Idle: 42}}
-	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] || got[2] != want[2] {
+	// CPU 1 is offline (no line).
+	want := map[int]CPUTime{0: {Busy: 11, IRQ: 3, Idle: 60, IOWait: 2, Steal: 5}, 2: {Busy: 5, IRQ: 2, Idle: 40, IOWait: 2, Steal: 4}}
+	if !maps.Equal(got, want) {
 		t.Errorf("got %+v, want %+v", got, want)
 	}
 	for _, bad := range []string{"cpu  1 2 3\n", "cpu0 1 2 3\n", "cpu0 1 2 x 4 5 6 7 8\n"} {

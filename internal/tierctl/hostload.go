@@ -112,11 +112,10 @@ func readHostTimes(cpus osprio.CPUSet, self int, roots []int) (hostTimes, error)
 	}
 	h := hostTimes{cpus: len(cpus), what: fmt.Sprint(cpus, self, roots)}
 	for _, id := range cpus {
-		if id < len(per) {
-			h.busy += per[id].Busy
-			h.irq += per[id].IRQ
-			h.idle += per[id].Idle
-		}
+		c := per[id] // zero for a CPU gone offline
+		h.busy += c.Busy
+		h.irq += c.IRQ
+		h.idle += c.Idle + c.IOWait
 	}
 	seen := map[int]bool{}
 	var walk func(pid, levels int) error

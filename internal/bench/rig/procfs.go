@@ -1,13 +1,10 @@
 package rig
 
 import (
-	"bufio"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
 	"tierdb/internal/procfs"
@@ -105,43 +102,19 @@ func (c CPUTimes) Total() uint64 { return c.Busy + c.Idle + c.IOWait + c.Steal }
 
 // ReadCPUTimes returns the counters of each CPU by number.
 func ReadCPUTimes() (map[int]CPUTimes, error) {
-	f, err := os.Open("/proc/stat")
+	per, err := procfs.ReadCPUTimes()
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	out := map[int]CPUTimes{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if c, n, ok := parseCPULine(sc.Text()); ok {
-			out[n] = c
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return nil, err
-	}
-	if len(out) == 0 {
-		return nil, errors.New("/proc/stat lists no CPUs")
+	out := make(map[int]CPUTimes, len(per))
+	for n, c := range per {
+		out[n] = cpuTimes(c)
 	}
 	return out, nil
 }
 
-// parseCPULine parses "cpuN user nice system idle iowait irq softirq steal
-// ..."; it skips the all-CPU line "cpu".
-func parseCPULine(line string) (CPUTimes, int, bool) {
-	f := strings.Fields(line)
-	if len(f) < 9 || !strings.HasPrefix(f[0], "cpu") || f[0] == "cpu" {
-		return CPUTimes{}, 0, false
-	}
-	n, err := strconv.Atoi(f[0][3:])
-	if err != nil {
-		return CPUTimes{}, 0, false
-	}
-	var v [8]uint64
-	for i := range v {
-		if v[i], err = strconv.ParseUint(f[i+1], 10, 64); err != nil {
-			return CPUTimes{}, 0, false
-		}
-	}
-	return CPUTimes{Busy: v[0] + v[1] + v[2] + v[5] + v[6], Idle: v[3], IOWait: v[4], Steal: v[7]}, n, true
+// cpuTimes counts interrupts as busy: the harness asks how busy a CPU was,
+// not for whom.
+func cpuTimes(c procfs.CPUTime) CPUTimes {
+	return CPUTimes{Busy: c.Busy + c.IRQ, Idle: c.Idle, IOWait: c.IOWait, Steal: c.Steal}
 }

@@ -16,23 +16,17 @@ func TestProcStatCPUTimes(t *testing.T) {
 	}
 }
 
-func TestParseCPULine(t *testing.T) {
-	c, n, ok := parseCPULine("cpu1 10 1 5 80 4 0 0 0 7 0")
-	if !ok || n != 1 {
-		t.Fatalf("not parsed: %v %v", n, ok)
+func TestCPUTimesFromProcStat(t *testing.T) {
+	per, err := procfs.ParseCPUTimes([]byte("cpu  20 2 10 160 8 2 3 9 7 0\ncpu1 10 1 5 80 4 0 0 0 7 0\ncpu0 10 1 5 80 4 2 3 9 0 0\nintr 1 2 3\n"))
+	if err != nil || len(per) != 2 {
+		t.Fatalf("parsed %v, %v; want CPUs 0 and 1 only (the all-CPU and intr lines skipped)", per, err)
 	}
 	// Guest time (7) is already inside user time (10) and must not count twice.
-	if c.Busy != 16 || c.Total() != 100 || c.Idle != 80 || c.IOWait != 4 {
+	if c := cpuTimes(per[1]); c.Busy != 16 || c.Total() != 100 || c.Idle != 80 || c.IOWait != 4 {
 		t.Errorf("got %+v total %d, want busy 16 idle 80 iowait 4 total 100", c, c.Total())
 	}
-	if c, _, _ := parseCPULine("cpu0 10 1 5 80 4 2 3 9 0 0"); c.Busy != 21 || c.Steal != 9 || c.Total() != 114 {
+	if c := cpuTimes(per[0]); c.Busy != 21 || c.Steal != 9 || c.Total() != 114 {
 		t.Errorf("irq, softirq and steal: got %+v", c)
-	}
-	if _, _, ok := parseCPULine("cpu  10 1 5 80 4 0 0 0 0 0"); ok {
-		t.Error("the all-CPU line must be skipped")
-	}
-	if _, _, ok := parseCPULine("intr 1 2 3"); ok {
-		t.Error("non-CPU line accepted")
 	}
 }
 
