@@ -466,12 +466,18 @@ func toOS(p qos.IOPrio) osprio.IOPrio {
 	return osprio.IOPrio{Class: class, Level: p.Level}
 }
 
-// isLocalPostgres reports whether pid is a PostgreSQL process on this host.
+// isLocalPostgres reports whether pid is a PostgreSQL process on this host:
+// a backend or background process, whose title reads "postgres: …", or a
+// postmaster, started as "postgres" or by its path (".../bin/postgres").
 // An external server's backend PIDs belong to another machine (or to an
 // unrelated local process), so we must not touch them.
 func isLocalPostgres(pid int) bool {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
-	return err == nil && strings.HasPrefix(string(b), "postgres")
+	if err != nil {
+		return false
+	}
+	argv0, _, _ := strings.Cut(string(b), "\x00")
+	return strings.HasPrefix(argv0, "postgres") || strings.HasSuffix(argv0, "/postgres")
 }
 
 // Status is a snapshot for qosStatus.

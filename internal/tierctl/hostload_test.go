@@ -160,3 +160,61 @@ func TestSliceOfFollowsTheHostOnlyWhenAuto(t *testing.T) {
 		t.Errorf("fixed slice: high %v", c.sliceOf(qos.High))
 	}
 }
+
+// A PostgreSQL server on this host that tierdb did not start (its
+// postmaster not tierdb's child, started by its path as Debian's is) is
+// found through the backends tierdb holds, so that its processes count as
+// tierdb's own and not as other programs. A postmaster that is tierdb's
+// child is covered by tierdb's own tree instead.
+func TestHostWatchFindsAPostmasterStartedElsewhere(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("no bash")
+	}
+	// bash → "/usr/lib/postgresql/15/bin/postgres" (a subshell) →
+	// "postgres: app db idle" (a sleep): the postmaster's parent is bash,
+	// not this process.
+	cmd := exec.Command("bash", "-c", `(exec -a /usr/lib/postgresql/15/bin/postgres bash -c 'exec -a "postgres: app db idle" sleep 30 & echo $!; wait') & wait`)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		exec.Command("pkill", "-P", strconv.Itoa(cmd.Process.Pid)).Run()
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	line := make([]byte, 32)
+	n, err := out.Read(line)
+	if err != nil {
+		t.Fatal(err)
+	}
+	backend, err := strconv.Atoi(strings.TrimSpace(string(line[:n])))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The background job prints its PID before it has exec'd.
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if b, _ := os.ReadFile("/proc/" + strconv.Itoa(backend) + "/cmdline"); strings.HasPrefix(string(b), "postgres: ") {
+			break
+		}
+	}
+	st, err := procfs.ReadStat(backend)
+	if err != nil {
+		t.Fatal(err)
+	}
+	postmaster := st.PPID
+	t.Cleanup(func() { exec.Command("pkill", "-P", strconv.Itoa(postmaster)).Run() })
+	if !isLocalPostgres(backend) || !isLocalPostgres(postmaster) || isLocalPostgres(cmd.Process.Pid) {
+		t.Fatalf("isLocalPostgres: backend %v, postmaster by path %v, bash %v",
+			isLocalPostgres(backend), isLocalPostgres(postmaster), isLocalPostgres(cmd.Process.Pid))
+	}
+
+	c := &Controller{cfg: qos.DefaultConfig(), slices: true, backends: map[int]qos.Tier{backend: qos.Normal}}
+	_, self, roots, ok := c.hostWatchTargets()
+	if !ok || self != os.Getpid() || len(roots) != 1 || roots[0] != postmaster {
+		t.Fatalf("watch targets: ok %v, self %d, roots %v; want the postmaster %d", ok, self, roots, postmaster)
+	}
+}
