@@ -61,3 +61,35 @@ func TestUserRunMergesClients(t *testing.T) {
 		t.Fatalf("CV %v, want 1/3", u.CV)
 	}
 }
+
+// A perfectly fair split of whole operations still has a U_f: with 13
+// operations among 2 users a window, 6 and 7 is the best there is, U_f
+// 0.5/6.5; the floor says so, and is 0 where H is whole or weights differ.
+func TestUfFloorIsWhatWholeOperationsAllow(t *testing.T) {
+	a, b := steady("a", 1, 0, 3), steady("b", 1, 0, 3)
+	per := int(FairnessWindow / SeriesBucket)
+	for w := 0; w < 3; w++ {
+		a.Series[w*per], b.Series[w*per] = 6, 7
+	}
+	f := fairnessOf([]UserRun{a, b}, 0)
+	want := 0.5 / 6.5
+	if f.Windows != 3 || math.Abs(f.UfMean-want) > 1e-9 || math.Abs(f.UfFloor-want) > 1e-9 {
+		t.Fatalf("6 and 7 a window: U_f %v, floor %v over %d windows; want both %v", f.UfMean, f.UfFloor, f.Windows, want)
+	}
+	// Three users, 20 operations a window: 6, 7, 7 at best (H 6.67, U_f
+	// 0.67/6.67); 4, 8, 8 is further from fair than the floor.
+	c := steady("c", 1, 0, 3)
+	for w := 0; w < 3; w++ {
+		a.Series[w*per], b.Series[w*per], c.Series[w*per] = 4, 8, 8
+	}
+	f = fairnessOf([]UserRun{a, b, c}, 0)
+	if h := 20.0 / 3; math.Abs(f.UfFloor-(2.0/3)/h) > 1e-9 || math.Abs(f.UfMean-(h-4)/h) > 1e-9 {
+		t.Fatalf("4, 8, 8: U_f %v, floor %v", f.UfMean, f.UfFloor)
+	}
+	if f := fairnessOf([]UserRun{steady("a", 1, 10, 5), steady("b", 1, 30, 5)}, 0); f.UfFloor != 0 {
+		t.Fatalf("H whole: floor %v, want 0", f.UfFloor)
+	}
+	if f := fairnessOf([]UserRun{steady("a", 1, 10, 5), steady("b", 3, 30, 5)}, 0); f.UfFloor != 0 {
+		t.Fatalf("unequal weights: floor %v, want 0 (not given)", f.UfFloor)
+	}
+}

@@ -316,6 +316,9 @@ func evaluate(s *Scenario, t Target, sum *Summary) TargetResult {
 			}
 			r.Value = map[string]float64{"unfairness": f.UfMean, "unfairnessSpan": f.UfSpan, "latencyCV": f.CV, "userSpread": f.spread()}[t.Metric]
 			r.Measured = fmt.Sprintf("%s %.1f%% over %d users (%d windows of 1 s), limit %.0f%%", t.Metric, 100*r.Value, f.Users, f.Windows, 100*r.Limit)
+			if t.Metric == "unfairness" && f.UfFloor > 0 {
+				r.Measured += fmt.Sprintf("; whole operations allow no less than %.1f%%", 100*f.UfFloor)
+			}
 		}
 		r.Pass = r.Value <= r.Limit
 	case "maxNoiseDrop", "minRecovery":
