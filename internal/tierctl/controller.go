@@ -10,6 +10,7 @@ import (
 
 	"tierdb/internal/osprio"
 	"tierdb/internal/pgmanage"
+	"tierdb/internal/procfs"
 	"tierdb/internal/qos"
 )
 
@@ -35,6 +36,9 @@ type Controller struct {
 	mu       sync.Mutex
 	cfg      qos.Config
 	backends map[int]qos.Tier
+	// parents are the backends' parents when they opened: their servers'
+	// postmasters, one per node (hostload.go).
+	parents map[int]int
 	// niced says the lower tiers' positive nice levels are in force, from
 	// the high tier's first request until the hold after its last
 	// (follow). Otherwise their backends run at nice 0, tierdb's own
@@ -122,6 +126,7 @@ func New(opts Options, cfg qos.Config) *Controller {
 		bgProcs:  opts.BackgroundProcesses,
 		cfg:      cfg,
 		backends: map[int]qos.Tier{},
+		parents:  map[int]int{},
 		boosted:  map[int]bool{},
 		warned:   map[string]bool{},
 		dirty:    make(chan struct{}, 1),
@@ -157,6 +162,9 @@ func (c *Controller) BackendOpened(pid int, t qos.Tier) {
 		return
 	}
 	c.backends[pid] = t
+	if st, err := procfs.ReadStat(pid); err == nil {
+		c.parents[pid] = st.PPID
+	}
 	c.apply(pid, t)
 }
 
@@ -165,6 +173,7 @@ func (c *Controller) BackendClosed(pid int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.backends, pid)
+	delete(c.parents, pid)
 	delete(c.boosted, pid)
 	c.applier.Forget(pid)
 }

@@ -197,9 +197,10 @@ func (c *Controller) watchHost() {
 // hostWatchTargets says which CPUs and process trees watchHost reads: the
 // CPUs tierdb may run on and its CPU pools', tierdb itself (self) and the
 // postmasters whose backends it holds that are not its children (roots:
-// an external server's on this host); ok is false while there is nothing
-// to watch for (QoS off, a fixed slice, a kernel without custom slices,
-// backends that are not local processes).
+// servers on this host that tierdb did not start, a primary's and its
+// standbys'); ok is false while there is nothing to watch for (QoS off, a
+// fixed slice, a kernel without custom slices, backends that are not local
+// processes).
 func (c *Controller) hostWatchTargets() (cpus osprio.CPUSet, self int, roots []int, ok bool) {
 	c.mu.Lock()
 	if !c.cfg.Enabled || !c.cfg.SliceAuto || c.disabled || !c.slices {
@@ -207,9 +208,9 @@ func (c *Controller) hostWatchTargets() (cpus osprio.CPUSet, self int, roots []i
 		return nil, 0, nil, false
 	}
 	pools := c.cfg.Pools
-	backends := make([]int, 0, len(c.backends))
-	for pid := range c.backends {
-		backends = append(backends, pid)
+	var parents []int
+	for _, pid := range c.parents {
+		parents = append(parents, pid)
 	}
 	c.mu.Unlock()
 
@@ -222,16 +223,13 @@ func (c *Controller) hostWatchTargets() (cpus osprio.CPUSet, self int, roots []i
 		cpus = append(cpus, pool...)
 	}
 	slices.Sort(cpus)
-	// One backend names its postmaster; the others have the same one.
-	for _, pid := range backends {
-		st, err := procfs.ReadStat(pid)
-		if err != nil || st.PPID <= 1 {
-			continue
+	// The backends' parents, each once: a postmaster per node, or init
+	// for backends whose postmaster died.
+	slices.Sort(parents)
+	for _, pm := range slices.Compact(parents) {
+		if st, err := procfs.ReadStat(pm); err == nil && pm > 1 && st.PPID != self && isLocalPostgres(pm) {
+			roots = append(roots, pm)
 		}
-		if pm, err := procfs.ReadStat(st.PPID); err == nil && pm.PPID != self && isLocalPostgres(st.PPID) {
-			roots = append(roots, st.PPID)
-		}
-		break
 	}
 	return slices.Compact(cpus), self, roots, true
 }

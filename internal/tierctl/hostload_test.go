@@ -1,8 +1,10 @@
 package tierctl
 
 import (
+	"log/slog"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -161,18 +163,17 @@ func TestSliceOfFollowsTheHostOnlyWhenAuto(t *testing.T) {
 	}
 }
 
-// A PostgreSQL server on this host that tierdb did not start (its
-// postmaster not tierdb's child, started by its path as Debian's is) is
-// found through the backends tierdb holds, so that its processes count as
-// tierdb's own and not as other programs. A postmaster that is tierdb's
-// child is covered by tierdb's own tree instead.
-func TestHostWatchFindsAPostmasterStartedElsewhere(t *testing.T) {
+// fakeServer starts a stand-in for a PostgreSQL server that tierdb did not
+// start: a "postmaster" named by its path, as Debian's is started, whose
+// parent is not this process, with one "backend" child. It returns both
+// PIDs and stops them when the test ends.
+func fakeServer(t *testing.T) (postmaster, backend int) {
+	t.Helper()
 	if _, err := exec.LookPath("bash"); err != nil {
 		t.Skip("no bash")
 	}
 	// bash → "/usr/lib/postgresql/15/bin/postgres" (a subshell) →
-	// "postgres: app db idle" (a sleep): the postmaster's parent is bash,
-	// not this process.
+	// "postgres: app db idle" (a sleep).
 	cmd := exec.Command("bash", "-c", `(exec -a /usr/lib/postgresql/15/bin/postgres bash -c 'exec -a "postgres: app db idle" sleep 30 & echo $!; wait') & wait`)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -191,8 +192,7 @@ func TestHostWatchFindsAPostmasterStartedElsewhere(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	backend, err := strconv.Atoi(strings.TrimSpace(string(line[:n])))
-	if err != nil {
+	if backend, err = strconv.Atoi(strings.TrimSpace(string(line[:n]))); err != nil {
 		t.Fatal(err)
 	}
 	// The background job prints its PID before it has exec'd.
@@ -205,16 +205,35 @@ func TestHostWatchFindsAPostmasterStartedElsewhere(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	postmaster := st.PPID
+	postmaster = st.PPID
 	t.Cleanup(func() { exec.Command("pkill", "-P", strconv.Itoa(postmaster)).Run() })
 	if !isLocalPostgres(backend) || !isLocalPostgres(postmaster) || isLocalPostgres(cmd.Process.Pid) {
 		t.Fatalf("isLocalPostgres: backend %v, postmaster by path %v, bash %v",
 			isLocalPostgres(backend), isLocalPostgres(postmaster), isLocalPostgres(cmd.Process.Pid))
 	}
+	return postmaster, backend
+}
 
-	c := &Controller{cfg: qos.DefaultConfig(), slices: true, backends: map[int]qos.Tier{backend: qos.Normal}}
+// PostgreSQL servers on this host that tierdb did not start (a primary and
+// a standby, their postmasters not tierdb's children) are found through the
+// backends tierdb holds, so that their processes count as tierdb's own and
+// not as other programs; a backend that closed no longer names its server.
+func TestHostWatchFindsThePostmastersOfEveryNode(t *testing.T) {
+	primary, b1 := fakeServer(t)
+	standby, b2 := fakeServer(t)
+	// No goroutines: the targets a watcher would read.
+	c := &Controller{log: slog.Default(), applier: osprio.NewApplier(), cfg: qos.DefaultConfig(), slices: true,
+		backends: map[int]qos.Tier{}, parents: map[int]int{}, boosted: map[int]bool{}, warned: map[string]bool{}}
+	c.BackendOpened(b1, qos.Normal)
+	c.BackendOpened(b2, qos.Low)
 	_, self, roots, ok := c.hostWatchTargets()
-	if !ok || self != os.Getpid() || len(roots) != 1 || roots[0] != postmaster {
-		t.Fatalf("watch targets: ok %v, self %d, roots %v; want the postmaster %d", ok, self, roots, postmaster)
+	want := []int{primary, standby}
+	slices.Sort(want)
+	if !ok || self != os.Getpid() || !slices.Equal(roots, want) {
+		t.Fatalf("watch targets: ok %v, self %d, roots %v; want the postmasters %v", ok, self, roots, want)
+	}
+	c.BackendClosed(b2)
+	if _, _, roots, _ = c.hostWatchTargets(); !slices.Equal(roots, []int{primary}) {
+		t.Fatalf("after the standby's backend closed: roots %v, want [%d]", roots, primary)
 	}
 }
