@@ -209,8 +209,8 @@ func (c *Controller) hostWatchTargets() (cpus osprio.CPUSet, self int, roots []i
 	}
 	pools := c.cfg.Pools
 	var parents []int
-	for _, pid := range c.parents {
-		parents = append(parents, pid)
+	for _, pm := range c.parents {
+		parents = append(parents, pm)
 	}
 	c.mu.Unlock()
 
