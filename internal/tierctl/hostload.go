@@ -2,6 +2,7 @@ package tierctl
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"time"
@@ -208,10 +209,7 @@ func (c *Controller) hostWatchTargets() (cpus osprio.CPUSet, self int, roots []i
 		return nil, 0, nil, false
 	}
 	pools := c.cfg.Pools
-	var parents []int
-	for _, pm := range c.parents {
-		parents = append(parents, pm)
-	}
+	parents := slices.Sorted(maps.Values(c.parents))
 	c.mu.Unlock()
 
 	self = os.Getpid()
@@ -225,9 +223,11 @@ func (c *Controller) hostWatchTargets() (cpus osprio.CPUSet, self int, roots []i
 	slices.Sort(cpus)
 	// The backends' parents, each once: a postmaster per node, or init
 	// for backends whose postmaster died.
-	slices.Sort(parents)
 	for _, pm := range slices.Compact(parents) {
-		if st, err := procfs.ReadStat(pm); err == nil && pm > 1 && st.PPID != self && isLocalPostgres(pm) {
+		if pm <= 1 {
+			continue
+		}
+		if st, err := procfs.ReadStat(pm); err == nil && st.PPID != self && isLocalPostgres(pm) {
 			roots = append(roots, pm)
 		}
 	}
