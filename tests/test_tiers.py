@@ -307,8 +307,10 @@ def test_slices_of_backends_and_of_tierdb_itself(qserver):
 @pytest.mark.skipif(not KEEPS_SLICES, reason="custom slices need Linux 6.12 (EEVDF)")
 def test_high_slice_follows_other_programs_on_the_cpus(qserver):
     """With the default high=auto, busy loops of another program on every
-    CPU give the high tier's backends and tierdb's threads a 100 µs slice;
-    once they stop, the kernel's default comes back."""
+    CPU give the high tier's backends and tierdb's threads a 100 µs slice,
+    which high-tier traffic beside them keeps (its backends wait long for a
+    CPU, and tierdb reports how long); once they stop, the kernel's default
+    comes back."""
     high = tier_client(qserver, "high")
     high.test.warm.find_one()
     default = slice_of(os.getpid())
@@ -331,6 +333,12 @@ def test_high_slice_follows_other_programs_on_the_cpus(qserver):
     try:
         assert wait_until(lambda: in_force(100), timeout=10), status(qserver)["osPriorities"]["host"]
         assert status(qserver)["osPriorities"]["host"]["otherProgramsCPUs"] >= 0.25
+        end = time.monotonic() + 3
+        while time.monotonic() < end:
+            high.test.slicewait.insert_one({})
+        host = status(qserver)["osPriorities"]["host"]
+        assert host["highTimeslices"] >= 200 and host["highWaitMicros"] > 0, host
+        assert wait_until(lambda: in_force(100), timeout=10), status(qserver)["osPriorities"]["host"]
     finally:
         for p in loops:
             p.kill()

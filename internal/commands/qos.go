@@ -119,6 +119,8 @@ func (h *Handlers) qosStatus(_ context.Context, req *Request) (bson.D, error) {
 			{Key: "host", Value: bson.D{
 				{Key: "otherProgramsCPUs", Value: os.Host.Other},
 				{Key: "idleCPUs", Value: os.Host.Idle},
+				{Key: "highWaitMicros", Value: float64(os.Host.HighWait) / float64(time.Microsecond)},
+				{Key: "highTimeslices", Value: int64(os.Host.HighSlices)},
 				{Key: "contended", Value: os.Host.Contended},
 				{Key: "watching", Value: os.Host.Watching},
 			}},

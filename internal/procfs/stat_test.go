@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"slices"
 	"testing"
+	"time"
 )
 
 func TestParseStat(t *testing.T) {
@@ -70,5 +71,38 @@ func TestChildrenOfThisProcess(t *testing.T) {
 	}
 	if !slices.Contains(kids, cmd.Process.Pid) {
 		t.Errorf("children %v lack %d", kids, cmd.Process.Pid)
+	}
+}
+
+func TestParseSchedStat(t *testing.T) {
+	got, err := ParseSchedStat([]byte("123456789 2500000 77\n"))
+	want := SchedStat{Run: 123456789 * time.Nanosecond, Wait: 2500 * time.Microsecond, Slices: 77}
+	if err != nil || got != want {
+		t.Errorf("got %+v, %v; want %+v", got, err, want)
+	}
+	for _, bad := range []string{"", "1 2", "1 2 3 4", "1 x 3", "-1 2 3"} {
+		if _, err := ParseSchedStat([]byte(bad)); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+// A process that spins ran, in at least one timeslice, and its counts
+// only grow.
+func TestReadSchedStatOfASpinningProcess(t *testing.T) {
+	cmd := exec.Command("sh", "-c", "while :; do :; done")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	time.Sleep(50 * time.Millisecond)
+	a, err := ReadSchedStat(cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	b, err := ReadSchedStat(cmd.Process.Pid)
+	if err != nil || a.Run <= 0 || a.Slices == 0 || b.Run <= a.Run || b.Wait < a.Wait || b.Slices < a.Slices {
+		t.Errorf("before %+v, after %+v, %v", a, b, err)
 	}
 }

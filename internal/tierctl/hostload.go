@@ -18,43 +18,67 @@ import (
 // tierdb's own processes that wait is short and the slice buys nothing
 // (fig5-paper); beside another program that keeps the CPU busy it is most
 // of a high-tier request's time (shared-host: 6× its idle p50, 1.1× with a
-// 100 µs slice). So the high tier's backends and tierdb's threads get
-// qos.AutoSlice while other programs keep the CPUs tierdb runs on busy, and
-// the kernel's default otherwise.
+// 100 µs slice). Beside a client on the same CPUs, which runs only while
+// it waits for tierdb's replies, the wait is short again and the slice
+// costs (fig7-shared: the high tier's p50 1.14× its idle one with it, 1.01×
+// without). So the high tier's backends and tierdb's threads get
+// qos.AutoSlice while other programs keep the CPUs tierdb runs on busy and
+// the high tier's backends wait long for a CPU, and the kernel's default
+// otherwise.
 //
 // watchHost looks once every hostPeriod at /proc: how much of those CPUs'
 // time went to processes outside tierdb's own (tierdb, the PostgreSQL
-// servers it runs or whose backends it holds, and their children), and how
-// much was idle. It takes the slice when others used at least otherOn of a
-// CPU while less than idleOn of one was left idle (with an idle CPU a
-// waking thread does not wait), and gives it back after calmLooks looks in
-// a row without that.
+// servers it runs or whose backends it holds, and their children), how
+// much was idle, and how long the high tier's backends waited on a run
+// queue per timeslice (schedstat). Others using at least otherOn of a CPU
+// while less than idleOn of one was left idle (with an idle CPU a waking
+// thread does not wait) make the host busy; contention.observe says when
+// the slice comes and goes.
+//
+// The waits that tell a busy program from a client (this project's VM,
+// per timeslice of the high tier's backends): on the kernel's slice
+// 288–409 µs beside a busy loop, 12–22 µs beside co-located load
+// generators; with the 100 µs slice 36–40 µs against 12–19 µs.
 const (
 	hostPeriod = time.Second
 	lookPause  = 100 * time.Microsecond
 	otherOn    = 0.25
 	idleOn     = 0.5
 	calmLooks  = 5
+	// waitSlices is how many timeslices the high tier's backends must run
+	// in a look for their wait to count; waitTake is the wait that takes
+	// the slice on the kernel's own (a waking backend already waits about
+	// as long as the slice it would get), waitKeep the wait under which
+	// the slice, once taken, is tried without.
+	waitSlices = 200
+	waitTake   = qos.AutoSlice
+	waitKeep   = 28 * time.Microsecond
 )
 
 // HostLoad is the last look at the CPUs tierdb runs on, in CPUs (1 is one
 // CPU's whole time): Other is what processes outside tierdb's own used,
-// Idle what nobody did; Contended says the automatic slice is in force.
-// Watching is false while nothing follows the host (QoS off, a fixed
-// slice, a kernel without custom slices, a PostgreSQL on another host).
+// Idle what nobody did; HighWait how long the high tier's backends waited
+// for a CPU per timeslice, over HighSlices timeslices; Contended says the
+// automatic slice is in force. Watching is false while nothing follows
+// the host (QoS off, a fixed slice, a kernel without custom slices, a
+// PostgreSQL on another host).
 type HostLoad struct {
 	Other, Idle         float64
+	HighWait            time.Duration
+	HighSlices          uint64
 	Contended, Watching bool
 }
 
 // hostTimes is one reading, in clock ticks: the CPUs tierdb runs on (their
 // time running tasks, on interrupts and idle) and the CPU time tierdb's own
-// processes used, living or ended. what names the CPUs and process trees
-// read: two readings of different ones do not compare.
+// processes used, living or ended; and the high tier's backends' schedstats.
+// what names the CPUs and process trees read: two readings of different
+// ones do not compare.
 type hostTimes struct {
 	busy, irq, idle, own uint64
 	cpus                 int
 	what                 string
+	high                 map[int]procfs.SchedStat
 }
 
 // load is what happened between two readings, in CPUs; ok is false when
@@ -77,26 +101,64 @@ func (cur hostTimes) load(prev hostTimes) (other, idle float64, ok bool) {
 	return min(max(busy-ours, 0)*scale, float64(cur.cpus)), idl * scale, true
 }
 
-// contention decides from successive looks whether the slice is in force.
-type contention struct {
-	on   bool
-	calm int
+// highWait is how long the high tier's backends that lived through both
+// readings waited for a CPU per timeslice in between, over how many.
+func (cur hostTimes) highWait(prev hostTimes) (time.Duration, uint64) {
+	var wait time.Duration
+	var n uint64
+	for pid, s := range cur.high {
+		p, ok := prev.high[pid]
+		if !ok || s.Slices < p.Slices || s.Wait < p.Wait { // a new process under an old pid
+			continue
+		}
+		wait, n = wait+s.Wait-p.Wait, n+s.Slices-p.Slices
+	}
+	if n == 0 {
+		return 0, 0
+	}
+	return wait / time.Duration(n), n
 }
 
-func (c *contention) observe(other, idle float64) bool {
+// contention decides from successive looks whether the slice is in force.
+//
+//   - Off, a busy host takes the slice when the high tier's backends did
+//     not run (a sparse client's next request finds it) or waited at least
+//     waitTake per timeslice: they wait on a busy program, and the slice is
+//     sure until the host is calm.
+//   - On and not sure, a busy host gives it back when the high tier's
+//     backends ran and waited less than waitKeep: the CPU's other user is
+//     a client, or a busy program that the slice keeps short. The next
+//     look, on the kernel's slice, tells which.
+//   - On, calmLooks looks in a row without a busy host give it back.
+type contention struct {
+	on, sure bool
+	calm     int
+}
+
+func (c *contention) observe(other, idle float64, wait time.Duration, slices uint64) bool {
+	busy, ran := other >= otherOn && idle < idleOn, slices >= waitSlices
 	switch {
-	case other >= otherOn && idle < idleOn:
-		c.on, c.calm = true, 0
-	case c.on:
-		if c.calm++; c.calm >= calmLooks {
-			c.on, c.calm = false, 0
+	case !busy:
+		if c.on {
+			if c.calm++; c.calm >= calmLooks {
+				*c = contention{}
+			}
 		}
+	case !c.on:
+		if !ran || wait >= waitTake {
+			*c = contention{on: true, sure: ran}
+		}
+	case ran && !c.sure && wait < waitKeep:
+		*c = contention{}
+	default:
+		c.calm = 0
 	}
 	return c.on
 }
 
-// readHostTimes reads the CPUs in cpus and the processes under roots (each
-// counted once, with the time of its children that ended). Children are
+// readHostTimes reads the CPUs in cpus, the processes under roots (each
+// counted once, with the time of its children that ended) and the
+// schedstats of the processes in high (without, none). Children are
 // read two levels below tierdb (its PostgreSQL servers and their
 // processes) and one below another root (an external server's
 // postmaster): PostgreSQL's backends start no processes of their own.
@@ -106,7 +168,7 @@ func (c *contention) observe(other, idle float64) bool {
 // for 0.4 ms with ten PostgreSQL processes (each costs about 15 µs on
 // this project's VM) and twice that beside a busy program, which is when
 // looks matter. Paused, a request waits for one process's read at most.
-func readHostTimes(cpus osprio.CPUSet, self int, roots []int) (hostTimes, error) {
+func readHostTimes(cpus osprio.CPUSet, self int, roots, high []int) (hostTimes, error) {
 	per, err := procfs.ReadCPUTimes()
 	if err != nil {
 		return hostTimes{}, err
@@ -153,6 +215,13 @@ func readHostTimes(cpus osprio.CPUSet, self int, roots []int) (hostTimes, error)
 			return hostTimes{}, err
 		}
 	}
+	h.high = map[int]procfs.SchedStat{}
+	for _, pid := range high {
+		time.Sleep(lookPause)
+		if s, err := procfs.ReadSchedStat(pid); err == nil {
+			h.high[pid] = s
+		}
+	}
 	return h, nil
 }
 
@@ -172,13 +241,13 @@ func (c *Controller) watchHost() {
 			return
 		case <-tick.C:
 		}
-		cpus, self, roots, ok := c.hostWatchTargets()
+		cpus, self, roots, high, ok := c.hostWatchTargets()
 		if !ok {
 			have, cont = false, contention{}
 			c.setHostLoad(HostLoad{})
 			continue
 		}
-		cur, err := readHostTimes(cpus, self, roots)
+		cur, err := readHostTimes(cpus, self, roots, high)
 		if err != nil {
 			c.mu.Lock()
 			c.warnOnce("host", "cannot read the host's CPU use; the high tier's automatic slice stays at the kernel's default", "err", err)
@@ -188,7 +257,8 @@ func (c *Controller) watchHost() {
 		}
 		if have {
 			if other, idle, ok := cur.load(prev); ok {
-				c.setHostLoad(HostLoad{Other: other, Idle: idle, Contended: cont.observe(other, idle), Watching: true})
+				wait, n := cur.highWait(prev)
+				c.setHostLoad(HostLoad{Other: other, Idle: idle, HighWait: wait, HighSlices: n, Contended: cont.observe(other, idle, wait, n), Watching: true})
 			}
 		}
 		prev, have = cur, true
@@ -199,23 +269,28 @@ func (c *Controller) watchHost() {
 // CPUs tierdb may run on and its CPU pools', tierdb itself (self) and the
 // postmasters whose backends it holds that are not its children (roots:
 // servers on this host that tierdb did not start, a primary's and its
-// standbys'); ok is false while there is nothing to watch for (QoS off, a
-// fixed slice, a kernel without custom slices, backends that are not local
-// processes).
-func (c *Controller) hostWatchTargets() (cpus osprio.CPUSet, self int, roots []int, ok bool) {
+// standbys') and the high tier's backends (high); ok is false while there
+// is nothing to watch for (QoS off, a fixed slice, a kernel without custom
+// slices, backends that are not local processes).
+func (c *Controller) hostWatchTargets() (cpus osprio.CPUSet, self int, roots, high []int, ok bool) {
 	c.mu.Lock()
 	if !c.cfg.Enabled || !c.cfg.SliceAuto || c.disabled || !c.slices {
 		c.mu.Unlock()
-		return nil, 0, nil, false
+		return nil, 0, nil, nil, false
 	}
 	pools := c.cfg.Pools
 	parents := slices.Sorted(maps.Values(c.parents))
+	for pid, t := range c.backends {
+		if t == qos.High {
+			high = append(high, pid)
+		}
+	}
 	c.mu.Unlock()
 
 	self = os.Getpid()
 	cpus, err := osprio.Affinity(self)
 	if err != nil {
-		return nil, 0, nil, false
+		return nil, 0, nil, nil, false
 	}
 	for _, pool := range [][]int{pools.Priority, pools.Standard, pools.Restricted} {
 		cpus = append(cpus, pool...)
@@ -231,7 +306,7 @@ func (c *Controller) hostWatchTargets() (cpus osprio.CPUSet, self int, roots []i
 			roots = append(roots, pm)
 		}
 	}
-	return slices.Compact(cpus), self, roots, true
+	return slices.Compact(cpus), self, roots, high, true
 }
 
 // setHostLoad records a look and, when the slice comes into force or ends,
@@ -247,9 +322,9 @@ func (c *Controller) setHostLoad(l HostLoad) {
 	}
 	switch {
 	case l.Contended:
-		c.log.Info("other programs keep the server's CPUs busy: the high tier's backends and tierdb's threads take a short time slice", "slice", qos.AutoSlice, "otherCPUs", l.Other, "idleCPUs", l.Idle)
+		c.log.Info("other programs keep the server's CPUs busy: the high tier's backends and tierdb's threads take a short time slice", "slice", qos.AutoSlice, "otherCPUs", l.Other, "idleCPUs", l.Idle, "highWait", l.HighWait, "highSlices", l.HighSlices)
 	case l.Watching:
-		c.log.Info("the server's CPUs are no longer busy with other programs: the high tier's backends and tierdb's threads have the kernel's time slice again")
+		c.log.Info("the high tier's backends and tierdb's threads have the kernel's time slice again: the server's CPUs are not busy with other programs, or the high tier's backends wait little for one", "otherCPUs", l.Other, "idleCPUs", l.Idle, "highWait", l.HighWait, "highSlices", l.HighSlices)
 	}
 	c.applySelf()
 	if c.disabled {

@@ -15,13 +15,14 @@ import (
 	"tierdb/internal/qos"
 )
 
-// The slice comes with the first look at a busy host and goes only after
-// calmLooks calm looks in a row; other programs with a CPU left idle, or
-// a busy host that is busy with tierdb's own work, are calm.
+// Without high-tier traffic the slice comes with the first look at a busy
+// host and goes only after calmLooks calm looks in a row; other programs
+// with a CPU left idle, or a busy host that is busy with tierdb's own work,
+// are calm.
 func TestContentionTakesTheSliceAndHoldsItThroughShortCalms(t *testing.T) {
 	var c contention
 	busy, calm := [2]float64{1, 0.1}, [2]float64{0.05, 0}
-	look := func(l [2]float64) bool { return c.observe(l[0], l[1]) }
+	look := func(l [2]float64) bool { return c.observe(l[0], l[1], 0, 0) }
 	if look(calm) || look([2]float64{1, 1}) || look([2]float64{0.2, 0}) {
 		t.Fatal("took the slice with a CPU idle, or with others under a quarter of one")
 	}
@@ -41,6 +42,64 @@ func TestContentionTakesTheSliceAndHoldsItThroughShortCalms(t *testing.T) {
 	}
 	if look(calm) {
 		t.Fatalf("kept the slice after %d calm looks in a row", calmLooks)
+	}
+}
+
+// With the high tier's backends running, their wait per timeslice decides
+// on a busy host: a short one (a client beside tierdb) gives the slice
+// back, a long one on the kernel's slice (a busy program) takes it for as
+// long as the host stays busy; a wait too few timeslices long, or between
+// the two bounds with the slice off, changes nothing.
+func TestContentionFollowsTheHighTiersWait(t *testing.T) {
+	var c contention
+	look := func(wait time.Duration, slices uint64) bool { return c.observe(1, 0.1, wait, slices) }
+	client, hog, between := waitKeep/2, 3*waitTake, (waitKeep+waitTake)/2
+	if !look(0, 0) {
+		t.Fatal("a busy host without high-tier traffic did not take the slice")
+	}
+	if !look(client, waitSlices-1) || !look(between, waitSlices) {
+		t.Fatal("gave the slice back on a wait over too few timeslices, or one above waitKeep")
+	}
+	if look(client, waitSlices) {
+		t.Fatal("kept the slice while the high tier's backends waited little")
+	}
+	if look(client, waitSlices) || look(between, waitSlices) {
+		t.Fatal("took the slice again on a wait under waitTake")
+	}
+	if !look(hog, waitSlices) {
+		t.Fatal("a long wait on the kernel's slice did not take the slice")
+	}
+	if !look(client, waitSlices) {
+		t.Fatal("gave a sure slice back while the host stayed busy")
+	}
+	for range calmLooks {
+		c.observe(0, 1, 0, 0)
+	}
+	if c.on || c.sure {
+		t.Fatalf("%+v after %d calm looks; want the slice off and not sure", c, calmLooks)
+	}
+	// Taken again without traffic, the slice is not sure: a short wait
+	// gives it back.
+	if !look(0, 0) || look(client, waitSlices) {
+		t.Fatal("a slice taken without traffic was kept on a short wait")
+	}
+}
+
+// highWait counts only backends in both readings whose counts grew.
+func TestHighWaitPerTimeslice(t *testing.T) {
+	us := time.Microsecond
+	prev := hostTimes{high: map[int]procfs.SchedStat{1: {Wait: 100 * us, Slices: 10}, 2: {Wait: 0, Slices: 0}, 3: {Wait: 900 * us, Slices: 90}, 4: {Wait: 1, Slices: 1}}}
+	cur := hostTimes{high: map[int]procfs.SchedStat{
+		1: {Wait: 400 * us, Slices: 20}, // 300 µs over 10
+		2: {Wait: 100 * us, Slices: 10}, // 100 µs over 10
+		3: {Wait: 5 * us, Slices: 1},    // a new process under pid 3
+		5: {Wait: 50 * us, Slices: 5},   // new
+	}}
+	if wait, n := cur.highWait(prev); wait != 20*us || n != 20 {
+		t.Errorf("highWait = %v over %d, want 20µs over 20", wait, n)
+	}
+	if wait, n := (hostTimes{}).highWait(prev); wait != 0 || n != 0 {
+		t.Errorf("no backends: %v over %d", wait, n)
 	}
 }
 
@@ -82,7 +141,7 @@ func TestReadHostTimesTellsOwnProcessesFromOthers(t *testing.T) {
 		t.Fatal(err)
 	}
 	read := func() hostTimes {
-		h, err := readHostTimes(cpus, os.Getpid(), nil)
+		h, err := readHostTimes(cpus, os.Getpid(), nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -218,22 +277,26 @@ func fakeServer(t *testing.T) (postmaster, backend int) {
 // a standby, their postmasters not tierdb's children) are found through the
 // backends tierdb holds, so that their processes count as tierdb's own and
 // not as other programs; a backend that closed no longer names its server.
+// The high tier's backends are watched for their wait.
 func TestHostWatchFindsThePostmastersOfEveryNode(t *testing.T) {
 	primary, b1 := fakeServer(t)
 	standby, b2 := fakeServer(t)
 	// No goroutines: the targets a watcher would read.
 	c := &Controller{log: slog.Default(), applier: osprio.NewApplier(), cfg: qos.DefaultConfig(), slices: true,
 		backends: map[int]qos.Tier{}, parents: map[int]int{}, boosted: map[int]bool{}, warned: map[string]bool{}}
-	c.BackendOpened(b1, qos.Normal)
+	c.BackendOpened(b1, qos.High)
 	c.BackendOpened(b2, qos.Low)
-	_, self, roots, ok := c.hostWatchTargets()
+	cpus, self, roots, high, ok := c.hostWatchTargets()
 	want := []int{primary, standby}
 	slices.Sort(want)
-	if !ok || self != os.Getpid() || !slices.Equal(roots, want) {
-		t.Fatalf("watch targets: ok %v, self %d, roots %v; want the postmasters %v", ok, self, roots, want)
+	if !ok || self != os.Getpid() || !slices.Equal(roots, want) || !slices.Equal(high, []int{b1}) {
+		t.Fatalf("watch targets: ok %v, self %d, roots %v, high %v; want the postmasters %v and high [%d]", ok, self, roots, high, want, b1)
+	}
+	if h, err := readHostTimes(cpus, self, roots, high); err != nil || len(h.high) != 1 || h.high[b1].Slices == 0 {
+		t.Fatalf("read %+v, %v; want the high backend's schedstat", h.high, err)
 	}
 	c.BackendClosed(b2)
-	if _, _, roots, _ = c.hostWatchTargets(); !slices.Equal(roots, []int{primary}) {
+	if _, _, roots, _, _ = c.hostWatchTargets(); !slices.Equal(roots, []int{primary}) {
 		t.Fatalf("after the standby's backend closed: roots %v, want [%d]", roots, primary)
 	}
 }
