@@ -32,8 +32,11 @@ import (
 // much was idle, and how long the high tier's backends waited on a run
 // queue per timeslice (schedstat). Others using at least otherOn of a CPU
 // while less than idleOn of one was left idle (with an idle CPU a waking
-// thread does not wait) make the host busy; contention.observe says when
-// the slice comes and goes.
+// thread does not wait) make the host busy; with the slice in force,
+// others using otherKeep do: a busy program beside a busy high tier gets
+// what the high tier leaves, 0.14–0.27 of a CPU on shared-host, and the
+// slice must not go for that. contention.observe says when the slice comes
+// and goes.
 //
 // The waits that tell a busy program from a client (this project's VM,
 // per timeslice of the high tier's backends): on the kernel's slice
@@ -43,6 +46,7 @@ const (
 	hostPeriod = time.Second
 	lookPause  = 100 * time.Microsecond
 	otherOn    = 0.25
+	otherKeep  = 0.1
 	idleOn     = 0.5
 	calmLooks  = 5
 	// waitSlices is how many timeslices the high tier's backends must run
@@ -136,7 +140,8 @@ type contention struct {
 }
 
 func (c *contention) observe(other, idle float64, wait time.Duration, slices uint64) bool {
-	busy, ran := other >= otherOn && idle < idleOn, slices >= waitSlices
+	busy := idle < idleOn && (other >= otherOn || c.on && other >= otherKeep)
+	ran := slices >= waitSlices
 	switch {
 	case !busy:
 		if c.on {
@@ -258,7 +263,9 @@ func (c *Controller) watchHost() {
 		if have {
 			if other, idle, ok := cur.load(prev); ok {
 				wait, n := cur.highWait(prev)
-				c.setHostLoad(HostLoad{Other: other, Idle: idle, HighWait: wait, HighSlices: n, Contended: cont.observe(other, idle, wait, n), Watching: true})
+				l := HostLoad{Other: other, Idle: idle, HighWait: wait, HighSlices: n, Contended: cont.observe(other, idle, wait, n), Watching: true}
+				c.log.Debug("host look", "otherCPUs", other, "idleCPUs", idle, "highWait", wait, "highSlices", n, "slice", l.Contended, "sure", cont.sure)
+				c.setHostLoad(l)
 			}
 		}
 		prev, have = cur, true

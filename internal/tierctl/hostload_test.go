@@ -18,12 +18,13 @@ import (
 // Without high-tier traffic the slice comes with the first look at a busy
 // host and goes only after calmLooks calm looks in a row; other programs
 // with a CPU left idle, or a busy host that is busy with tierdb's own work,
-// are calm.
+// are calm. Others under otherOn do not take the slice but, down to
+// otherKeep, keep it.
 func TestContentionTakesTheSliceAndHoldsItThroughShortCalms(t *testing.T) {
 	var c contention
 	busy, calm := [2]float64{1, 0.1}, [2]float64{0.05, 0}
 	look := func(l [2]float64) bool { return c.observe(l[0], l[1], 0, 0) }
-	if look(calm) || look([2]float64{1, 1}) || look([2]float64{0.2, 0}) {
+	if look(calm) || look([2]float64{1, 1}) || look([2]float64{0.2, 0}) || look([2]float64{otherKeep, 0}) {
 		t.Fatal("took the slice with a CPU idle, or with others under a quarter of one")
 	}
 	if !look(busy) {
@@ -36,6 +37,13 @@ func TestContentionTakesTheSliceAndHoldsItThroughShortCalms(t *testing.T) {
 	}
 	if !look(busy) {
 		t.Fatal("lost the slice on a busy look")
+	}
+	// Once taken, others kept down to otherKeep (by the high tier's
+	// priority) still keep the host busy.
+	for range calmLooks {
+		if !look([2]float64{otherKeep, 0}) {
+			t.Fatal("gave the slice back while others still used otherKeep of a CPU")
+		}
 	}
 	for range calmLooks - 1 {
 		look(calm)
