@@ -34,14 +34,14 @@ import (
 // while less than idleOn of one was left idle (with an idle CPU a waking
 // thread does not wait) make the host busy; with the slice in force,
 // others using otherKeep do: a busy program beside a busy high tier gets
-// what the high tier leaves, 0.14–0.27 of a CPU on shared-host, and the
+// what the high tier leaves, 0.12–0.27 of a CPU on shared-host, and the
 // slice must not go for that. contention.observe says when the slice comes
 // and goes.
 //
 // The waits that tell a busy program from a client (this project's VM,
 // per timeslice of the high tier's backends): on the kernel's slice
-// 288–409 µs beside a busy loop, 12–22 µs beside co-located load
-// generators; with the 100 µs slice 36–40 µs against 12–19 µs.
+// 288–470 µs beside a busy loop, 12–22 µs beside co-located load
+// generators; with the 100 µs slice 33–54 µs against 12–19 µs.
 const (
 	hostPeriod = time.Second
 	lookPause  = 100 * time.Microsecond
@@ -125,10 +125,10 @@ func (cur hostTimes) highWait(prev hostTimes) (time.Duration, uint64) {
 
 // contention decides from successive looks whether the slice is in force.
 //
-//   - Off, a busy host takes the slice when the high tier's backends did
-//     not run (a sparse client's next request finds it) or waited at least
-//     waitTake per timeslice: they wait on a busy program, and the slice is
-//     sure until the host is calm.
+//   - Off, a busy host takes the slice when the high tier's backends ran
+//     fewer than waitSlices timeslices (a sparse client's next request
+//     finds it) or waited at least waitTake per timeslice: they wait on a
+//     busy program, and the slice is sure until the host is calm.
 //   - On and not sure, a busy host gives it back when the high tier's
 //     backends ran and waited less than waitKeep: the CPU's other user is
 //     a client, or a busy program that the slice keeps short. The next
