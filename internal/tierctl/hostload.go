@@ -41,14 +41,17 @@ import (
 // The waits that tell a busy program from a client (this project's VM,
 // per timeslice of the high tier's backends): on the kernel's slice
 // 288–470 µs beside a busy loop, 12–22 µs beside co-located load
-// generators; with the 100 µs slice 33–54 µs against 12–19 µs.
+// generators; with the 100 µs slice 33–54 µs against 12–19 µs, but 21–27
+// µs beside a busy loop with tierdb and PostgreSQL in a cgroup of their own
+// (cpu.shares 10× the loop's): a trial then costs trialPeriod.
 const (
-	hostPeriod = time.Second
-	lookPause  = 100 * time.Microsecond
-	otherOn    = 0.25
-	otherKeep  = 0.1
-	idleOn     = 0.5
-	calmLooks  = 5
+	hostPeriod  = time.Second
+	trialPeriod = 200 * time.Millisecond
+	lookPause   = 100 * time.Microsecond
+	otherOn     = 0.25
+	otherKeep   = 0.1
+	idleOn      = 0.5
+	calmLooks   = 5
 	// waitSlices is how many timeslices the high tier's backends must run
 	// in a look for their wait to count; waitTake is the wait that takes
 	// the slice on the kernel's own (a waking backend already waits about
@@ -132,16 +135,19 @@ func (cur hostTimes) highWait(prev hostTimes) (time.Duration, uint64) {
 //   - On and not sure, a busy host gives it back when the high tier's
 //     backends ran and waited less than waitKeep: the CPU's other user is
 //     a client, or a busy program that the slice keeps short. The next
-//     look, on the kernel's slice, tells which.
+//     look, on the kernel's slice, tells which; it comes after trialPeriod
+//     (trial is set), so that a busy program costs the high tier that
+//     long on the kernel's slice, once.
 //   - On, calmLooks looks in a row without a busy host give it back.
 type contention struct {
-	on, sure bool
-	calm     int
+	on, sure, trial bool
+	calm            int
 }
 
 func (c *contention) observe(other, idle float64, wait time.Duration, slices uint64) bool {
 	busy := idle < idleOn && (other >= otherOn || c.on && other >= otherKeep)
 	ran := slices >= waitSlices
+	c.trial = false
 	switch {
 	case !busy:
 		if c.on {
@@ -154,7 +160,7 @@ func (c *contention) observe(other, idle float64, wait time.Duration, slices uin
 			*c = contention{on: true, sure: ran}
 		}
 	case ran && !c.sure && wait < waitKeep:
-		*c = contention{}
+		*c = contention{trial: true}
 	default:
 		c.calm = 0
 	}
@@ -233,19 +239,19 @@ func readHostTimes(cpus osprio.CPUSet, self int, roots, high []int) (hostTimes, 
 // watchHost keeps the high tier's automatic slice in line with the host,
 // until Close.
 func (c *Controller) watchHost() {
-	tick := time.NewTicker(hostPeriod)
-	defer tick.Stop()
 	var (
 		prev hostTimes
 		have bool
 		cont contention
+		next = hostPeriod
 	)
 	for {
 		select {
 		case <-c.stop:
 			return
-		case <-tick.C:
+		case <-time.After(next):
 		}
+		next = hostPeriod
 		cpus, self, roots, high, ok := c.hostWatchTargets()
 		if !ok {
 			have, cont = false, contention{}
@@ -266,6 +272,9 @@ func (c *Controller) watchHost() {
 				l := HostLoad{Other: other, Idle: idle, HighWait: wait, HighSlices: n, Contended: cont.observe(other, idle, wait, n), Watching: true}
 				c.log.Debug("host look", "otherCPUs", other, "idleCPUs", idle, "highWait", wait, "highSlices", n, "slice", l.Contended, "sure", cont.sure)
 				c.setHostLoad(l)
+				if cont.trial {
+					next = trialPeriod
+				}
 			}
 		}
 		prev, have = cur, true
