@@ -389,7 +389,8 @@ def test_priority_inheritance_boosts_the_holder_of_a_row_lock(new_server):
     row waits for it. While it waits, the low-tier backend runs at the high
     tier's nice level; once the lock is released it is back at its own (0,
     the low tier's level while the high tier is idle)."""
-    t = new_server(extra_args=["--priority-inheritance", "5ms"]).start()
+    port = free_port()
+    t = new_server(extra_args=["--priority-inheritance", "5ms", "--metrics-listen", f"127.0.0.1:{port}"]).start()
     c = t.client()
     try:
         coll = c.app.hot
@@ -431,6 +432,8 @@ def test_priority_inheritance_boosts_the_holder_of_a_row_lock(new_server):
             time.sleep(0.01)
         assert io_priority_of(low_pids[0]) == want["low io"], "the holder kept the high tier's I/O priority"
         assert c.admin.command("qosStatus")["osPriorities"]["inheritances"] >= 1
+        inherited = re.search(r"^tierdb_qos_inheritances_total (\S+)$", metrics_body(port), re.M)
+        assert inherited and float(inherited.group(1)) >= 1
         assert coll.find_one({"_id": 1})["n"] == 11
         s.end_session()
         hi.close()

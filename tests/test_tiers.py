@@ -339,6 +339,9 @@ def test_high_slice_follows_other_programs_on_the_cpus(qserver):
         host = status(qserver)["osPriorities"]["host"]
         assert host["highTimeslices"] >= 200 and host["highWaitMicros"] > 0, host
         assert wait_until(lambda: in_force(100), timeout=10), status(qserver)["osPriorities"]["host"]
+        m = metric_samples(qserver)
+        assert m['tierdb_qos_slice_seconds{tier="high"}'] == 0.0001 and m['tierdb_qos_slice_seconds{tier="low"}'] == 0
+        assert m["tierdb_host_other_cpus"] >= 0.25 and m["tierdb_host_high_wait_seconds"] >= 0
     finally:
         for p in loops:
             p.kill()
@@ -550,15 +553,21 @@ def test_background_processes_idle_but_wal_writer_best_effort(qserver):
     assert ionice(helper_pid(qserver.data_dir, "walwriter")) == "best-effort: prio 0"
 
 
-def test_metrics_endpoint_exports_tier_figures(qserver):
-    c = tier_client(qserver, "low")
-    c.test.order.find_one()
-    body = urllib.request.urlopen(f"http://127.0.0.1:{qserver.metrics_port}/metrics", timeout=5).read().decode()
+def metric_samples(server):
+    """The /metrics samples by name with their labels, as floats."""
+    body = urllib.request.urlopen(f"http://127.0.0.1:{server.metrics_port}/metrics", timeout=5).read().decode()
     samples = {}
     for line in body.splitlines():
         if line and not line.startswith("#"):
             name, value = line.rsplit(" ", 1)
             samples[name] = float(value)
+    return samples
+
+
+def test_metrics_endpoint_exports_tier_figures(qserver):
+    c = tier_client(qserver, "low")
+    c.test.order.find_one()
+    samples = metric_samples(qserver)
     assert samples['tierdb_qos_enabled'] == 1
     assert samples['tierdb_qos_admitted_total{tier="low"}'] >= 1
     assert 'tierdb_qos_waiting{tier="high"}' in samples

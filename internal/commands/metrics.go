@@ -103,6 +103,7 @@ func (h *Handlers) Metrics(w *metrics.Writer) {
 	w.Gauge("tierdb_qos_anticipation_objectives_seconds", "How long the high tier's latency objectives ask the lower tiers to be held after its last request (0: none); the longer of this and the configured one holds.", nil, st.ObjectiveAnticipation.Seconds())
 	w.Counter("tierdb_qos_anticipation_periods_total", "Anticipation periods started.", nil, float64(st.Anticipated))
 	w.Counter("tierdb_qos_anticipation_expired_total", "Anticipation periods that ended with no high-tier request.", nil, float64(st.AnticipationExpired))
+	h.osMetrics(w)
 	for t := qos.Tier(0); t < qos.NumTiers; t++ {
 		ts := st.Tiers[t]
 		l := metrics.Labels{{"tier", t.String()}}
@@ -113,6 +114,20 @@ func (h *Handlers) Metrics(w *metrics.Writer) {
 		w.Counter("tierdb_qos_cancelled_total", "Requests that left the queue (client gone, maxTimeMS), by tier.", l, float64(ts.Cancelled))
 		w.Counter("tierdb_qos_guard_admissions_total", "Requests admitted by the starvation guard, by tier.", l, float64(ts.GuardAdmissions))
 	}
+}
+
+// osMetrics writes what the tier controller does to the operating system's
+// treatment of backends: each tier's time slice, the last look at the host
+// that decides the high tier's automatic one, and priority inheritances.
+func (h *Handlers) osMetrics(w *metrics.Writer) {
+	os := h.opts.QoS.Controller.Status()
+	for t := qos.Tier(0); t < qos.NumTiers; t++ {
+		w.Gauge("tierdb_qos_slice_seconds", "The time slice a tier's backends run with (0: the kernel's default).", metrics.Labels{{"tier", t.String()}}, os.Slices[t].Seconds())
+	}
+	w.Gauge("tierdb_host_other_cpus", "CPUs that programs other than tierdb and its PostgreSQL servers used on tierdb's CPUs, at the last look (0 while the slice is not automatic).", nil, os.Host.Other)
+	w.Gauge("tierdb_host_idle_cpus", "CPUs left idle on tierdb's CPUs at the last look.", nil, os.Host.Idle)
+	w.Gauge("tierdb_host_high_wait_seconds", "How long the high tier's backends waited for a CPU per timeslice at the last look.", nil, os.Host.HighWait.Seconds())
+	w.Counter("tierdb_qos_inheritances_total", "Times a lower-tier backend took the high tier's priority because a high-tier request waited for it.", nil, float64(os.Boosts))
 }
 
 func b2f(b bool) float64 {
