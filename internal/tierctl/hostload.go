@@ -41,7 +41,7 @@ import (
 // The waits that tell a busy program from a client (this project's VM,
 // per timeslice of the high tier's backends): on the kernel's slice
 // 288–470 µs beside a busy loop, 12–22 µs beside co-located load
-// generators; with the 100 µs slice 33–54 µs against 12–19 µs, but 21–27
+// generators; with the 100 µs slice 33–54 µs against 12–19 µs, but 19–28
 // µs beside a busy loop with tierdb and PostgreSQL in a cgroup of their own
 // (cpu.shares 10× the loop's): a trial then costs trialPeriod.
 const (
