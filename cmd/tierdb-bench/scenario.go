@@ -32,7 +32,7 @@ func runScenario(args []string) error {
 	quick := fs.Bool("quick", false, "shortened runs (one repetition, a quarter of every time span and operation count), for CI")
 	noPlots := fs.Bool("no-plots", false, "skip the PNG plots")
 	cpuProfile := fs.Duration("cpu-profile", 0, "take a CPU profile of tierdb this long in every run, from the end of the warm-up (tierdb gets --pprof), into logs/rep<N>-<variant>.cpu.pb.gz; keep it under the run's length")
-	fromResults := fs.String("from-results", "", "rebuild the report from this results.json instead of running (into --out, default its directory)")
+	fromResults := fs.String("from-results", "", "rebuild the report from this results.json instead of running (into --out, default its directory), its targets evaluated afresh")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), `tierdb-bench: tierdb's benchmark harness.
 
@@ -64,6 +64,7 @@ Flags:
 		if err != nil {
 			return err
 		}
+		res.Targets = bench.Evaluate(res.Scenario, res.Summary)
 		dir := *out
 		if dir == "" {
 			dir = filepath.Dir(*fromResults)

@@ -354,7 +354,10 @@ func TestMeanCI95(t *testing.T) {
 
 // physics = before − X·c_ts/c: 31 noise clients did 1000 ops/s before;
 // the time-sensitive client does 100 ops/s at twice the noise's CPU per
-// operation, so physics leaves 800 and 600 during is 0.75 of it.
+// operation, so physics leaves 800 and 600 during is 0.75 of it. The
+// noise's CPU per operation (100 µs) is what is left of the variant's
+// (110 µs over 1000 time-sensitive and 9000 noise operations) once the
+// time-sensitive ones are charged their 200 µs alone.
 func TestMinVsPhysics(t *testing.T) {
 	sc := &Scenario{
 		Groups:   []Group{{Name: "ts", Role: RoleTimeSensitive}, {Name: "noise", Role: RoleNoise}},
@@ -362,12 +365,12 @@ func TestMinVsPhysics(t *testing.T) {
 	}
 	sum := &Summary{
 		Groups: []GroupSummary{
-			{Variant: "on", Group: "ts", Median: Stats{Throughput: 100}},
-			{Variant: "on", Group: "noise", Median: Stats{Before: 1000, During: 600}},
+			{Variant: "on", Group: "ts", Median: Stats{Throughput: 100, Ops: 1000}},
+			{Variant: "on", Group: "noise", Median: Stats{Before: 1000, During: 600, Ops: 9000}},
 		},
 		Variants: []VariantSummary{
 			{Variant: BaselineVariant, TierdbCPUPerOp: 60, PostgresCPUPerOp: 140},
-			{Variant: "on", TierdbCPUPerOp: 40, PostgresCPUPerOp: 60},
+			{Variant: "on", TierdbCPUPerOp: 40, PostgresCPUPerOp: 70},
 		},
 	}
 	half := 0.5
@@ -378,5 +381,14 @@ func TestMinVsPhysics(t *testing.T) {
 	sum.Groups[1].Median.During = 300
 	if r := evaluate(sc, Target{Variant: "on", Group: "noise", MinVsPhysics: &half}, sum); r.Pass {
 		t.Fatalf("300 of 800 passed: %+v", r)
+	}
+	// A phase three times as long against the run: the variant's CPU per
+	// operation rises toward the time-sensitive client's (130 µs over 3000
+	// and 7000 operations), the noise's stays 100 µs, and so does physics.
+	sum.Groups[1].Median.During = 600
+	sum.Groups[0].Median.Ops, sum.Groups[1].Median.Ops = 3000, 7000
+	sum.Variants[1].PostgresCPUPerOp = 90
+	if r := evaluate(sc, Target{Variant: "on", Group: "noise", MinVsPhysics: &half}, sum); math.Abs(r.Value-0.75) > 1e-9 {
+		t.Fatalf("a longer phase moved the figure: %+v, want 0.75", r)
 	}
 }

@@ -39,9 +39,16 @@ type Target struct {
 	// before: the noise's throughput before the phase; X: the
 	// time-sensitive groups' throughput; c_ts: server CPU (tierdb and
 	// PostgreSQL) per operation of the time-sensitive clients alone (the
-	// idle baseline); c: server CPU per operation of the variant, all
-	// groups. So each time-sensitive operation displaces c_ts/c noise
-	// operations of a saturated server. Needs the baseline.
+	// idle baseline); c: server CPU per noise operation in the variant,
+	// what is left of the variant's server CPU once its N_ts time-sensitive
+	// operations are charged c_ts each, over its N noise operations:
+	//
+	//	c = (c_all·(N_ts + N) − c_ts·N_ts) / N
+	//
+	// with c_all the variant's CPU per operation, all groups. So each
+	// time-sensitive operation displaces c_ts/c noise operations of a
+	// saturated server, however long the phase is against the run. Needs
+	// the baseline.
 	MinVsPhysics *float64 `yaml:"minVsPhysics,omitempty" json:"minVsPhysics,omitempty"`
 	// MinVsBest: variant/max(metric of the BestOf variants) ≥ value, for
 	// throughput (1.2 = at least 20% above the better of them).
@@ -353,15 +360,26 @@ func physicsTarget(r TargetResult, s *Scenario, sum *Summary) TargetResult {
 		r.Missing = "no noise throughput before the phase, or no baseline"
 		return r
 	}
-	var x float64
+	var x, nts, n float64
 	for _, g := range s.groupsWithRole(RoleTimeSensitive) {
 		if ts, ok := sum.Find(t.Variant, g.Name); ok {
 			x += ts.Median.Throughput
+			nts += ts.Median.Ops
 		}
 	}
-	cts, c := b.TierdbCPUPerOp+b.PostgresCPUPerOp, v.TierdbCPUPerOp+v.PostgresCPUPerOp
-	if cts <= 0 || c <= 0 {
-		r.Missing = "no server CPU figures"
+	for _, g := range s.groupsWithRole(RoleNoise) {
+		if ns, ok := sum.Find(t.Variant, g.Name); ok {
+			n += ns.Median.Ops
+		}
+	}
+	cts, call := b.TierdbCPUPerOp+b.PostgresCPUPerOp, v.TierdbCPUPerOp+v.PostgresCPUPerOp
+	if cts <= 0 || call <= 0 || n <= 0 {
+		r.Missing = "no server CPU figures or operation counts"
+		return r
+	}
+	c := (call*(nts+n) - cts*nts) / n
+	if c <= 0 {
+		r.Missing = fmt.Sprintf("the time-sensitive operations alone account for the variant's server CPU (%.0f µs an operation, %.0f alone)", call, cts)
 		return r
 	}
 	physics := gs.Median.Before - x*cts/c

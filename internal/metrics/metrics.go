@@ -142,6 +142,7 @@ func Serve(ctx context.Context, o ServeOptions) (net.Addr, error) {
 	if o.Pprof {
 		mux.HandleFunc("/debug/pprof/", httppprof.Index)
 		mux.HandleFunc("/debug/pprof/profile", httppprof.Profile)
+		mux.HandleFunc("/debug/pprof/trace", httppprof.Trace)
 	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
