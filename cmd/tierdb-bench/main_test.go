@@ -54,3 +54,35 @@ func TestFromResultsRebuildsTheReport(t *testing.T) {
 		t.Errorf("report.md:\n%s", md)
 	}
 }
+
+// A rebuilt report evaluates the targets afresh: a stored outcome from an
+// older evaluation does not survive.
+func TestFromResultsEvaluatesTargetsAfresh(t *testing.T) {
+	sc, err := bench.LoadScenario("smoke")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sc.Targets) == 0 {
+		t.Fatal("smoke has no targets to evaluate")
+	}
+	dir := t.TempDir()
+	stale := bench.TargetResult{Target: sc.Targets[0], Pass: true, Measured: "a stale outcome"}
+	res := &bench.Results{Scenario: sc, Summary: &bench.Summary{}, Targets: []bench.TargetResult{stale}, Started: time.Now(), Finished: time.Now()}
+	if err := bench.WriteResults(dir, res); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "again")
+	if err := runScenario([]string{"--from-results", filepath.Join(dir, "results.json"), "--out", out, "--no-plots"}); err != nil {
+		t.Fatal(err)
+	}
+	md, err := os.ReadFile(filepath.Join(out, "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(md), "a stale outcome") {
+		t.Errorf("the stored target outcome survived the rebuild:\n%s", md)
+	}
+	if !strings.Contains(string(md), sc.Targets[0].Name) {
+		t.Errorf("the target %q is missing from the rebuilt report:\n%s", sc.Targets[0].Name, md)
+	}
+}

@@ -64,7 +64,9 @@ Flags:
 		if err != nil {
 			return err
 		}
-		res.Targets = bench.Evaluate(res.Scenario, res.Summary)
+		if res.Summary != nil {
+			res.Targets = bench.Evaluate(res.Scenario, res.Summary)
+		}
 		dir := *out
 		if dir == "" {
 			dir = filepath.Dir(*fromResults)
