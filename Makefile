@@ -105,6 +105,7 @@ bench-repl: deps-postgres build
 	./$(BENCH_BIN) decongestant-clients
 	./$(BENCH_BIN) staleness
 	./$(BENCH_BIN) fig5b
+	./$(BENCH_BIN) fig5b-paper
 
 # Fault soak (not in CI): kill -9 of tierdb and of PostgreSQL, step-downs,
 # under retried and plain writes; fails on any lost or duplicated write.

@@ -337,7 +337,7 @@ func TestEvaluateReplTargets(t *testing.T) {
 func TestReplBuiltinTargets(t *testing.T) {
 	type key struct{ scenario, variant, group, kind string }
 	got := map[key]float64{}
-	for _, n := range []string{"decongestant-clients", "decongestant-switch", "staleness", "fig5b"} {
+	for _, n := range []string{"decongestant-clients", "decongestant-switch", "staleness", "fig5b", "fig5b-paper"} {
 		s, err := LoadScenario(n)
 		if err != nil {
 			t.Fatalf("%s: %v", n, err)
@@ -365,6 +365,7 @@ func TestReplBuiltinTargets(t *testing.T) {
 		{"staleness", "adaptive", "s-1s", "maxViolations"}:            0,
 		{"staleness", "adaptive", "s-250ms", "maxViolations"}:         0,
 		{"fig5b", "on-t1", "ts", "minReduction"}:                      0.90,
+		{"fig5b-paper", "on-t1", "ts", "minReduction"}:                0.90,
 	} {
 		v, ok := got[k]
 		if !ok || v != want {
@@ -381,9 +382,14 @@ func TestReplBuiltinTargets(t *testing.T) {
 	if !bounds[1000] || !bounds[250] {
 		t.Errorf("staleness bounds %v, want 1 s and 250 ms", bounds)
 	}
-	f, _ := LoadScenario("fig5b")
-	ts, _ := f.Group("ts")
-	if ts.WriteConcern == nil || ts.WriteConcern.W != "majority" || f.Replicas != 2 {
-		t.Errorf("fig5b: write concern %+v, replicas %d", ts.WriteConcern, f.Replicas)
+	for n, noiseTier := range map[string]string{"fig5b": "low", "fig5b-paper": "normal"} {
+		f, _ := LoadScenario(n)
+		ts, _ := f.Group("ts")
+		if ts.WriteConcern == nil || ts.WriteConcern.W != "majority" || f.Replicas != 2 || ts.Ops != 15000 {
+			t.Errorf("%s: write concern %+v, replicas %d, %d updates", n, ts.WriteConcern, f.Replicas, ts.Ops)
+		}
+		if noise, _ := f.Group("noise"); noise.Tier != noiseTier || noise.Clients.Resolve(1) != 31 {
+			t.Errorf("%s: noise %d clients at %q, want 31 at %q", n, noise.Clients.Resolve(1), noise.Tier, noiseTier)
+		}
 	}
 }
