@@ -19,8 +19,9 @@ const DefaultHeadroom = 128 << 20
 const DeferHold = time.Second
 
 // deferFactor multiplies the headroom while collections are deferred: 512
-// MiB at the default, eight seconds of fig5-paper's allocation (60 MB/s),
-// whose time-sensitive phase lasts three.
+// MiB at the default, eight seconds of fig5-paper's allocation (60 MB/s).
+// Its time-sensitive phase of 15,000 updates lasts about nine, so one
+// collection falls near its end.
 const deferFactor = 4
 
 // minHeap is the runtime's own smallest heap goal, 4 MB: the live heap
